@@ -1,0 +1,1 @@
+"""Outbound HTTP clients only (no ORM): Hinos, embeddings, summariser."""
