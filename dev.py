@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""memoryhub developer entry point — standard library only, runs with a bare python3 (3.11+).
+
+    python3 dev.py serve [--port 8000]   set up .venv, migrate, create a dev product + API key, run the server
+    python3 dev.py test [pytest args]    set up .venv and run the test suite
+    python3 dev.py superuser             create an admin user for /admin/ (interactive)
+
+With no environment variables set, memoryhub runs on SQLite, the local-memory cache and in-process
+Celery tasks, so nothing else needs to be running.
+"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+REQUIREMENTS = ROOT / "requirements.txt"
+# The hash of the requirements.txt last installed, so an unchanged file skips pip.
+STAMP = VENV / ".requirements.sha256"
+
+
+def venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def say(msg: str) -> None:
+    print(f"[dev] {msg}", flush=True)
+
+
+def run(*args, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in args], cwd=ROOT, **kwargs)
+
+
+def ensure_venv() -> Path:
+    py = venv_python()
+    if not py.exists():
+        say(f"creating virtual environment in {VENV}")
+        venv.EnvBuilder(with_pip=True, clear=VENV.exists()).create(VENV)
+        STAMP.unlink(missing_ok=True)
+    if not REQUIREMENTS.exists():
+        sys.exit(f"[dev] {REQUIREMENTS} not found")
+    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text().strip() == digest:
+        return py
+    say("installing requirements.txt into .venv")
+    # pip takes its index settings from the machine's own configuration.
+    if run(py, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", REQUIREMENTS).returncode:
+        sys.exit("[dev] pip install failed")
+    STAMP.write_text(digest + "\n")  # only after a successful install
+    return py
+
+
+def manage(py: Path, *args, **kwargs) -> subprocess.CompletedProcess:
+    return run(py, ROOT / "manage.py", *args, **kwargs)
+
+
+def cmd_serve(port: int) -> None:
+    py = ensure_venv()
+    if manage(py, "migrate", "--noinput").returncode:
+        sys.exit("[dev] migrate failed")
+    res = manage(py, "create_product", "--name", "dev", "--json", stdout=subprocess.PIPE, text=True)
+    lines = res.stdout.strip().splitlines()
+    if res.returncode or not lines:
+        sys.stdout.write(res.stdout)
+        sys.exit("[dev] create_product failed")
+    try:
+        key = json.loads(lines[-1])["apiKey"]  # the command's last stdout line is its JSON result
+    except (ValueError, KeyError, TypeError):
+        sys.exit(f"[dev] create_product printed no JSON with an apiKey: {lines[-1]!r}")
+    base = f"http://127.0.0.1:{port}"
+    print(
+        "\n"
+        f"  memoryhub   {base}/\n"
+        f"  API docs    {base}/api/docs/\n"
+        f"  admin       {base}/admin/   (python3 dev.py superuser creates a login)\n"
+        f"  API key     {key}\n"
+        "\n"
+        "  try:\n"
+        f'  curl -H "Authorization: Bearer {key}" {base}/v1/users/alice/conversations/c1/memory\n',
+        flush=True,
+    )
+    os.chdir(ROOT)
+    os.execv(py, [str(py), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"])
+
+
+def cmd_test(pytest_args: list[str]) -> None:
+    py = ensure_venv()
+    code = run(py, "-m", "pytest", *pytest_args).returncode
+    if code == 5:  # pytest: no tests were collected — a suite that runs nothing must not pass
+        print("[dev] no tests were collected", file=sys.stderr)
+        code = 1
+    sys.exit(code)
+
+
+def cmd_superuser() -> None:
+    py = ensure_venv()
+    if manage(py, "migrate", "--noinput").returncode:
+        sys.exit("[dev] migrate failed")
+    sys.exit(manage(py, "createsuperuser").returncode)
+
+
+def main() -> None:
+    # Everything after "test" belongs to pytest (its -h, -x, -k ... included), so argparse never sees it.
+    if sys.argv[1:2] == ["test"]:
+        cmd_test(sys.argv[2:])
+    parser = argparse.ArgumentParser(prog="dev.py", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="set up and run the development server")
+    serve.add_argument("--port", type=int, default=8000)
+    sub.add_parser("test", help="run the test suite; extra arguments go to pytest")
+    sub.add_parser("superuser", help="create an admin user (interactive)")
+    args = parser.parse_args()
+    if args.command == "serve":
+        cmd_serve(args.port)
+    else:
+        cmd_superuser()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit(130)
