@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from django.db import models
+
+from .products import Product
+
+
+class MemoryDocument(models.Model):
+    """The current JSON memory of one (product, user, conversation); `revision` is its CAS version."""
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=128)
+    conversation_id = models.CharField(max_length=128)
+    revision = models.BigIntegerField()
+    memory = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["product", "user_id", "conversation_id"], name="memory_document_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}/{self.conversation_id} r{self.revision}"
+
+
+class MemoryRevision(models.Model):
+    """One committed revision of a memory document, with who wrote it (history, M9)."""
+
+    ACTOR_TYPES = [("api_key", "API key"), ("operator", "Operator"), ("tool", "Tool token")]
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=128)
+    conversation_id = models.CharField(max_length=128)
+    revision = models.BigIntegerField()
+    memory = models.JSONField()
+    actor_type = models.CharField(max_length=16, choices=ACTOR_TYPES)
+    actor = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["product", "user_id", "conversation_id", "revision"], name="memory_revision_unique"
+            ),
+        ]
+        ordering = ["-revision"]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}/{self.conversation_id} r{self.revision} by {self.actor}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first successful response to a request carrying an Idempotency-Key, kept for replays."""
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["product", "key"], name="idempotency_key_unique")]
+
+    def __str__(self) -> str:
+        return self.key

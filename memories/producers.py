@@ -1,0 +1,23 @@
+"""This app's variable producers: jsonMemory (preferences are registered by the long-term memory module)."""
+from __future__ import annotations
+
+from memoryhub import working_set
+from memoryhub.runtimes.base import RecallRequest, SourceResult
+from memoryhub.runtimes.sources import register_producer
+
+
+def produce_json_memory(request: RecallRequest) -> SourceResult:
+    from memories.selectors.documents import memory_document_get
+    from memories.services.documents import DocumentAddress
+    from memories.validation import compact_json
+
+    address = DocumentAddress(request.product, request.user_id, request.conversation_id)
+    (revision, memory), cached = working_set.get_or_build(
+        address.working_set_scope, lambda: memory_document_get(address)
+    )
+    if memory is None:
+        return SourceResult(text="", status="empty", revision=0, details={"reason": "no memory written yet"}, cached=cached)
+    return SourceResult(text=compact_json(memory), status="ok", revision=revision, cached=cached)
+
+
+register_producer("jsonMemory", produce_json_memory)

@@ -1,0 +1,1 @@
+"""Writes, named <entity>_<action>, keyword-only arguments."""

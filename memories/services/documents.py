@@ -1,0 +1,124 @@
+"""JSON memory documents: compare-and-set in SQL, full replacement, history in the same statement."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memories.actors import Actor
+from memories.models import MemoryDocument, MemoryRevision, Product
+from memories.schemas import check_memory_against_schema
+from memories.validation import validate_memory, validate_revision
+from memoryhub import metrics, working_set
+from memoryhub.api.exceptions import InternalInconsistency, RevisionConflict
+
+JSON_MEMORY_VARIABLE = "jsonMemory"
+
+_DOC = MemoryDocument._meta.db_table
+_REV = MemoryRevision._meta.db_table
+_REV_COLUMNS = "product_id, user_id, conversation_id, revision, memory, actor_type, actor, created_at"
+
+
+@dataclass(frozen=True)
+class DocumentAddress:
+    product: Product
+    user_id: str
+    conversation_id: str
+
+    @property
+    def working_set_scope(self) -> working_set.Scope:
+        return working_set.Scope(self.product.pk, self.user_id, self.conversation_id, JSON_MEMORY_VARIABLE)
+
+
+def memory_document_replace(
+    *, address: DocumentAddress, expected_revision: int, memory: object, actor: Actor, schema: dict | None = None
+) -> int:
+    """Replace the whole document iff its stored revision is `expected_revision`; return the new revision."""
+    validate_revision(expected_revision)
+    serialized = validate_memory(memory)
+    check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
+    with transaction.atomic():
+        new_revision = _compare_and_set(address, expected_revision, serialized, actor)
+        if new_revision is None:
+            metrics.CONFLICTS.labels(kind="memory_document").inc()
+            raise RevisionConflict(_current_revision(address))
+        if new_revision != expected_revision + 1:  # M7: anything but old + 1 must not pass silently
+            raise InternalInconsistency(
+                f"the store committed revision {new_revision}, expected {expected_revision + 1}",
+                details={"expectedRevision": expected_revision, "committedRevision": new_revision},
+            )
+        # Inside the transaction: if the cache is down we fail before committing (503, nothing written).
+        working_set.invalidate(address.working_set_scope)
+    return new_revision
+
+
+def _current_revision(address: DocumentAddress) -> int:
+    row = (
+        MemoryDocument.objects.filter(
+            product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
+        )
+        .values_list("revision", flat=True)
+        .first()
+    )
+    return row or 0
+
+
+def _compare_and_set(address: DocumentAddress, expected: int, serialized: str, actor: Actor) -> int | None:
+    now = timezone.now()
+    key = (address.product.pk, address.user_id, address.conversation_id)
+    history = (*key, serialized, actor.type, actor.id[:200], now)
+    if connection.vendor == "postgresql":
+        return _cas_postgres(key, expected, serialized, now, history)
+    return _cas_portable(key, expected, serialized, now, history)
+
+
+def _cas_postgres(key: tuple, expected: int, serialized: str, now, history: tuple) -> int | None:
+    """One round trip: the conditional write and its history row in a single statement."""
+    if expected == 0:
+        write = (
+            f"INSERT INTO {_DOC} (product_id, user_id, conversation_id, revision, memory, created_at, updated_at)"
+            " VALUES (%s, %s, %s, 1, CAST(%s AS jsonb), %s, %s)"
+            " ON CONFLICT (product_id, user_id, conversation_id) DO NOTHING RETURNING revision"
+        )
+        write_params = (*key, serialized, now, now)
+    else:
+        write = (
+            f"UPDATE {_DOC} SET revision = revision + 1, memory = CAST(%s AS jsonb), updated_at = %s"
+            " WHERE product_id = %s AND user_id = %s AND conversation_id = %s AND revision = %s RETURNING revision"
+        )
+        write_params = (serialized, now, *key, expected)
+    sql = (
+        f"WITH written AS ({write}) INSERT INTO {_REV} ({_REV_COLUMNS})"
+        " SELECT %s, %s, %s, written.revision, CAST(%s AS jsonb), %s, %s, %s FROM written RETURNING revision"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (*write_params, *history))
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _cas_portable(key: tuple, expected: int, serialized: str, now, history: tuple) -> int | None:
+    """SQLite: no DML in CTEs, so the write and the history row are two statements in one transaction."""
+    with connection.cursor() as cursor:
+        if expected == 0:
+            cursor.execute(
+                f"INSERT INTO {_DOC} (product_id, user_id, conversation_id, revision, memory, created_at, updated_at)"
+                " VALUES (%s, %s, %s, 1, %s, %s, %s)"
+                " ON CONFLICT (product_id, user_id, conversation_id) DO NOTHING RETURNING revision",
+                (*key, serialized, now, now),
+            )
+        else:
+            cursor.execute(
+                f"UPDATE {_DOC} SET revision = revision + 1, memory = %s, updated_at = %s"
+                " WHERE product_id = %s AND user_id = %s AND conversation_id = %s AND revision = %s RETURNING revision",
+                (serialized, now, *key, expected),
+            )
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        cursor.execute(
+            f"INSERT INTO {_REV} ({_REV_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (*history[:3], row[0], *history[3:]),
+        )
+    return row[0]

@@ -1,0 +1,69 @@
+"""Strict serializer fields: JSON types are checked as sent (no "5" → 5, no true → 1)."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memories.validation import MAX_SAFE_INTEGER, validate_identifier
+
+
+class StrictIntegerField(serializers.Field):
+    default_error_messages = {"invalid": "must be an integer between {min} and {max}"}
+
+    def __init__(self, *, min_value: int = 0, max_value: int = MAX_SAFE_INTEGER - 1, **kwargs):
+        super().__init__(**kwargs)
+        self.min_value, self.max_value = min_value, max_value
+
+    def to_internal_value(self, data):
+        if not isinstance(data, int) or isinstance(data, bool) or not self.min_value <= data <= self.max_value:
+            self.fail("invalid", min=self.min_value, max=self.max_value)
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
+class StrictCharField(serializers.CharField):
+    """A string that must be sent as a JSON string (DRF's CharField would accept numbers)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class JSONObjectField(serializers.JSONField):
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return data
+
+
+class IdentifierField(StrictCharField):
+    def __init__(self, **kwargs):
+        super().__init__(max_length=128, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        try:
+            return validate_identifier(value, self.field_name)
+        except Exception:
+            raise serializers.ValidationError("must be 1-128 characters of A-Za-z0-9_.@-") from None
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuse unknown fields: a typo must not be silently ignored."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["the body must be a JSON object"]})
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)

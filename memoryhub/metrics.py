@@ -1,0 +1,8 @@
+"""Prometheus metrics (exported at /metrics)."""
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+REQUESTS = Counter("memoryhub_http_requests_total", "HTTP requests", ["route", "method", "status"])
+LATENCY = Histogram("memoryhub_http_request_seconds", "HTTP request latency", ["route", "method"])
+CONFLICTS = Counter("memoryhub_conflicts_total", "Compare-and-set conflicts", ["kind"])

@@ -1,0 +1,1 @@
+"""The runtime layer: variable producers, runtimes and turn hooks, registered by the apps that own the data."""

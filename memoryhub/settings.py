@@ -1,0 +1,164 @@
+"""One env-driven settings module. With nothing set: SQLite, local-memory cache, Celery in-process."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.management.utils import get_random_secret_key
+
+from .env import env_bool, env_int, env_list, env_str, env_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("MEMORYHUB_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+# A random key per process is fine for the embedded default; tool tokens then expire with the process.
+SECRET_KEY = env_str("SECRET_KEY") or get_random_secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "django_filters",
+    "memories",
+    "diaries",
+    "tables",
+]
+
+MIDDLEWARE = [
+    "memoryhub.api.metrics.MetricsMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "memoryhub.urls"
+WSGI_APPLICATION = "memoryhub.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: PostgreSQL when DATABASE_URL is set, else an embedded SQLite file.
+DATABASE_URL = env_url("DATABASE_URL", ("postgres", "postgresql", "sqlite"))
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "memoryhub.sqlite3",
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
+        }
+    }
+IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache: Redis holds only the working set. Exceptions are never ignored: an outage must be a 503.
+REDIS_URL = env_url("REDIS_URL", ("redis", "rediss", "unix"))
+WORKING_SET_TTL_SECONDS = env_int("WORKING_SET_TTL_SECONDS", 300, minimum=1)
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "memoryhub",
+            "OPTIONS": {
+                "CLIENT_CLASS": "django_redis.client.DefaultClient",
+                "SOCKET_CONNECT_TIMEOUT": 1,
+                "SOCKET_TIMEOUT": 1,
+            },
+        }
+    }
+    DJANGO_REDIS_IGNORE_EXCEPTIONS = False
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memoryhub"}}
+
+# --- Celery: a broker when configured (CELERY_BROKER_URL, else REDIS_URL); otherwise tasks run in-process.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+CELERY_TASK_EAGER_PROPAGATES = False
+CELERY_TASK_ACKS_LATE = True  # a task lost with its worker is redelivered; tasks are idempotent
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+
+# --- Outbound services (all optional).
+EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
+EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 512, minimum=1)
+EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
+EMBEDDING_TIMEOUT_SECONDS = env_int("EMBEDDING_TIMEOUT_SECONDS", 10, minimum=1)
+QDRANT_URL = env_str("QDRANT_URL")
+SUMMARIZER_BASE_URL = env_url("SUMMARIZER_BASE_URL", ("http", "https"))
+SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini")
+SUMMARIZER_API_KEY = env_str("SUMMARIZER_API_KEY")
+SUMMARIZER_TIMEOUT_SECONDS = env_int("SUMMARIZER_TIMEOUT_SECONDS", 30, minimum=1)
+HINOS_MEMORY_URL = env_url("HINOS_MEMORY_URL", ("http", "https"))
+HINOS_MEMORY_TIMEOUT_MS = env_int("HINOS_MEMORY_TIMEOUT_MS", 10000, minimum=1)
+HINOS_MEMORY_TOKEN = env_str("HINOS_MEMORY_TOKEN")
+
+# --- API
+TOOL_TOKEN_DEFAULT_TTL_SECONDS = 15 * 60
+IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 48, minimum=24)
+RATE_LIMIT_PER_KEY = env_str("MEMORYHUB_RATE_LIMIT", "6000/min")
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["memoryhub.api.authentication.ProductKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["memoryhub.api.authentication.IsProductClient"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.StrictJSONParser"],
+    "DEFAULT_THROTTLE_CLASSES": ["memoryhub.api.throttling.PerKeyRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"per_key": RATE_LIMIT_PER_KEY},
+    "EXCEPTION_HANDLER": "memoryhub.api.handler.envelope_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "memoryhub",
+    "DESCRIPTION": "Memory and state for AI chat, role-play and agent products.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+AUTH_PASSWORD_VALIDATORS = []
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,50 @@
+"""Redis (or the configured cache) as the working set only: recalled sources, rebuilt from the DB on a miss.
+
+Every write that changes a source calls `invalidate` in the same request, so no read after a
+successful write sees older data. Cache errors propagate (503), never a silent fallback.
+
+Invalidation writes a short-lived tombstone instead of deleting, and readers only `add` (set if
+absent): a reader that loaded the database before a write can then never put its stale value
+back after the write's invalidation.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from django.conf import settings
+from django.core.cache import cache
+
+T = TypeVar("T")
+_TOMBSTONE = "__memoryhub_invalidated__"
+TOMBSTONE_SECONDS = 5
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which working-set entry: one variable of one user (and conversation, when it is conversation-scoped)."""
+
+    product_id: str
+    user_id: str
+    conversation_id: str  # "" for user-scoped variables such as preferences
+    variable: str
+
+    @property
+    def key(self) -> str:
+        return f"ws:{self.product_id}:{self.user_id}:{self.conversation_id}:{self.variable}"
+
+
+def get_or_build(scope: Scope, build: Callable[[], T]) -> tuple[T, bool]:
+    """Return (value, was_cached); on a miss build from the database and store."""
+    cached = cache.get(scope.key)
+    if cached is not None and cached != _TOMBSTONE:
+        return cached, True
+    value = build()
+    if cached is None:
+        cache.add(scope.key, value, settings.WORKING_SET_TTL_SECONDS)
+    return value, False
+
+
+def invalidate(*scopes: Scope) -> None:
+    cache.set_many({scope.key: _TOMBSTONE for scope in scopes}, TOMBSTONE_SECONDS)
