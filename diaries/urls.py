@@ -1,0 +1,2 @@
+"""URL patterns of this module (mounted by memoryhub/urls.py)."""
+urlpatterns: list = []
