@@ -87,3 +87,71 @@ def assert_envelope(response, status: int, code: str | None = None) -> dict:
     if code:
         assert body["error"]["code"] == code, body
     return body["error"]
+
+
+def wait_for(predicate, *, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
+    """Poll `predicate` until it returns a truthy value (for work done by a real worker)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+def _database_url(settings_dict: dict) -> str:
+    user = settings_dict.get("USER") or "postgres"
+    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real `celery -A memoryhub worker` on the configured broker, using the test database.
+
+    Tests using it must be `django_db(transaction=True)` so the worker sees committed rows.
+    """
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from django.db import connection
+
+    if settings.CELERY_TASK_ALWAYS_EAGER or not settings.IS_POSTGRES:
+        reason = "a real worker needs a broker and PostgreSQL"
+        if REQUIRE_SERVICES:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from memoryhub.celery import app
+
+    app.control.purge()  # tasks left over from an earlier run must not touch this one
+    env = {**os.environ, "DATABASE_URL": _database_url(connection.settings_dict), "CELERY_WORKER_UNDER_TEST": "1"}
+    root = Path(__file__).resolve().parent.parent
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--pool=prefork", "--concurrency=2",
+         "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "warning"],
+        cwd=root, env=env, start_new_session=True,
+    )
+    try:
+        wait_for(lambda: _worker_answers(app), timeout=60, message="the Celery worker to start")
+        yield worker
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+
+
+def _worker_answers(app) -> bool:
+    try:
+        return bool(app.control.ping(timeout=0.5))
+    except Exception:
+        return False
