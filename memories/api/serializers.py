@@ -7,7 +7,10 @@ from memoryhub.api.fields import StrictIntegerField, StrictSerializer
 
 class MemoryWriteSerializer(StrictSerializer):
     expectedRevision = StrictIntegerField()
-    memory = serializers.JSONField(help_text="The complete new document (a JSON object); replaces the old one.")
+    # allow_null: a null memory must reach validate_memory and answer `invalid_memory` like any other non-object.
+    memory = serializers.JSONField(
+        allow_null=True, help_text="The complete new document (a JSON object); replaces the old one."
+    )
 
 
 class MemoryReadSerializer(serializers.Serializer):
