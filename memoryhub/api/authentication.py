@@ -59,3 +59,36 @@ class IsProductClient(BasePermission):
     def has_permission(self, request, view) -> bool:
         user = request.user
         return isinstance(user, ProductClient) and user.actor_type == "api_key"
+
+
+class ToolTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer mht_…`: a model's short-lived token; it alone fixes product, user and conversation."""
+
+    def authenticate(self, request):
+        token = bearer_token(request)
+        from memories.services.tools import TOKEN_PREFIX, tool_token_read
+
+        if token is None or not token.startswith(TOKEN_PREFIX):
+            return None
+        claims = tool_token_read(token)
+        if claims is None:
+            raise AuthenticationFailed("the tool token is invalid or expired")
+        from memories.models import Product
+
+        product = Product.objects.filter(pk=claims.product_id).first()
+        if product is None:
+            raise AuthenticationFailed("the tool token is invalid or expired")
+        return ProductClient(product, "tool", claims.token_id, {"token": claims}), claims
+
+    def authenticate_header(self, request) -> str:
+        return "Bearer"
+
+
+class IsToolClient(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.user, ProductClient) and request.user.actor_type == "tool"
+
+
+class IsProductOrToolClient(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.user, ProductClient)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 SourceStatus = Literal["ok", "empty", "error", "unavailable"]
+SUBSCRIPTION_CATEGORIES = ("default", "plus", "ultra", "max")
 
 
 @dataclass(frozen=True)
@@ -14,7 +15,7 @@ class SourceConfig:
     id: str
     agent_ref: str
     variable: str
-    priority: int = 0
+    priority: int | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,53 @@ class SourceResult:
 
 class Producer(Protocol):
     def __call__(self, request: RecallRequest) -> SourceResult: ...
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """The input of a runtime's recall for one turn."""
+
+    product: Any
+    user_id: str
+    conversation_id: str
+    scenario: Any
+    sources: tuple[SourceConfig, ...]
+    user_message: str
+    subscription_category: str | None
+    round: int
+    request_id: str
+    history: tuple[dict, ...] = ()  # formal user/assistant messages before this turn
+
+
+@dataclass(frozen=True)
+class Recall:
+    """A runtime's answer: variable texts, one status per source, and runtime state kept with the turn."""
+
+    variables: dict[str, str]
+    sources: list[dict]
+    state: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MemoryWrite:
+    """What happened to the memory write of a committed turn (separate from the reply being stored)."""
+
+    status: Literal["committed", "failed", "skipped", "pending"]
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"status": self.status, **({"reason": self.reason} if self.reason else {})}
+
+
+class Runtime(Protocol):
+    name: str
+    allowed_variables: frozenset[str]
+
+    def validate_sources(self, sources: list[SourceConfig]) -> dict[str, str]: ...
+
+    def recall(self, context: TurnContext) -> Recall: ...
+
+    def commit(self, turn: Any) -> MemoryWrite | None: ...
 
 
 def empty_result(reason: str) -> SourceResult:

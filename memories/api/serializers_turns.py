@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memoryhub.api.fields import IdentifierField, StrictCharField, StrictIntegerField, StrictSerializer
+
+
+class ScenarioSerializer(serializers.Serializer):
+    """Documentation of the scenario body; validation is memories.scenario_validation (shared with the admin)."""
+
+    id = serializers.CharField()
+    name = serializers.CharField()
+    memoryRuntime = serializers.ChoiceField(["personalization", "axon_go", "axon_shadow", "hinos"], required=False)
+    memorySources = serializers.ListField(child=serializers.DictField(), required=False)
+    template = serializers.CharField(required=False, allow_blank=True)
+    memoryIngest = serializers.ChoiceField(["best_effort", "required"], required=False)
+    commitOn = serializers.ChoiceField(["completed", "accepted"], required=False)
+    toolUpdates = serializers.BooleanField(required=False)
+    memorySchema = serializers.JSONField(required=False, allow_null=True)
+    version = serializers.IntegerField(read_only=True)
+
+
+class TurnPrepareSerializer(StrictSerializer):
+    scenarioId = StrictCharField(max_length=100)
+    userMessage = StrictCharField(max_length=100_000, allow_blank=True, trim_whitespace=False)
+    subscriptionCategory = StrictCharField(required=False, allow_null=True)
+    requestId = IdentifierField(required=False)
+    replacesTurnId = StrictIntegerField(required=False, min_value=1)
+
+
+class TurnCompleteSerializer(StrictSerializer):
+    assistantMessage = StrictCharField(max_length=200_000, allow_blank=True, trim_whitespace=False)
+
+
+class ToolTokenSerializer(StrictSerializer):
+    scenarioId = StrictCharField(required=False, allow_null=True, max_length=100)
+    ttlSeconds = StrictIntegerField(required=False, min_value=1, max_value=24 * 3600)
+
+
+class ToolCallSerializer(StrictSerializer):
+    name = StrictCharField(max_length=64)
+    arguments = serializers.JSONField()
+
+
+class EmptySerializer(StrictSerializer):
+    pass
+
+
+def turn_to_dict(turn) -> dict:
+    return {
+        "turnId": turn.pk,
+        "round": turn.round,
+        "runtime": turn.runtime,
+        "scenarioId": turn.scenario_slug,
+        "scenarioVersion": turn.scenario_version,
+        "status": turn.status,
+        "prompt": turn.prompt,
+        "variables": turn.variables,
+        "referencedVariables": turn.referenced_variables,
+        "unreferencedVariables": turn.unreferenced_variables,
+        "sources": turn.sources,
+        "requestId": turn.request_id,
+    }
+
+
+def completion_to_dict(turn) -> dict:
+    return {
+        "turnId": turn.pk,
+        "status": turn.status,
+        "round": turn.round,
+        "committed": turn.status == "committed",
+        "memoryWrite": turn.memory_write,
+    }

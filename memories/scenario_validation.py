@@ -1,0 +1,138 @@
+"""One scenario validation (S2), used by the API serializer path and the admin form alike."""
+from __future__ import annotations
+
+import re
+
+from memories.schemas import validate_schema_definition
+from memoryhub.api.exceptions import ApiError
+from memoryhub.runtimes import hooks
+from memoryhub.runtimes.base import SourceConfig
+from memoryhub.runtimes.registry import DEFAULT_RUNTIME, RUNTIMES, get_runtime
+from memoryhub.runtimes.sources import BUILTIN_VARIABLES, KNOWN_VARIABLES
+
+SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+CORE_FIELDS = {"id", "name", "memoryRuntime", "memorySources", "template", "memoryIngest", "commitOn", "toolUpdates",
+               "memorySchema"}
+DEFAULTS = {"memoryRuntime": DEFAULT_RUNTIME, "memorySources": [], "template": "", "memoryIngest": "best_effort",
+            "commitOn": "completed", "toolUpdates": True, "memorySchema": None}
+SOURCE_FIELDS = {"id", "agentRef", "variable", "priority"}
+
+
+class ScenarioInvalid(ApiError):
+    """400 with every failing field named in details.fields."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("the scenario is invalid", details={"fields": errors})
+        self.errors = errors
+
+
+def template_placeholders(template: str) -> list[str]:
+    return list(dict.fromkeys(PLACEHOLDER.findall(template)))
+
+
+def validate_scenario(data: object) -> dict:
+    """Return the normalized scenario dict (API field names) or raise ScenarioInvalid naming each field."""
+    if not isinstance(data, dict):
+        raise ScenarioInvalid({"non_field_errors": "the scenario must be a JSON object"})
+    errors: dict[str, str] = {}
+    out = {**DEFAULTS, **{k: v for k, v in data.items() if k in CORE_FIELDS}}
+    for key in sorted(set(data) - CORE_FIELDS - set(hooks.scenario_section_names())):
+        errors[key] = "unknown field"
+    _check_scalars(out, errors)
+    sources = _check_sources(out.get("memorySources"), errors)
+    if sources is not None and out["memoryRuntime"] in RUNTIMES:
+        errors.update(get_runtime(out["memoryRuntime"]).validate_sources(sources))
+        _check_template(out["template"], sources, errors)
+    out.update(_check_sections(data, errors))
+    if errors:
+        raise ScenarioInvalid(errors)
+    return out
+
+
+def _check_scalars(out: dict, errors: dict[str, str]) -> None:
+    if not isinstance(out.get("id"), str) or not SLUG.fullmatch(out["id"]):
+        errors["id"] = "required: 1-100 characters of A-Za-z0-9_- starting with a letter or digit"
+    if not isinstance(out.get("name"), str) or not 1 <= len(out["name"].strip()) <= 200:
+        errors["name"] = "required: a non-empty string of at most 200 characters"
+    if out["memoryRuntime"] not in RUNTIMES:
+        errors["memoryRuntime"] = f"unknown runtime; one of: {', '.join(RUNTIMES)}"
+    if not isinstance(out["template"], str):
+        errors["template"] = "must be a string"
+    if out["memoryIngest"] not in ("best_effort", "required"):
+        errors["memoryIngest"] = "must be 'best_effort' or 'required'"
+    if out["commitOn"] not in ("completed", "accepted"):
+        errors["commitOn"] = "must be 'completed' or 'accepted'"
+    if not isinstance(out["toolUpdates"], bool):
+        errors["toolUpdates"] = "must be a boolean"
+    if out["memorySchema"] is not None:
+        try:
+            validate_schema_definition(out["memorySchema"])
+        except ApiError as exc:
+            errors["memorySchema"] = exc.message
+
+
+def _check_sources(raw: object, errors: dict[str, str]) -> list[SourceConfig] | None:
+    if not isinstance(raw, list):
+        errors["memorySources"] = "must be a list"
+        return None
+    sources, seen_variables, seen_ids = [], set(), set()
+    for index, item in enumerate(raw):
+        source = _check_source(index, item, errors)
+        if source is None:
+            continue
+        if source.variable in seen_variables:
+            errors[f"memorySources[{index}].variable"] = f"variable {source.variable!r} is configured twice"
+        if source.id in seen_ids:
+            errors[f"memorySources[{index}].id"] = f"source id {source.id!r} is used twice"
+        seen_variables.add(source.variable)
+        seen_ids.add(source.id)
+        sources.append(source)
+    return sources
+
+
+def _check_source(index: int, item: object, errors: dict[str, str]) -> SourceConfig | None:
+    where = f"memorySources[{index}]"
+    if not isinstance(item, dict):
+        errors[where] = "must be an object with id, agentRef, variable and optional priority"
+        return None
+    before = len(errors)
+    for key in sorted(set(item) - SOURCE_FIELDS):
+        errors[f"{where}.{key}"] = "unknown field"
+    for key in ("id", "agentRef"):
+        value = item.get(key)
+        if not isinstance(value, str) or not value.strip() or len(value) > 200:
+            errors[f"{where}.{key}"] = "required: a non-empty string"
+    variable = item.get("variable")
+    if variable not in KNOWN_VARIABLES:
+        errors[f"{where}.variable"] = f"unknown variable; one of: {', '.join(KNOWN_VARIABLES)}"
+    priority = item.get("priority")
+    if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
+        errors[f"{where}.priority"] = "must be an integer"
+    if len(errors) > before:
+        return None
+    return SourceConfig(item["id"], item["agentRef"], variable, priority)
+
+
+def _check_template(template: object, sources: list[SourceConfig], errors: dict[str, str]) -> None:
+    if not isinstance(template, str):
+        return
+    configured = {s.variable for s in sources}
+    unknown = [name for name in template_placeholders(template) if name not in configured | set(BUILTIN_VARIABLES)]
+    if unknown:
+        errors["template"] = (
+            f"placeholder(s) {', '.join('{{' + n + '}}' for n in unknown)} name neither a configured "
+            f"source variable nor a built-in ({', '.join(BUILTIN_VARIABLES)})"
+        )
+
+
+def _check_sections(data: dict, errors: dict[str, str]) -> dict:
+    sections = {}
+    for name in hooks.scenario_section_names():
+        if name not in data:
+            continue
+        try:
+            sections[name] = hooks.validate_section(name, data[name])
+        except hooks.SectionInvalid as exc:
+            errors.update(exc.errors)
+    return sections

@@ -1,0 +1,104 @@
+"""Scenarios: validated by the one scenario validation, versioned on every change (S5)."""
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from memories.actors import Actor
+from memories.models import MemorySource, Product, Scenario, ScenarioVersion
+from memories.scenario_validation import CORE_FIELDS, ScenarioInvalid, validate_scenario
+from memoryhub.api.exceptions import Conflict, NotFound
+from memoryhub.runtimes.base import SourceConfig
+
+_MODEL_FIELDS = {
+    "name": "name",
+    "memoryRuntime": "memory_runtime",
+    "template": "template",
+    "memoryIngest": "memory_ingest",
+    "commitOn": "commit_on",
+    "toolUpdates": "tool_updates",
+    "memorySchema": "memory_schema",
+}
+
+
+def scenario_to_dict(scenario: Scenario) -> dict:
+    """The API representation; also the snapshot kept in each ScenarioVersion."""
+    data = {"id": scenario.slug, **{api: getattr(scenario, field) for api, field in _MODEL_FIELDS.items()}}
+    data["memorySources"] = [source_to_dict(s) for s in scenario.sources.all()]
+    data.update(scenario.sections or {})
+    return data
+
+
+def source_to_dict(source: MemorySource) -> dict:
+    out = {"id": source.source_id, "agentRef": source.agent_ref, "variable": source.variable}
+    if source.priority is not None:
+        out["priority"] = source.priority
+    return out
+
+
+def scenario_sources(scenario: Scenario) -> tuple[SourceConfig, ...]:
+    rows = sorted(scenario.sources.all(), key=lambda s: (s.priority or 0, s.position))
+    return tuple(SourceConfig(s.source_id, s.agent_ref, s.variable, s.priority) for s in rows)
+
+
+def scenario_get(*, product: Product, slug: str) -> Scenario:
+    scenario = Scenario.objects.filter(product=product, slug=slug).prefetch_related("sources").first()
+    if scenario is None:
+        raise NotFound(f"no scenario {slug!r}")
+    return scenario
+
+
+def scenario_create(*, product: Product, data: object, actor: Actor) -> Scenario:
+    clean = validate_scenario(data)
+    try:
+        with transaction.atomic():
+            scenario = Scenario(product=product, slug=clean["id"])
+            _apply(scenario, clean)
+            _record_version(scenario, actor)
+    except IntegrityError:
+        raise Conflict(f"a scenario {clean['id']!r} already exists", code="already_exists") from None
+    return scenario
+
+
+def scenario_update(*, product: Product, slug: str, data: object, actor: Actor, partial: bool) -> Scenario:
+    with transaction.atomic():
+        scenario = Scenario.objects.select_for_update().filter(product=product, slug=slug).first()
+        if scenario is None:
+            raise NotFound(f"no scenario {slug!r}")
+        if not isinstance(data, dict):
+            raise ScenarioInvalid({"non_field_errors": "the scenario must be a JSON object"})
+        if "id" in data and data["id"] != slug:
+            raise ScenarioInvalid({"id": "the id of a scenario cannot change"})
+        merged = {**scenario_to_dict(scenario), **data} if partial else {**data, "id": slug}
+        clean = validate_scenario(merged)
+        scenario.version += 1
+        _apply(scenario, clean)
+        _record_version(scenario, actor)
+    return scenario
+
+
+def scenario_delete(*, product: Product, slug: str) -> None:
+    deleted, _ = Scenario.objects.filter(product=product, slug=slug).delete()
+    if not deleted:
+        raise NotFound(f"no scenario {slug!r}")
+
+
+def _apply(scenario: Scenario, clean: dict) -> None:
+    for api, field in _MODEL_FIELDS.items():
+        setattr(scenario, field, clean[api])
+    scenario.sections = {k: v for k, v in clean.items() if k not in CORE_FIELDS}
+    scenario.save()
+    scenario.sources.all().delete()
+    MemorySource.objects.bulk_create(
+        MemorySource(
+            scenario=scenario, position=i, source_id=s["id"], agent_ref=s["agentRef"], variable=s["variable"],
+            priority=s.get("priority"),
+        )
+        for i, s in enumerate(clean["memorySources"])
+    )
+
+
+def _record_version(scenario: Scenario, actor: Actor) -> None:
+    fresh = Scenario.objects.prefetch_related("sources").get(pk=scenario.pk)
+    ScenarioVersion.objects.create(
+        scenario=scenario, version=scenario.version, snapshot=scenario_to_dict(fresh), actor=str(actor)
+    )

@@ -1,0 +1,137 @@
+"""Model-facing memory tools (TOOL1–TOOL3) and the short-lived tool tokens that fix their identity (T4)."""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone as dt_timezone
+
+from django.conf import settings
+from django.core import signing
+from django.utils import timezone
+from jsonschema import Draft202012Validator
+
+from memories.actors import Actor
+from memories.models import Product, Scenario
+from memories.selectors.documents import memory_document_get
+from memories.services.documents import DocumentAddress, memory_document_replace
+from memoryhub.api.exceptions import Forbidden, InvalidRequest, NotFound, RevisionConflict
+
+TOKEN_PREFIX = "mht_"
+_SALT = "memoryhub.tool-token"
+MAX_TTL_SECONDS = 24 * 3600
+
+GET_MEMORY = {
+    "type": "function",
+    "function": {
+        "name": "get_memory",
+        "description": "Read this conversation's memory. Returns {revision, memory}; revision 0 and memory null "
+        "when nothing was saved yet.",
+        "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+    },
+}
+UPDATE_MEMORY = {
+    "type": "function",
+    "function": {
+        "name": "update_memory",
+        "description": "Replace this conversation's whole memory object (not a merge: fields you leave out are "
+        "deleted). Pass the revision you read; on a conflict, read again and decide again.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "expectedRevision": {"type": "integer", "minimum": 0, "maximum": 9007199254740990},
+                "memory": {"type": "object"},
+            },
+            "required": ["expectedRevision", "memory"],
+            "additionalProperties": False,
+        },
+    },
+}
+TOOLS = {"get_memory": GET_MEMORY, "update_memory": UPDATE_MEMORY}
+
+
+@dataclass(frozen=True)
+class ToolToken:
+    product_id: str
+    user_id: str
+    conversation_id: str
+    scenario_slug: str | None
+    token_id: str
+    expires_at: datetime
+
+
+def tool_token_mint(*, address: DocumentAddress, scenario_slug: str | None, ttl_seconds: int | None) -> tuple[str, datetime]:
+    ttl = settings.TOOL_TOKEN_DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
+    if scenario_slug is not None and not Scenario.objects.filter(product=address.product, slug=scenario_slug).exists():
+        raise NotFound(f"no scenario {scenario_slug!r}")
+    expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
+    payload = {"p": address.product.pk, "u": address.user_id, "c": address.conversation_id, "s": scenario_slug,
+               "j": secrets.token_hex(6), "e": int(expires_at.timestamp())}
+    return TOKEN_PREFIX + signing.dumps(payload, salt=_SALT, compress=True), expires_at
+
+
+def tool_token_read(token: str) -> ToolToken | None:
+    """Return the token's claims, or None when it is forged, malformed or expired."""
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    try:
+        claims = signing.loads(token[len(TOKEN_PREFIX):], salt=_SALT)
+    except signing.BadSignature:
+        return None
+    expires_at = datetime.fromtimestamp(claims["e"], tz=dt_timezone.utc)
+    if expires_at <= timezone.now():
+        return None
+    return ToolToken(claims["p"], claims["u"], claims["c"], claims["s"], claims["j"], expires_at)
+
+
+def tools_available(*, product: Product, token: ToolToken | None) -> list[dict]:
+    if token is None:
+        return list(TOOLS.values())
+    return [TOOLS[name] for name in TOOLS if _may_call(product, token, name)]
+
+
+def _scenario(product: Product, token: ToolToken) -> Scenario | None:
+    if token.scenario_slug is None:
+        return None
+    return Scenario.objects.filter(product=product, slug=token.scenario_slug).first()
+
+
+def _may_call(product: Product, token: ToolToken, name: str) -> bool:
+    if name != "update_memory":
+        return True
+    scenario = _scenario(product, token)
+    return scenario is None or scenario.tool_updates
+
+
+def tool_call(*, product: Product, token: ToolToken, name: str, arguments: object) -> dict:
+    if name not in TOOLS:
+        raise InvalidRequest(f"unknown tool {name!r}; one of {', '.join(TOOLS)}", details={"field": "name"})
+    if not _may_call(product, token, name):
+        raise Forbidden("this scenario does not let the model call update_memory; the product commits changes")
+    _check_arguments(name, arguments)
+    address = DocumentAddress(product, token.user_id, token.conversation_id)
+    if name == "get_memory":
+        revision, memory = memory_document_get(address)
+        return {"revision": revision, "memory": memory}
+    return {"revision": _update(address, token, arguments)}
+
+
+def _check_arguments(name: str, arguments: object) -> None:
+    schema = TOOLS[name]["function"]["parameters"]
+    error = next(iter(Draft202012Validator(schema).iter_errors(arguments)), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+        raise InvalidRequest(f"invalid arguments for {name}: {error.message}", details={"field": f"arguments.{where}"})
+
+
+def _update(address: DocumentAddress, token: ToolToken, arguments: dict) -> int:
+    scenario = _scenario(address.product, token)
+    try:
+        return memory_document_replace(
+            address=address, expected_revision=arguments["expectedRevision"], memory=arguments["memory"],
+            actor=Actor("tool", token.token_id), schema=scenario.memory_schema if scenario else None,
+        )
+    except RevisionConflict as exc:
+        # TOOL2: tell the model to re-read and re-decide; the tool never replays the write itself.
+        raise RevisionConflict(
+            exc.current, message=f"memory changed (now revision {exc.current}): call get_memory, then decide again"
+        ) from None

@@ -1,0 +1,171 @@
+"""The turn pipeline: prepare (recall + render) → complete (store the reply) → commit (memory + background work)."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from memories.models import Conversation, Message, Scenario, Turn
+from memories.scenario_validation import PLACEHOLDER
+from memories.services.documents import DocumentAddress
+from memories.services.events import event_emit_for_turn
+from memories.services.scenarios import scenario_get, scenario_sources
+from memoryhub.api.exceptions import Conflict, InvalidRequest, NotFound
+from memoryhub.runtimes import hooks
+from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, MemoryWrite, TurnContext
+from memoryhub.runtimes.registry import get_runtime
+
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    scenario_slug: str
+    user_message: str
+    subscription_category: str | None = None
+    request_id: str | None = None
+    replaces_turn_id: int | None = None
+
+
+def render_template(template: str, values: dict[str, str]) -> str:
+    """Substitute {{variable}} placeholders in one pass, so recalled text is never re-interpreted."""
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), template)
+
+
+def turn_prepare(*, address: DocumentAddress, request: TurnRequest) -> Turn:
+    category = _category(request.subscription_category)
+    scenario = scenario_get(product=address.product, slug=request.scenario_slug)
+    conversation, _ = Conversation.objects.get_or_create(
+        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
+    )
+    replaces = _replaced_turn(address, request.replaces_turn_id)
+    round_number = replaces.round if replaces else conversation.rounds + 1
+    sources = scenario_sources(scenario)
+    context = TurnContext(
+        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
+        scenario=scenario, sources=sources, user_message=request.user_message, subscription_category=category,
+        round=round_number, request_id=request.request_id or uuid.uuid4().hex,
+        history=tuple(_history(address, before_round=round_number)),
+    )
+    recall = get_runtime(scenario.memory_runtime).recall(context)
+    return _record_turn(scenario, conversation, context, recall, replaces)
+
+
+def _category(raw: str | None) -> str | None:
+    if raw is not None and raw not in SUBSCRIPTION_CATEGORIES:
+        raise InvalidRequest(
+            f"subscriptionCategory must be one of {', '.join(SUBSCRIPTION_CATEGORIES)}",
+            details={"field": "subscriptionCategory"},
+        )
+    return raw
+
+
+def _replaced_turn(address: DocumentAddress, turn_id: int | None) -> Turn | None:
+    if turn_id is None:
+        return None
+    turn = _turns(address).filter(pk=turn_id, status__in=["completed", "committed"]).first()
+    if turn is None:
+        raise NotFound(f"no completed turn {turn_id} to replace in this conversation")
+    return turn
+
+
+def _history(address: DocumentAddress, *, before_round: int) -> list[dict]:
+    rows = Message.objects.filter(
+        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
+        superseded=False, round__lt=before_round,
+    ).order_by("id").values("role", "content")
+    return list(rows)
+
+
+def _record_turn(scenario: Scenario, conversation: Conversation, context: TurnContext, recall, replaces) -> Turn:
+    configured = [s.variable for s in context.sources]
+    used = {m for m in PLACEHOLDER.findall(scenario.template)}
+    prompt = render_template(scenario.template, {**recall.variables, "userMessage": context.user_message})
+    return Turn.objects.create(
+        product=context.product, conversation=conversation, user_id=context.user_id,
+        conversation_key=context.conversation_id, scenario=scenario, scenario_slug=scenario.slug,
+        scenario_version=scenario.version, runtime=scenario.memory_runtime, round=context.round,
+        request_id=context.request_id, subscription_category=context.subscription_category or "",
+        user_message=context.user_message, prompt=prompt, variables=recall.variables,
+        referenced_variables=[v for v in configured if v in used],
+        unreferenced_variables=[v for v in configured if v not in used],
+        sources=recall.sources, runtime_state=recall.state, replaces=replaces,
+    )
+
+
+def _turns(address: DocumentAddress):
+    return Turn.objects.filter(
+        product=address.product, user_id=address.user_id, conversation_key=address.conversation_id
+    )
+
+
+def turn_get(*, address: DocumentAddress, turn_id: int) -> Turn:
+    turn = _turns(address).select_related("scenario", "product").filter(pk=turn_id).first()
+    if turn is None:
+        raise NotFound(f"no turn {turn_id} in this conversation")
+    return turn
+
+
+def turn_complete(*, address: DocumentAddress, turn_id: int, assistant_message: str) -> Turn:
+    """Store the reply (always), then commit when the scenario commits on completion."""
+    with transaction.atomic():
+        turn = _turns(address).select_for_update().select_related("scenario").filter(pk=turn_id).first()
+        if turn is None:
+            raise NotFound(f"no turn {turn_id} in this conversation")
+        if turn.status != "prepared":
+            raise Conflict(f"turn {turn_id} is already {turn.status}", code="turn_already_completed")
+        _store_reply(turn, assistant_message)
+    if turn.scenario and turn.scenario.commit_on == "accepted":
+        turn.memory_write = MemoryWrite("pending", "waiting for accept").as_dict()
+        Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)
+        return turn
+    return turn_commit(turn=turn)
+
+
+def turn_accept(*, address: DocumentAddress, turn_id: int) -> Turn:
+    turn = turn_get(address=address, turn_id=turn_id)
+    if turn.status != "completed":
+        raise Conflict(f"turn {turn_id} is {turn.status}; only a completed turn can be accepted", code="turn_not_acceptable")
+    return turn_commit(turn=turn)
+
+
+def _store_reply(turn: Turn, assistant_message: str) -> None:
+    conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_id)
+    if turn.replaces_id:
+        _supersede(turn.replaces_id)
+    else:
+        conversation.rounds += 1
+        conversation.save(update_fields=["rounds", "updated_at"])
+        turn.round = conversation.rounds
+    common = dict(product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_key, turn=turn, round=turn.round)
+    Message.objects.bulk_create([
+        Message(role="user", content=turn.user_message, **common),
+        Message(role="assistant", content=assistant_message, **common),
+    ])
+    turn.assistant_message = assistant_message
+    turn.status = "completed"
+    turn.completed_at = timezone.now()
+    turn.save(update_fields=["assistant_message", "status", "completed_at", "round"])
+
+
+def _supersede(turn_pk: int) -> None:
+    Turn.objects.filter(pk=turn_pk).update(status="superseded")
+    Message.objects.filter(turn_id=turn_pk).update(superseded=True)
+
+
+def turn_commit(*, turn: Turn) -> Turn:
+    """Commit to the runtime (outside any transaction: it may call a remote service), then record and schedule."""
+    runtime_write = get_runtime(turn.runtime).commit(turn)
+    with transaction.atomic():
+        claimed = Turn.objects.filter(pk=turn.pk, status="completed").update(status="committed", committed_at=timezone.now())
+        if not claimed:
+            raise Conflict(f"turn {turn.pk} was committed already", code="turn_already_committed")
+        scheduled = hooks.run_commit_hooks(turn.pk)
+        write = runtime_write or MemoryWrite("pending" if scheduled else "skipped", None if scheduled else "no background work")
+        turn.status, turn.memory_write = "committed", write.as_dict()
+        Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)
+        event_emit_for_turn(turn, "turn.completed", {"round": turn.round, "memoryWrite": turn.memory_write, "scheduled": scheduled})
+    return turn
+
+

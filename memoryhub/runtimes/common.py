@@ -1,0 +1,66 @@
+"""Shared runtime behaviour: recall each source through its producer and report its status."""
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from memoryhub.clients.errors import UpstreamError
+
+from .base import RecallRequest, SourceConfig, SourceResult, TurnContext
+from .sources import produce
+
+logger = logging.getLogger(__name__)
+
+PERSONAL_VARIABLES = frozenset({"jsonMemory", "preferences", "compassMemory", "memoryTable"})
+AXON_VARIABLES = frozenset({"compassMemory", "memoryTable"})
+
+
+def allowed_variable_errors(sources: list[SourceConfig], allowed: frozenset[str], runtime: str) -> dict[str, str]:
+    return {
+        f"memorySources[{index}].variable": f"runtime {runtime} does not accept the variable {source.variable!r}; "
+        f"allowed: {', '.join(sorted(allowed))}"
+        for index, source in enumerate(sources)
+        if source.variable not in allowed
+    }
+
+
+def recall_source(context: TurnContext, source: SourceConfig, *, with_query: bool) -> SourceResult:
+    request = RecallRequest(
+        product=context.product,
+        user_id=context.user_id,
+        conversation_id=context.conversation_id,
+        source=source,
+        scenario=context.scenario,
+        user_message=context.user_message if with_query else "",  # axon recalls never see the query
+        subscription_category=context.subscription_category,
+        round=context.round,
+    )
+    try:
+        return produce(request)
+    except UpstreamError:
+        raise  # a dependency that is down fails the turn with its own 502/503/504
+    except Exception as exc:  # a broken producer must not invent content: report it on its source
+        logger.exception("producer for %s failed", source.variable)
+        return SourceResult(text="", status="error", details={"reason": f"{exc.__class__.__name__}: {exc}"[:300]})
+
+
+def source_status(source: SourceConfig, result: SourceResult) -> dict:
+    status = {"id": source.id, "agentRef": source.agent_ref, "variable": source.variable, "status": result.status}
+    if result.revision is not None:
+        status["revision"] = result.revision
+    if result.version is not None:
+        status["version"] = result.version
+    if result.details:
+        status["details"] = result.details
+    status["cached"] = result.cached
+    return status
+
+
+def recall_all(context: TurnContext, sources: tuple[SourceConfig, ...], *, with_query: bool):
+    results = [(source, recall_source(context, source, with_query=with_query)) for source in sources]
+    variables = {source.variable: result.text for source, result in results}
+    return variables, [source_status(source, result) for source, result in results]
+
+
+def uncached(result: SourceResult) -> SourceResult:
+    return replace(result, cached=False)
