@@ -1,5 +1,29 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
 
 
 class DiariesConfig(AppConfig):
     name = "diaries"
+    verbose_name = "Diaries"
+
+    def ready(self) -> None:
+        from memoryhub.runtimes.hooks import register_commit_hook, register_scenario_section
+
+        from . import producers  # noqa: F401  registers compassMemory
+        from .tasks import enqueue_diary_plan
+
+        register_scenario_section("diary", validate_diary_section)
+        register_commit_hook("diaries", enqueue_diary_plan)
+
+
+def validate_diary_section(value: object) -> dict:
+    """The scenario's "diary" settings, normalized (defaults filled in) or SectionInvalid naming the field."""
+    from memoryhub.runtimes.hooks import SectionInvalid
+
+    from .planning import PolicyError, parse_diary_policy, policy_to_dict
+
+    try:
+        return policy_to_dict(parse_diary_policy(value))
+    except PolicyError as exc:
+        raise SectionInvalid(exc.errors) from exc

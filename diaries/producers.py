@@ -1,0 +1,52 @@
+"""The compassMemory producer (SPEC D4): the newest diary summaries of the conversation.
+
+Recall is by user, conversation and source (the source's agentRef), never by the user's message.
+How many summaries reach the prompt depends on the turn's subscriptionCategory; that is an amount
+of recalled material, not a write cadence.
+"""
+from __future__ import annotations
+
+from memoryhub import working_set
+from memoryhub.runtimes.base import RecallRequest, SourceResult
+from memoryhub.runtimes.sources import register_producer
+
+from . import selectors
+from .planning import InvalidSubscriptionCategory, normalize_subscription_category
+
+RECALL_COUNTS = {"default": 1, "plus": 2, "ultra": 3, "max": 5}
+# The working set keeps the largest count once, so every category is served from one entry.
+CACHED_COUNT = max(RECALL_COUNTS.values())
+
+
+def recall_count(subscription_category: object) -> int:
+    return RECALL_COUNTS[normalize_subscription_category(subscription_category or None)]
+
+
+def render_summaries(entries: list[dict]) -> str:
+    """Oldest of the recalled entries first, so the prompt reads in story order."""
+    return "\n".join(f"Rounds {e['round_from']}-{e['round_to']}: {e['summary']}" for e in reversed(entries))
+
+
+def produce_compass_memory(request: RecallRequest) -> SourceResult:
+    try:
+        count = recall_count(request.subscription_category)
+    except InvalidSubscriptionCategory as exc:
+        return SourceResult(text="", status="error", details={"reason": str(exc)})
+    agent_ref = request.source.agent_ref
+    scope = selectors.compass_scope(
+        product_id=request.product.pk, user_id=request.user_id, conversation_id=request.conversation_id,
+        agent_ref=agent_ref,
+    )
+    newest, cached = working_set.get_or_build(scope, lambda: selectors.diary_recent_summaries(
+        product=request.product, user_id=request.user_id, conversation_id=request.conversation_id,
+        limit=CACHED_COUNT, agent_ref=agent_ref,
+    ))
+    chosen = newest[:count]
+    if not chosen:
+        return SourceResult(text="", status="empty", details={"reason": "no diary written yet", "limit": count},
+                            cached=cached)
+    details = {"limit": count, "entryIds": [e["id"] for e in chosen], "throughRound": chosen[0]["round_to"]}
+    return SourceResult(text=render_summaries(chosen), status="ok", details=details, cached=cached)
+
+
+register_producer("compassMemory", produce_compass_memory)

@@ -1,0 +1,33 @@
+"""Celery interface of diary planning: takes a turn pk, calls one service, retries transient failures."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import transaction
+
+from memoryhub.clients.errors import UpstreamError
+
+from .services import diary_plan_and_write
+
+# Bounded: a summariser that is down for good must not keep a task alive forever. Each attempt
+# leaves a plan record and a `diary.failed` event; the admin's re-plan action is the way back.
+MAX_RETRIES = 4
+
+
+@shared_task(
+    bind=True,
+    name="diaries.plan_diary",
+    autoretry_for=(UpstreamError,),
+    max_retries=MAX_RETRIES,
+    retry_backoff=5,
+    retry_backoff_max=300,
+    retry_jitter=True,
+)
+def diary_plan_task(self, turn_pk: int) -> str:
+    retries = self.request.retries or 0
+    outcome = diary_plan_and_write(turn_pk=turn_pk, attempt=retries, retries_left=MAX_RETRIES - retries)
+    return outcome.outcome
+
+
+def enqueue_diary_plan(turn_pk: int) -> None:
+    """The commit hook: plan once the turn's commit is durable; a rolled-back commit schedules nothing."""
+    transaction.on_commit(lambda: diary_plan_task.delay(turn_pk))
