@@ -140,3 +140,4 @@ class MemoryRevisionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+from memories import admin_turns  # noqa: E402,F401  scenarios, turns, messages, events

@@ -1,0 +1,229 @@
+"""Operator console for scenarios, turns, messages and events: "what did the model see, and why"."""
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin
+from django.forms.models import BaseInlineFormSet
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from memories.actors import Actor
+from memories.forms import pretty_json
+from memories.models import Conversation, Event, MemorySource, Message, Scenario, ScenarioVersion, Turn
+from memories.scenario_validation import ScenarioInvalid, validate_scenario
+from memories.services.scenarios import _MODEL_FIELDS, scenario_create, scenario_update
+
+
+def _pre(value) -> str:
+    text = value if isinstance(value, str) else pretty_json(value)
+    return format_html("<pre style='white-space:pre-wrap;max-width:70em'>{}</pre>", text)
+
+
+class ScenarioForm(forms.ModelForm):
+    sections = forms.JSONField(required=False, help_text='Settings owned by other apps, e.g. {"diary": {...}, "tables": [...]}')
+
+    class Meta:
+        model = Scenario
+        fields = ["slug", "name", "memory_runtime", "template", "memory_ingest", "commit_on", "tool_updates",
+                  "memory_schema", "sections"]
+
+
+class SourceFormSet(BaseInlineFormSet):
+    """Runs the one scenario validation over the parent form and its sources together."""
+
+    def clean(self):
+        super().clean()
+        if any(self.errors):
+            return
+        data = scenario_payload(self.instance, self.forms)
+        try:
+            self.instance._validated = validate_scenario(data)
+        except ScenarioInvalid as exc:
+            raise forms.ValidationError([f"{field}: {message}" for field, message in exc.errors.items()]) from None
+
+
+def scenario_payload(scenario: Scenario, source_forms) -> dict:
+    data = {"id": scenario.slug, **{api: getattr(scenario, field) for api, field in _MODEL_FIELDS.items()}}
+    sources = []
+    for form in source_forms:
+        cleaned = getattr(form, "cleaned_data", None)
+        if not cleaned or cleaned.get("DELETE"):
+            continue
+        source = {"id": cleaned.get("source_id"), "agentRef": cleaned.get("agent_ref"), "variable": cleaned.get("variable")}
+        if cleaned.get("priority") is not None:
+            source["priority"] = cleaned["priority"]
+        sources.append(source)
+    data["memorySources"] = sources
+    data.update(scenario.sections or {})
+    return data
+
+
+class MemorySourceInline(admin.TabularInline):
+    model = MemorySource
+    formset = SourceFormSet
+    extra = 1
+    fields = ["source_id", "agent_ref", "variable", "priority"]
+
+
+class ScenarioVersionInline(admin.TabularInline):
+    model = ScenarioVersion
+    extra = 0
+    can_delete = False
+    fields = ["version", "actor", "created_at", "snapshot_pretty"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="snapshot")
+    def snapshot_pretty(self, obj) -> str:
+        return _pre(obj.snapshot)
+
+
+@admin.register(Scenario)
+class ScenarioAdmin(admin.ModelAdmin):
+    form = ScenarioForm
+    inlines = [MemorySourceInline, ScenarioVersionInline]
+    list_display = ["slug", "name", "product", "memory_runtime", "commit_on", "version", "updated_at"]
+    list_filter = ["memory_runtime", "commit_on", "product"]
+    list_select_related = ["product"]
+    search_fields = ["slug", "name"]
+    readonly_fields = ["version"]
+
+    def get_fields(self, request, obj=None):
+        return (["product"] if obj is None else []) + ScenarioForm.Meta.fields + ["version"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["version", "slug", "product"] if obj else ["version"]
+
+    def save_model(self, request, obj, form, change):
+        pass  # saved through the scenario service in save_related, once the sources are validated with it
+
+    def save_related(self, request, form, formsets, change):
+        obj, actor = form.instance, Actor.operator(request.user.get_username())
+        if change:
+            saved = scenario_update(product=obj.product, slug=obj.slug, data=obj._validated, actor=actor, partial=False)
+        else:
+            saved = scenario_create(product=obj.product, data=obj._validated, actor=actor)
+        obj.pk, obj.version = saved.pk, saved.version
+        for formset in formsets:  # the admin's change message reads these; the service did the saving
+            formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+
+
+class TurnMessageInline(admin.TabularInline):
+    model = Message
+    extra = 0
+    can_delete = False
+    fields = ["role", "round", "content", "superseded"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class TurnEventInline(admin.TabularInline):
+    model = Event
+    extra = 0
+    can_delete = False
+    fields = ["type", "created_at", "details_pretty"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="details")
+    def details_pretty(self, obj) -> str:
+        return _pre(obj.details)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Turn)
+class TurnAdmin(ReadOnlyAdmin):
+    list_display = ["id", "user_id", "conversation_key", "round", "status", "scenario_slug", "runtime",
+                    "referenced_variables", "unreferenced_variables", "memory_write_status", "created_at"]
+    list_filter = ["status", "runtime", "product"]
+    list_select_related = ["product"]
+    search_fields = ["user_id", "conversation_key", "scenario_slug", "request_id"]
+    date_hierarchy = "created_at"
+    inlines = [TurnMessageInline, TurnEventInline]
+    fields = ["product", "user_id", "conversation_key", "scenario_link", "scenario_version", "runtime", "round",
+              "status", "subscription_category", "request_id", "user_message", "prompt_shown",
+              "referenced_variables", "unreferenced_variables", "sources_table", "variables_pretty",
+              "runtime_state_pretty", "memory_write", "assistant_message", "replaces", "created_at", "completed_at",
+              "committed_at"]
+    readonly_fields = fields
+
+    @admin.display(description="memory write")
+    def memory_write_status(self, obj) -> str:
+        return (obj.memory_write or {}).get("status", "—")
+
+    @admin.display(description="scenario")
+    def scenario_link(self, obj) -> str:
+        if obj.scenario_id is None:
+            return obj.scenario_slug
+        url = reverse("admin:memories_scenario_change", args=[obj.scenario_id])
+        return format_html('<a href="{}">{}</a>', url, obj.scenario_slug)
+
+    @admin.display(description="prompt the model was given")
+    def prompt_shown(self, obj) -> str:
+        return _pre(obj.prompt)
+
+    @admin.display(description="sources (status, revision/version)")
+    def sources_table(self, obj) -> str:
+        rows = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            ((s.get("id"), s.get("variable"), s.get("status"), s.get("revision", s.get("version", "")),
+              json.dumps(s.get("details", {}), ensure_ascii=False)) for s in obj.sources),
+        )
+        return format_html("<table><tr><th>source</th><th>variable</th><th>status</th><th>rev/ver</th>"
+                           "<th>details</th></tr>{}</table>", rows)
+
+    @admin.display(description="variables (recalled text)")
+    def variables_pretty(self, obj) -> str:
+        return _pre(obj.variables)
+
+    @admin.display(description="runtime state (e.g. shadow comparison, Hinos claim)")
+    def runtime_state_pretty(self, obj) -> str:
+        return _pre(obj.runtime_state)
+
+
+@admin.register(Conversation)
+class ConversationAdmin(ReadOnlyAdmin):
+    list_display = ["user_id", "conversation_id", "rounds", "product", "updated_at", "turns_link"]
+    list_filter = ["product"]
+    list_select_related = ["product"]
+    search_fields = ["user_id", "conversation_id"]
+
+    @admin.display(description="turns")
+    def turns_link(self, obj) -> str:
+        url = reverse("admin:memories_turn_changelist") + f"?conversation__id__exact={obj.pk}"
+        return format_html('<a href="{}">turns</a>', url)
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    list_display = ["type", "user_id", "conversation_id", "turn", "created_at", "product"]
+    list_filter = ["type", "product"]
+    list_select_related = ["product"]
+    search_fields = ["user_id", "conversation_id", "type"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdmin):
+    list_display = ["user_id", "conversation_id", "round", "role", "superseded", "created_at", "product"]
+    list_filter = ["role", "superseded", "product"]
+    list_select_related = ["product"]
+    search_fields = ["user_id", "conversation_id", "content"]
