@@ -85,7 +85,7 @@ def cmd_serve(port: int) -> None:
         flush=True,
     )
     os.chdir(ROOT)
-    os.execv(py, [str(py), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"])
+    os.execv(py, [str(py), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"])  # --insecure: serve admin/docs assets with DEBUG off
 
 
 def cmd_test(pytest_args: list[str]) -> None:
