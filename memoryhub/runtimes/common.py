@@ -4,12 +4,22 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+import redis.exceptions
+from django.db import DatabaseError
+from django_redis.exceptions import ConnectionInterrupted
+
 from memoryhub.clients.errors import UpstreamError
 
 from .base import RecallRequest, SourceConfig, SourceResult, TurnContext
 from .sources import produce
 
 logger = logging.getLogger(__name__)
+
+# Failures of a dependency, not of a producer: they fail the turn with their 502/503/504 (C3, R3).
+# django-redis re-raises the redis-py error when exceptions are not ignored.
+_DEPENDENCY_DOWN = (
+    UpstreamError, DatabaseError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionInterrupted,
+)
 
 PERSONAL_VARIABLES = frozenset({"jsonMemory", "preferences", "compassMemory", "memoryTable"})
 AXON_VARIABLES = frozenset({"compassMemory", "memoryTable"})
@@ -37,8 +47,8 @@ def recall_source(context: TurnContext, source: SourceConfig, *, with_query: boo
     )
     try:
         return produce(request)
-    except UpstreamError:
-        raise  # a dependency that is down fails the turn with its own 502/503/504
+    except _DEPENDENCY_DOWN:
+        raise  # a dependency that is down fails the turn with its own 502/503/504, never an empty source
     except Exception as exc:  # a broken producer must not invent content: report it on its source
         logger.exception("producer for %s failed", source.variable)
         return SourceResult(text="", status="error", details={"reason": f"{exc.__class__.__name__}: {exc}"[:300]})
