@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from diaries.models import DiaryEntry, DiaryPlanRecord, DiaryState
+from diaries.services import diary_plan_and_write
+from diaries.summarizers import SummarizerConfigError
+
+from .support import SMALL_POLICY, commit_turn, make_scenario
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator() -> Client:
+    client = Client()
+    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    return client
+
+
+def _conversation(product, rounds: int) -> DiaryState:
+    scenario = make_scenario(product, diary=SMALL_POLICY)
+    for _ in range(rounds):
+        diary_plan_and_write(turn_pk=commit_turn(product, scenario).pk)
+    return DiaryState.objects.get(product=product, conversation_id="c1")
+
+
+def test_conversation_page_shows_entries_and_plan_decisions_with_reasons(alice, operator) -> None:
+    state = _conversation(alice.product, 3)
+    page = operator.get(f"/admin/diaries/diarystate/{state.pk}/change/").content.decode()
+    assert "round 1 &lt; minRounds 3" in page and "round 2 &lt; minRounds 3" in page
+    assert "due; free diary quota available" in page and "summary_and_diary" in page
+    assert DiaryEntry.objects.get().summary[:20] in page
+    assert operator.get("/admin/diaries/diarystate/").status_code == 200
+    assert operator.get("/admin/diaries/diaryentry/").status_code == 200
+    assert operator.get("/admin/diaries/diaryplanrecord/?outcome=skipped").status_code == 200
+
+
+def test_entries_cannot_be_edited_or_added(alice, operator) -> None:
+    _conversation(alice.product, 3)
+    entry = DiaryEntry.objects.get()
+    response = operator.post(f"/admin/diaries/diaryentry/{entry.pk}/change/", {"summary": "rewritten"})
+    assert response.status_code == 403
+    entry.refresh_from_db()
+    assert entry.summary != "rewritten"
+    assert operator.get("/admin/diaries/diaryentry/add/").status_code == 403
+
+
+def test_replan_action_appends_the_missing_diary(alice, operator, settings) -> None:
+    settings.SUMMARIZER_BASE_URL, settings.SUMMARIZER_MODEL = "http://127.0.0.1:9", ""
+    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
+    turns = [commit_turn(alice.product, scenario) for _ in range(3)]
+    for turn in turns[:2]:
+        diary_plan_and_write(turn_pk=turn.pk)
+    with pytest.raises(SummarizerConfigError):
+        diary_plan_and_write(turn_pk=turns[2].pk)
+    settings.SUMMARIZER_BASE_URL = None
+    state = DiaryState.objects.get()
+    response = operator.post(
+        "/admin/diaries/diarystate/", {"action": "replan", "_selected_action": [state.pk]}, follow=True
+    )
+    assert "Re-planned 1 conversation(s): written 1." in response.content.decode()
+    assert [(e.round_from, e.round_to) for e in DiaryEntry.objects.all()] == [(1, 3)]
+    assert DiaryPlanRecord.objects.filter(trigger="admin", outcome="written").count() == 1
+
+
+def test_replan_failure_is_reported(alice, operator, settings) -> None:
+    state = _conversation(alice.product, 2)
+    commit_turn(alice.product, make_scenario(alice.product, slug="other", diary=SMALL_POLICY))
+    settings.SUMMARIZER_BASE_URL, settings.SUMMARIZER_MODEL = "http://127.0.0.1:9", ""
+    response = operator.post(
+        "/admin/diaries/diarystate/", {"action": "replan", "_selected_action": [state.pk]}, follow=True
+    )
+    page = response.content.decode()
+    assert "generation failed" in page and "failed 1" in page
+    assert not DiaryEntry.objects.exists()
