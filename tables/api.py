@@ -1,0 +1,85 @@
+"""The tables API: read a conversation's tables, edit one with compare-and-set, list its versions (TB, §3)."""
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.api.common import conversation_address, iso, validated
+from memoryhub.api.fields import StrictIntegerField, StrictSerializer
+from memoryhub.api.pagination import page_params
+from tables.models import MemoryTable, MemoryTableVersion
+from tables.rendering import render_tables
+from tables.selectors import table_get, table_versions_page, tables_list
+from tables.services import TableAddress, table_edit_manually, table_state
+
+
+class TableEditSerializer(StrictSerializer):
+    expectedVersion = StrictIntegerField(help_text="The version you read; a different stored version is 409.")
+    rows = serializers.JSONField(help_text="The complete new rows: a list of rows, one string per column each.")
+
+
+def table_address(request, user_id: str, conversation_id: str) -> TableAddress:
+    address = conversation_address(request, user_id, conversation_id)
+    return TableAddress(address.product, address.user_id, address.conversation_id)
+
+
+def table_to_dict(table: MemoryTable, index: int | None = None) -> dict[str, Any]:
+    return {
+        "id": table.pk, "index": table.position if index is None else index, "name": table.name,
+        "columns": table.columns, "note": table.note, "rules": table.rules, "required": table.required,
+        "maxRows": table.max_rows, "rows": table.rows, "version": table.version, "updatedAt": iso(table.updated_at),
+    }
+
+
+def version_to_dict(row: MemoryTableVersion) -> dict[str, Any]:
+    return {"version": row.version, "rows": row.rows, "cause": row.cause, "actor": row.actor or None,
+            "turnId": row.turn_id, "createdAt": iso(row.created_at)}
+
+
+class TableListView(APIView):
+    """The conversation's tables and their rendered `memoryTable` text ({"tables": []} before first use)."""
+
+    @extend_schema(responses=dict, operation_id="tables_list")
+    def get(self, request, user_id: str, conversation_id: str):
+        tables = tables_list(table_address(request, user_id, conversation_id))
+        return Response({
+            "tables": [table_to_dict(table, index) for index, table in enumerate(tables)],
+            "memoryTable": render_tables([table_state(table) for table in tables]) if tables else "",
+            "version": sum(table.version for table in tables),
+        })
+
+
+class TableDetailView(APIView):
+    """One table; PUT replaces its rows iff `expectedVersion` is the stored version (409 otherwise)."""
+
+    @extend_schema(responses=dict, operation_id="table_get")
+    def get(self, request, user_id: str, conversation_id: str, table_id: int):
+        return Response(table_to_dict(table_get(table_address(request, user_id, conversation_id), table_id)))
+
+    @extend_schema(request=TableEditSerializer, responses=dict, operation_id="table_replace")
+    def put(self, request, user_id: str, conversation_id: str, table_id: int):
+        table = table_get(table_address(request, user_id, conversation_id), table_id)
+        data = validated(TableEditSerializer, request.data)
+        outcome = table_edit_manually(
+            table=table, expected_version=data["expectedVersion"], rows=data["rows"], actor=request.user.actor
+        )
+        table.refresh_from_db()
+        return Response(table_to_dict(table) | {"changed": outcome.changed})
+
+
+class TableVersionListView(APIView):
+    """Every committed version of a table, newest first, with what caused it."""
+
+    @extend_schema(
+        responses=dict, parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
+        operation_id="table_versions",
+    )
+    def get(self, request, user_id: str, conversation_id: str, table_id: int):
+        table = table_get(table_address(request, user_id, conversation_id), table_id)
+        cursor, limit = page_params(request)
+        rows, next_cursor = table_versions_page(table, cursor=cursor, limit=limit)
+        return Response({"results": [version_to_dict(row) for row in rows], "next": next_cursor})

@@ -1,0 +1,70 @@
+"""Fault injection for the test suite's Celery worker: a concurrent write between a task's read and write.
+
+Registered only in a worker started by tests/conftest.py (which sets CELERY_WORKER_UNDER_TEST=1); a
+production worker never loads it. A test asks for N concurrent writes on one conversation through the
+cache (the worker runs in another process); the hook then commits one write per attempt, from another
+database connection, after the task has read the tables and before it writes them.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from django.core.cache import cache
+from django.db import connection, connections
+
+from memories.models import Turn
+from tables.services import TableAddress, WriteCause, table_replace
+
+FAULT_MARKER = "fault-injection"
+
+
+def _key(address: TableAddress) -> str:
+    return f"tables:fault:concurrent-writes:{address.product.pk}:{address.user_id}:{address.conversation_id}"
+
+
+def request_concurrent_writes(address: TableAddress, count: int) -> None:
+    """Ask the worker to commit `count` concurrent writes, one per apply attempt, on this conversation."""
+    cache.set(_key(address), count, 300)
+
+
+def concurrent_write_when_asked(turn: Turn, attempt: int) -> None:
+    address = TableAddress.of_turn(turn)
+    remaining = cache.get(_key(address))
+    if not remaining:
+        return
+    cache.set(_key(address), remaining - 1, 300)
+    run_concurrently(lambda: append_marker_rows(address, f"{FAULT_MARKER}-{attempt}"))
+
+
+def run_concurrently(write: Callable[[], None]) -> None:
+    """PostgreSQL: commit `write` from another connection while the caller's transaction stays open.
+
+    SQLite allows one writer at a time (our transaction holds it), so there the write runs inline; the
+    caller's next statement sees it exactly as it would see a concurrent commit.
+    """
+    if connection.vendor != "postgresql":
+        write()
+        return
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            write()
+        except BaseException as exc:  # re-raised in the caller's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+
+
+def append_marker_rows(address: TableAddress, marker: str) -> None:
+    """A concurrent writer: append a row starting with `marker` to every table of the conversation."""
+    for table in address.tables().order_by("position", "pk"):
+        rows = [*table.rows, [marker] + [""] * (len(table.columns) - 1)]
+        table_replace(table=table, expected_version=table.version, rows=rows, cause=WriteCause("operator", marker))

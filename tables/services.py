@@ -1,0 +1,177 @@
+"""Memory tables: instantiation from templates and the compare-and-set replace every write goes through.
+
+A table's `version` is its compare-and-set version. Every write is a conditional UPDATE on it (rowcount
+checked), records the new version in the history and invalidates the conversation's working-set entry in
+the same transaction. A replace whose rows equal the stored rows writes nothing and keeps the version.
+Applying a turn's `<tableEdit>` calls lives in tables/turn_edits.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from memories.actors import Actor
+from memories.models import Product, Turn
+from memories.services.events import event_emit
+from memoryhub import metrics, working_set
+from memoryhub.api.exceptions import NotFound, RevisionConflict
+from tables.applying import TableState
+from tables.models import MemoryTable, MemoryTableVersion
+from tables.validation import validate_rows
+
+MEMORY_TABLE_VARIABLE = "memoryTable"
+
+
+@dataclass(frozen=True)
+class TableAddress:
+    """The (product, user, conversation) a set of tables belongs to."""
+
+    product: Product
+    user_id: str
+    conversation_id: str
+
+    @property
+    def working_set_scope(self) -> working_set.Scope:
+        return working_set.Scope(self.product.pk, self.user_id, self.conversation_id, MEMORY_TABLE_VARIABLE)
+
+    def tables(self) -> QuerySet[MemoryTable]:
+        return MemoryTable.objects.filter(
+            product=self.product, user_id=self.user_id, conversation_id=self.conversation_id
+        )
+
+    @classmethod
+    def of_turn(cls, turn: Turn) -> TableAddress:
+        return cls(turn.product, turn.user_id, turn.conversation_key)
+
+
+@dataclass(frozen=True)
+class WriteCause:
+    """Who or what caused a table write: a turn's reply, an operator or an API key."""
+
+    kind: str  # "turn" | "operator" | "api_key"
+    actor: str = ""
+    turn: Turn | None = None
+
+    @classmethod
+    def of_actor(cls, actor: Actor) -> WriteCause:
+        return cls("operator" if actor.type == "operator" else "api_key", str(actor)[:200])
+
+    @classmethod
+    def of_turn(cls, turn: Turn) -> WriteCause:
+        return cls("turn", f"turn:{turn.pk}", turn)
+
+
+@dataclass(frozen=True)
+class ReplaceOutcome:
+    version: int
+    changed: bool
+
+
+def scenario_templates(scenario: Any) -> list[dict[str, Any]]:
+    """The scenario's validated table templates ([] when it configures none)."""
+    if scenario is None:
+        return []
+    return list((scenario.sections or {}).get("tables") or [])
+
+
+def table_state(table: MemoryTable, rows: list | None = None) -> TableState:
+    """The pure representation applying/rendering work on (optionally with other rows, e.g. a past version)."""
+    return TableState.from_dict({
+        "name": table.name, "columns": table.columns, "note": table.note, "rules": table.rules,
+        "required": table.required, "maxRows": table.max_rows, "rows": table.rows if rows is None else rows,
+    })
+
+
+def tables_ensure(address: TableAddress, templates: list[dict[str, Any]]) -> list[MemoryTable]:
+    """The conversation's tables for `templates`, in template order; missing ones are created empty at version 1.
+
+    Tables are matched by name, so a template added to the scenario later is instantiated on next use and
+    an existing table keeps its rows (and the columns it was created with).
+    """
+    existing = {table.name: table for table in address.tables()}
+    missing = [(index, t) for index, t in enumerate(templates) if t["name"] not in existing]
+    if missing:
+        existing.update(_create_tables(address, missing))
+    return [existing[template["name"]] for template in templates]
+
+
+def _create_tables(address: TableAddress, missing: list[tuple[int, dict[str, Any]]]) -> dict[str, MemoryTable]:
+    created: dict[str, MemoryTable] = {}
+    with transaction.atomic():
+        for position, template in missing:
+            created[template["name"]] = _create_table(address, position, template)
+        working_set.invalidate(address.working_set_scope)
+    return created
+
+
+def _create_table(address: TableAddress, position: int, template: dict[str, Any]) -> MemoryTable:
+    try:
+        with transaction.atomic():  # a savepoint: a concurrent first use may win the unique constraint
+            table = MemoryTable.objects.create(
+                product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
+                name=template["name"], position=position, columns=template["columns"], note=template.get("note", ""),
+                rules=template.get("rules") or {}, required=template.get("required", False),
+                max_rows=template.get("maxRows"), rows=[], version=1,
+            )
+            MemoryTableVersion.objects.create(product=address.product, table=table, version=1, rows=[], cause="created")
+            return table
+    except IntegrityError:
+        return address.tables().get(name=template["name"])
+
+
+def table_replace(*, table: MemoryTable, expected_version: int, rows: list[list[str]], cause: WriteCause) -> ReplaceOutcome:
+    """Replace the rows iff the stored version is `expected_version`; write nothing when the rows are equal.
+
+    Raises RevisionConflict (409, details.currentVersion) when the version moved on.
+    """
+    with transaction.atomic():
+        current = MemoryTable.objects.filter(pk=table.pk).values_list("version", "rows").first()
+        if current is None:
+            raise NotFound(f"no table {table.pk}")
+        if current[0] != expected_version:
+            raise _conflict(current[0])
+        if current[1] == rows:
+            return ReplaceOutcome(expected_version, False)
+        written = MemoryTable.objects.filter(pk=table.pk, version=expected_version).update(
+            version=F("version") + 1, rows=rows, updated_at=timezone.now()
+        )
+        if written != 1:  # a concurrent writer committed between our read and this UPDATE
+            raise _conflict(_current_version(table.pk))
+        MemoryTableVersion.objects.create(
+            product_id=table.product_id, table_id=table.pk, version=expected_version + 1, rows=rows,
+            cause=cause.kind, actor=cause.actor, turn=cause.turn,
+        )
+        # Inside the transaction: with the cache down the write fails (503) instead of leaving a stale entry.
+        working_set.invalidate(TableAddress(table.product, table.user_id, table.conversation_id).working_set_scope)
+    return ReplaceOutcome(expected_version + 1, True)
+
+
+def _conflict(current: int) -> RevisionConflict:
+    metrics.CONFLICTS.labels(kind="memory_table").inc()
+    return RevisionConflict(
+        current, field="currentVersion", message=f"the table is at version {current}; re-read and decide again"
+    )
+
+
+def _current_version(table_pk: int) -> int:
+    return MemoryTable.objects.filter(pk=table_pk).values_list("version", flat=True).first() or 0
+
+
+def table_edit_manually(*, table: MemoryTable, expected_version: int, rows: object, actor: Actor) -> ReplaceOutcome:
+    """A product's or operator's edit: validate, compare-and-set, and say in the events what happened."""
+    clean_rows = validate_rows(rows, columns=table.columns, max_rows=table.max_rows)
+    with transaction.atomic():
+        outcome = table_replace(table=table, expected_version=expected_version, rows=clean_rows,
+                                cause=WriteCause.of_actor(actor))
+        event_emit(
+            product=table.product, user_id=table.user_id, conversation_id=table.conversation_id,
+            type="table.updated" if outcome.changed else "table.unchanged",
+            details={"manual": True, "actor": str(actor), "applied": [], "skipped": [],
+                     "tables": [{"id": table.pk, "name": table.name, "fromVersion": expected_version,
+                                 "version": outcome.version}]},
+        )
+    return outcome
