@@ -96,10 +96,11 @@ def _scenario(product: Product, token: ToolToken) -> Scenario | None:
 
 
 def _may_call(product: Product, token: ToolToken, name: str) -> bool:
-    if name != "update_memory":
+    if name != "update_memory" or token.scenario_slug is None:
         return True
+    # A token bound to a scenario that is gone must not gain what that scenario withheld.
     scenario = _scenario(product, token)
-    return scenario is None or scenario.tool_updates
+    return scenario is not None and scenario.tool_updates
 
 
 def tool_call(*, product: Product, token: ToolToken, name: str, arguments: object) -> dict:
