@@ -110,7 +110,7 @@ def turn_get(*, address: DocumentAddress, turn_id: int) -> Turn:
 def turn_complete(*, address: DocumentAddress, turn_id: int, assistant_message: str) -> Turn:
     """Store the reply (always), then commit when the scenario commits on completion."""
     with transaction.atomic():
-        turn = _turns(address).select_for_update().select_related("scenario").filter(pk=turn_id).first()
+        turn = _turns(address).select_for_update(of=("self",)).select_related("scenario").filter(pk=turn_id).first()
         if turn is None:
             raise NotFound(f"no turn {turn_id} in this conversation")
         if turn.status != "prepared":
