@@ -1,0 +1,144 @@
+"""The working set (C1–C3): prepares are served from the cache, never older than the last successful write."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.cache import cache
+
+from memories.actors import Actor
+from memories.selectors.documents import memory_document_get
+from memories.services.documents import DocumentAddress, memory_document_replace
+from memoryhub import working_set
+from tests.conftest import assert_envelope
+
+CONV = "/v1/users/u1/conversations/c1"
+SCENARIO = {
+    "id": "gate",
+    "name": "City gate",
+    "memorySources": [{"id": "s1", "agentRef": "json-memory", "variable": "jsonMemory"}],
+    "template": "Memory: {{jsonMemory}}\nUser: {{userMessage}}",
+}
+
+
+@pytest.fixture
+def gate(alice) -> None:
+    assert alice.post("/v1/scenarios", SCENARIO).status_code == 201
+
+
+def prepare(api, conv: str = CONV) -> dict:
+    response = api.post(f"{conv}/turns", {"scenarioId": "gate", "userMessage": "hi"})
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def json_source(turn: dict) -> dict:
+    return turn["sources"][0]
+
+
+def write(api, revision: int, memory: dict, conv: str = CONV) -> None:
+    response = api.put(f"{conv}/memory", {"expectedRevision": revision, "memory": memory})
+    assert response.status_code == 200, response.json()
+
+
+def test_repeated_prepares_are_served_from_the_cache(alice, gate):
+    write(alice, 0, {"v": 1})
+    cache.clear()
+    first, second = prepare(alice), prepare(alice)
+    assert json_source(first)["cached"] is False and json_source(second)["cached"] is True
+    assert second["prompt"] == first["prompt"] == 'Memory: {"v":1}\nUser: hi'
+    assert json_source(second)["revision"] == 1
+
+
+def test_a_prepare_after_a_write_never_sees_older_data(alice, gate):
+    prepare(alice)
+    assert json_source(prepare(alice))["cached"] is True
+    for revision in range(0, 4):
+        write(alice, revision, {"v": revision + 1})
+        for _ in range(2):  # within the invalidation window every prepare reads the database
+            turn = prepare(alice)
+            assert json_source(turn)["cached"] is False
+            assert json_source(turn)["revision"] == revision + 1
+            assert f'{{"v":{revision + 1}}}' in turn["prompt"]
+
+
+def test_a_write_through_the_model_tool_invalidates_too(alice, gate):
+    prepare(alice), prepare(alice)
+    token = alice.post(f"{CONV}/tool-tokens", {}).json()["token"]
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    body = {"name": "update_memory", "arguments": {"expectedRevision": 0, "memory": {"by": "model"}}}
+    assert client.post("/v1/tools/call", body, format="json").status_code == 200
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is False and '{"by":"model"}' in turn["prompt"]
+
+
+def test_a_refused_write_keeps_the_cached_value(alice, gate):
+    prepare(alice)
+    assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 3, "memory": {"v": 2}}), 409, "revision_conflict")
+    alice.product.memory_schema = {"type": "object", "required": ["scene"]}
+    alice.product.save()
+    assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"v": 2}}), 422, "rejected_by_policy")
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is True and turn["prompt"] == "Memory: \nUser: hi"
+
+
+def test_entries_are_per_conversation(alice, gate):
+    prepare(alice)
+    write(alice, 0, {"other": True}, conv="/v1/users/u1/conversations/c2")
+    write(alice, 0, {"other": True}, conv="/v1/users/u2/conversations/c1")
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is True and turn["prompt"] == "Memory: \nUser: hi"
+
+
+def test_entries_are_per_product(alice, bob, gate):
+    write(alice, 0, {"owner": "alice"})
+    prepare(alice)
+    assert bob.post("/v1/scenarios", SCENARIO).status_code == 201
+    turn = prepare(bob)
+    assert json_source(turn)["cached"] is False and turn["prompt"] == "Memory: \nUser: hi"
+
+
+def test_on_a_miss_the_entry_is_rebuilt_from_the_database(alice, gate):
+    write(alice, 0, {"v": 1})
+    prepare(alice), prepare(alice)
+    cache.clear()
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is False and json_source(turn)["revision"] == 1
+    assert '{"v":1}' in turn["prompt"]
+    assert json_source(prepare(alice))["cached"] is True
+
+
+def test_the_cache_holds_what_the_database_holds(alice, gate):
+    write(alice, 0, {"v": 1})
+    cache.clear()
+    prepare(alice)
+    address = DocumentAddress(alice.product, "u1", "c1")
+    assert cache.get(address.working_set_scope.key) == memory_document_get(address) == (1, {"v": 1})
+
+
+def test_caching_resumes_once_the_invalidation_marker_expires(alice, gate, monkeypatch):
+    monkeypatch.setattr(working_set, "TOMBSTONE_SECONDS", 1)
+    write(alice, 0, {"v": 1})
+    time.sleep(1.1)
+    assert json_source(prepare(alice))["cached"] is False
+    assert json_source(prepare(alice))["cached"] is True
+
+
+def test_a_reader_that_loaded_before_a_write_cannot_put_its_stale_value_back(alice, gate):
+    """The race C2 is about: a slow reader's database load, then a write commits, then the reader stores."""
+    address = DocumentAddress(alice.product, "u1", "c1")
+    memory_document_replace(address=address, expected_revision=0, memory={"v": 1}, actor=Actor("api_key", "t"))
+    cache.clear()
+
+    def slow_build():
+        stale = memory_document_get(address)
+        memory_document_replace(address=address, expected_revision=1, memory={"v": 2}, actor=Actor("api_key", "t"))
+        return stale
+
+    value, was_cached = working_set.get_or_build(address.working_set_scope, slow_build)
+    assert value == (1, {"v": 1}) and was_cached is False
+    turn = prepare(alice)
+    assert json_source(turn)["revision"] == 2 and '{"v":2}' in turn["prompt"]
