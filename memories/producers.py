@@ -21,3 +21,4 @@ def produce_json_memory(request: RecallRequest) -> SourceResult:
 
 
 register_producer("jsonMemory", produce_json_memory)
+from . import producers_longterm  # noqa: E402,F401  registers the `preferences` producer

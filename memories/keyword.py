@@ -1,0 +1,64 @@
+"""Word segmentation for keyword search: jieba for Chinese (no spaces between words), plain words otherwise.
+
+PostgreSQL's `to_tsvector('simple', …)` would make a whole Chinese sentence one token, so records are
+stored as jieba-segmented text joined with spaces; the `simple` parser then sees one token per word.
+Queries are segmented the same way. SQLite matches the same tokens with LIKE over ` tok ` boundaries.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+
+import jieba
+
+jieba.setLogLevel(logging.WARNING)  # its dictionary-loading chatter is not an operator's concern
+
+# Must stay identical to the expression of the GIN index in migration 0003 (the planner compares text).
+TSVECTOR_SQL = "to_tsvector('simple'::regconfig, search_text)"
+MAX_QUERY_TERMS = 32
+
+_WORDLIKE = re.compile(r"[0-9A-Za-z\u00C0-\u024F\u0400-\u04FF\u3040-\u30FF\u3400-\u9FFF\uAC00-\uD7AF]")
+# Particles and pronouns that would match almost every record; a keyword search on them says nothing.
+STOPWORDS = frozenset(
+    "的 了 着 过 是 在 和 与 及 或 也 都 就 很 吗 呢 吧 啊 呀 哦 嗯 我 你 您 他 她 它 我们 你们 请 用 给 把 被 让 这 那 "
+    "一个 一些 a an the and or of to in on at for with by is are was be me my i you your it this that please".split()
+)
+
+
+def _normalize(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def segment(text: str) -> list[str]:
+    """All word tokens of `text` (search mode: long words also yield their sub-words), in order."""
+    return [token for token in (t.strip() for t in jieba.cut_for_search(_normalize(text))) if _WORDLIKE.search(token)]
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def index_text(content: object, evidence: str) -> str:
+    """The stored search text: unique tokens of the content's strings and the evidence, space-padded."""
+    return padded(segment(" ".join([*_strings(content), evidence])))
+
+
+def padded(tokens: Iterable[str]) -> str:
+    unique = list(dict.fromkeys(tokens))
+    return f" {' '.join(unique)} " if unique else ""
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct, meaningful terms of a query (stopwords dropped unless nothing else is left)."""
+    tokens = list(dict.fromkeys(segment(query)))
+    meaningful = [token for token in tokens if token not in STOPWORDS]
+    return (meaningful or tokens)[:MAX_QUERY_TERMS]
