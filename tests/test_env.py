@@ -1,0 +1,136 @@
+"""Typed environment parsers (SPEC 4): good values parse, absent ones default, malformed ones stop start-up."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from memoryhub.env import env_bool, env_int, env_list, env_str, env_url
+
+
+@pytest.mark.parametrize("raw, default, expected", [(None, "d", "d"), ("", "d", "d"), ("   ", None, None), (" x ", None, "x")])
+def test_env_str_strips_and_treats_blank_as_unset(raw, default, expected):
+    environ = {} if raw is None else {"NAME": raw}
+    assert env_str("NAME", default, environ) == expected
+
+
+def test_env_str_defaults_to_none():
+    assert env_str("NAME", environ={}) is None
+
+
+@pytest.mark.parametrize("raw", ["1", "true", "TRUE", "Yes", "on", " true "])
+def test_env_bool_true_values(raw):
+    assert env_bool("FLAG", False, {"FLAG": raw}) is True
+
+
+@pytest.mark.parametrize("raw", ["0", "false", "False", "no", "OFF", ""])
+def test_env_bool_false_values(raw):
+    assert env_bool("FLAG", True, {"FLAG": raw}) is False
+
+
+@pytest.mark.parametrize("default", [True, False])
+def test_env_bool_absent_is_the_default(default):
+    assert env_bool("FLAG", default, {}) is default
+
+
+@pytest.mark.parametrize("raw", ["2", "yes please", "enabled", "tru"])
+def test_env_bool_malformed_is_improperly_configured(raw):
+    with pytest.raises(ImproperlyConfigured, match="FLAG"):
+        env_bool("FLAG", False, {"FLAG": raw})
+
+
+@pytest.mark.parametrize("raw, expected", [("5", 5), (" 42 ", 42), ("-3", -3), ("0", 0)])
+def test_env_int_parses(raw, expected):
+    assert env_int("N", 7, environ={"N": raw}) == expected
+
+
+@pytest.mark.parametrize("environ", [{}, {"N": ""}, {"N": "  "}])
+def test_env_int_absent_or_blank_is_the_default(environ):
+    assert env_int("N", 7, environ=environ) == 7
+
+
+@pytest.mark.parametrize("raw", ["five", "1.5", "1e3", "0x10", "12abc"])
+def test_env_int_malformed_is_improperly_configured(raw):
+    with pytest.raises(ImproperlyConfigured, match="N must be an integer"):
+        env_int("N", 7, environ={"N": raw})
+
+
+def test_env_int_below_the_minimum_is_improperly_configured():
+    with pytest.raises(ImproperlyConfigured, match="at least 24"):
+        env_int("HOURS", 48, minimum=24, environ={"HOURS": "23"})
+    assert env_int("HOURS", 48, minimum=24, environ={"HOURS": "24"}) == 24
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [("a,b", ["a", "b"]), (" a , b ,, ", ["a", "b"]), ("single", ["single"]), (",", [])],
+)
+def test_env_list_splits_on_commas(raw, expected):
+    assert env_list("HOSTS", ["default"], {"HOSTS": raw}) == expected
+
+
+def test_env_list_absent_is_a_copy_of_the_default():
+    default = ["localhost"]
+    value = env_list("HOSTS", default, {})
+    assert value == default
+    value.append("mutated")
+    assert default == ["localhost"]
+
+
+@pytest.mark.parametrize(
+    "raw", ["postgres://u@h:5432/db", "postgresql://h/db", "sqlite:///tmp/x.sqlite3", " postgres://h/db "]
+)
+def test_env_url_accepts_the_allowed_schemes(raw):
+    assert env_url("DATABASE_URL", ("postgres", "postgresql", "sqlite"), {"DATABASE_URL": raw}) == raw.strip()
+
+
+@pytest.mark.parametrize("environ", [{}, {"DATABASE_URL": ""}])
+def test_env_url_absent_is_none(environ):
+    assert env_url("DATABASE_URL", ("postgres",), environ) is None
+
+
+@pytest.mark.parametrize("raw", ["mysql://h/db", "postgres:/h/db", "h:5432/db", "redis://h"])
+def test_env_url_with_another_scheme_is_improperly_configured(raw):
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_URL"):
+        env_url("DATABASE_URL", ("postgres", "postgresql"), {"DATABASE_URL": raw})
+
+
+# --- the settings module reads them at start-up -------------------------------------------------------
+
+PROBE = (
+    "import django; from django.conf import settings; django.setup(); "
+    "print(settings.DATABASES['default']['ENGINE'], settings.CACHES['default']['BACKEND'], "
+    "settings.CELERY_TASK_ALWAYS_EAGER)"
+)
+
+
+def start_settings(tmp_path, **overrides: str) -> subprocess.CompletedProcess:
+    keep = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "PYTHONPATH"}}
+    environ = {**keep, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_VAR_DIR": str(tmp_path), **overrides}
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=settings.BASE_DIR, env=environ, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_settings_with_nothing_set_use_sqlite_locmem_and_in_process_tasks(tmp_path):
+    result = start_settings(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "django.db.backends.sqlite3", "django.core.cache.backends.locmem.LocMemCache", "True"
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("DATABASE_URL", "mysql://h/db"), ("REDIS_URL", "http://h"), ("DEBUG", "maybe"),
+     ("WORKING_SET_TTL_SECONDS", "0"), ("IDEMPOTENCY_KEY_RETENTION_HOURS", "12")],
+)
+def test_settings_refuse_to_start_on_a_malformed_variable(tmp_path, name, value):
+    result = start_settings(tmp_path, **{name: value})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert name in result.stderr
