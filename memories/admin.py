@@ -141,3 +141,4 @@ class MemoryRevisionAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
 from memories import admin_turns  # noqa: E402,F401  scenarios, turns, messages, events
+from memories import admin_hinos  # noqa: E402,F401  failed Hinos commits (re-send) and Hinos claims

@@ -7,3 +7,4 @@ class MemoriesConfig(AppConfig):
 
     def ready(self) -> None:
         from . import producers  # noqa: F401  registers this app's variable producers
+        from memoryhub.runtimes import hinos  # noqa: F401  registers the "hinos" scenario section

@@ -1,0 +1,238 @@
+"""The hinos runtime (H1–H3) through the turn API, against a real Hinos stand-in on 127.0.0.1."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from memories.models import Event, Turn
+from tests.conftest import assert_envelope
+from tests.support.http_server import Reply, StubHttpServer
+
+CONV = "/v1/users/u1/conversations/c1"
+PREPARE, COMMIT = "/v1/memory/prepare", "/v1/memory/commit"
+TEMPLATE = "你是守卫。\nMemory: {{hinosMemory}}\nState: {{jsonMemory}}\nUser: {{userMessage}}"
+SCENARIO = {
+    "id": "gate", "name": "City gate", "memoryRuntime": "hinos", "template": TEMPLATE,
+    "memorySources": [
+        {"id": "external-memory", "agentRef": "your-hinos-source", "variable": "hinosMemory"},
+        {"id": "state", "agentRef": "json", "variable": "jsonMemory"},
+    ],
+    "hinos": {"modelConfigId": "mc-1", "promptId": "p-1"},
+}
+PREPARED = {"claim_id": "claim-1", "memory": "用户答应明天归还铜钥匙", "turn": 1, "state_through_round": 0}
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[StubHttpServer]:
+    stub = StubHttpServer().start()
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture
+def hinos(_server: StubHttpServer, settings) -> StubHttpServer:
+    _server.routes.clear()
+    _server.requests.clear()
+    settings.HINOS_MEMORY_URL = _server.url
+    settings.HINOS_MEMORY_TOKEN = "hinos-secret"
+    settings.HINOS_MEMORY_TIMEOUT_MS = 2000
+    _server.route("POST", PREPARE, Reply(200, PREPARED))
+    _server.route("POST", COMMIT, Reply(200, {"committed": True}))
+    return _server
+
+
+def make_scenario(api, **changes) -> None:
+    response = api.post("/v1/scenarios", {**SCENARIO, **changes})
+    assert response.status_code == 201, response.json()
+
+
+def prepare(api, message: str = "我答应明天归还铜钥匙", **extra):
+    return api.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": message, **extra})
+
+
+def prepared(api, message: str = "我答应明天归还铜钥匙", **extra) -> dict:
+    response = prepare(api, message, **extra)
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def complete(api, turn_id: int, reply: str = "守卫点头，记下了约定"):
+    return api.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": reply})
+
+
+def events(api, type: str) -> list[dict]:
+    return api.get(f"{CONV}/events?type={type}").json()["results"]
+
+
+def requests_to(server: StubHttpServer, path: str) -> list:
+    return [r for r in server.requests if r.path == path]
+
+
+def test_prepare_sends_the_protocol_and_memory_becomes_hinos_memory(alice, hinos):
+    make_scenario(alice)
+    assert alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"gate": "closed"}}).status_code == 200
+    turn = prepared(alice, requestId="req-1")
+    [sent] = requests_to(hinos, PREPARE)
+    system = '你是守卫。\nMemory: \nState: {"gate":"closed"}\nUser: 我答应明天归还铜钥匙'
+    assert sent.json() == {
+        "user_id": "u1", "request_id": "req-1", "scenario_id": "gate", "model_config_id": "mc-1", "prompt_id": "p-1",
+        "system": system, "messages": [{"role": "user", "content": "我答应明天归还铜钥匙"}],
+    }
+    assert sent.headers["x-flow-conversation-id"] == "c1"
+    assert sent.headers["x-request-id"] == "req-1"
+    assert sent.headers["authorization"] == "Bearer hinos-secret"
+    assert turn["prompt"] == system.replace("Memory: \n", "Memory: 用户答应明天归还铜钥匙\n")
+    assert turn["variables"]["hinosMemory"] == "用户答应明天归还铜钥匙"
+    assert [s["variable"] for s in turn["sources"]] == ["hinosMemory", "jsonMemory"]
+    assert turn["sources"][0]["status"] == "ok" and turn["sources"][0]["details"]["claimId"] == "claim-1"
+    detail = alice.get(f"{CONV}/turns/{turn['turnId']}").json()
+    assert detail["runtimeState"]["hinos"] == {"claim_id": "claim-1", "turn": 1, "state_through_round": 0}
+
+
+def test_commit_sends_the_claim_with_user_and_assistant(alice, hinos):
+    make_scenario(alice)
+    turn = prepared(alice, requestId="req-1")
+    response = complete(alice, turn["turnId"])
+    assert response.status_code == 200, response.json()
+    assert response.json()["committed"] is True and response.json()["memoryWrite"] == {"status": "committed"}
+    [sent] = requests_to(hinos, COMMIT)
+    assert sent.json() == {"claim_id": "claim-1", "user": "我答应明天归还铜钥匙", "assistant": "守卫点头，记下了约定"}
+    assert sent.headers["x-flow-conversation-id"] == "c1"
+    assert sent.headers["x-request-id"] == "req-1"
+    assert sent.headers["authorization"] == "Bearer hinos-secret"
+    assert events(alice, "memory.write_failed") == []
+    assert len(events(alice, "turn.completed")) == 1
+
+
+def test_the_next_prepare_sends_the_formal_chat_with_the_current_user_message_last(alice, hinos):
+    make_scenario(alice)
+    assert complete(alice, prepared(alice)["turnId"]).status_code == 200
+    prepared(alice, "那我们出发吧")
+    assert requests_to(hinos, PREPARE)[-1].json()["messages"] == [
+        {"role": "user", "content": "我答应明天归还铜钥匙"},
+        {"role": "assistant", "content": "守卫点头，记下了约定"},
+        {"role": "user", "content": "那我们出发吧"},
+    ]
+
+
+def test_without_token_or_section_no_authorization_and_null_identifiers(alice, hinos, settings):
+    settings.HINOS_MEMORY_TOKEN = None
+    make_scenario(alice, hinos={})
+    prepared(alice)
+    sent = requests_to(hinos, PREPARE)[-1]
+    assert "authorization" not in sent.headers
+    assert sent.json()["model_config_id"] is None and sent.json()["prompt_id"] is None
+    assert sent.headers["x-request-id"] == sent.json()["request_id"]
+
+
+def test_empty_memory_keeps_the_normal_preparation(alice, hinos):
+    hinos.route("POST", PREPARE, Reply(200, {**PREPARED, "memory": ""}))
+    make_scenario(alice)
+    turn = prepared(alice)
+    assert turn["prompt"] == "你是守卫。\nMemory: \nState: \nUser: 我答应明天归还铜钥匙"
+    assert turn["variables"]["hinosMemory"] == ""
+    assert turn["sources"][0]["status"] == "empty"
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "code"),
+    [
+        (Reply(200, PREPARED, delay_seconds=1.5), 504, "upstream_timeout"),
+        (Reply(500, {"error": "boom"}), 502, "upstream_failed"),
+        (Reply(200, {key: v for key, v in PREPARED.items() if key != "claim_id"}), 502, "upstream_failed"),
+        (Reply(200, {**PREPARED, "turn": "1"}), 502, "upstream_failed"),
+        (Reply(200, raw=b"<html>"), 502, "upstream_failed"),
+    ],
+    ids=["timeout", "http-500", "no-claim-id", "turn-not-integer", "not-json"],
+)
+def test_a_failed_prepare_fails_the_turn_and_creates_nothing(alice, hinos, settings, reply, status, code):
+    settings.HINOS_MEMORY_TIMEOUT_MS = 300
+    hinos.route("POST", PREPARE, reply)
+    make_scenario(alice)
+    error = assert_envelope(prepare(alice), status, code)
+    assert error["details"]["service"] == "hinos"
+    assert Turn.objects.count() == 0
+
+
+def test_without_hinos_memory_url_the_turn_fails_with_502(alice, hinos, settings):
+    settings.HINOS_MEMORY_URL = None
+    make_scenario(alice)
+    error = assert_envelope(prepare(alice), 502, "upstream_failed")
+    assert "HINOS_MEMORY_URL" in error["message"]
+    assert Turn.objects.count() == 0
+
+
+@pytest.mark.parametrize("reply", [Reply(200, {"committed": False}), Reply(200, {}), Reply(503, {"error": "busy"})],
+                         ids=["committed-false", "no-committed", "http-503"])
+def test_best_effort_commit_failure_completes_and_says_the_memory_write_failed(alice, hinos, reply):
+    hinos.route("POST", COMMIT, reply)
+    make_scenario(alice)
+    turn = prepared(alice)
+    response = complete(alice, turn["turnId"])
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["committed"] is True and body["status"] == "committed"
+    assert body["memoryWrite"]["status"] == "failed" and "Hinos commit failed" in body["memoryWrite"]["reason"]
+    [failed] = events(alice, "memory.write_failed")
+    assert failed["turnId"] == turn["turnId"]
+    assert failed["details"]["claim_id"] == "claim-1" and failed["details"]["reason"]
+    assert failed["details"]["memoryIngest"] == "best_effort"
+    assert len(events(alice, "turn.completed")) == 1
+
+
+def test_commit_timeout_is_a_failed_memory_write(alice, hinos, settings):
+    settings.HINOS_MEMORY_TIMEOUT_MS = 300
+    hinos.route("POST", COMMIT, Reply(200, {"committed": True}, delay_seconds=1.5))
+    make_scenario(alice)
+    body = complete(alice, prepared(alice)["turnId"]).json()
+    assert body["memoryWrite"]["status"] == "failed"
+    assert events(alice, "memory.write_failed")[0]["details"]["code"] == "upstream_timeout"
+
+
+def test_required_commit_failure_fails_the_completion_but_keeps_the_reply(alice, hinos):
+    hinos.route("POST", COMMIT, Reply(200, {"committed": False}))
+    make_scenario(alice, memoryIngest="required")
+    turn = prepared(alice)
+    error = assert_envelope(complete(alice, turn["turnId"]), 502, "upstream_failed")
+    assert "memoryIngest is 'required'" in error["message"] and error["details"]["claim_id"] == "claim-1"
+    detail = alice.get(f"{CONV}/turns/{turn['turnId']}").json()
+    assert detail["status"] == "completed" and detail["committed"] is False
+    assert detail["memoryWrite"]["status"] == "failed"
+    messages = alice.get(f"{CONV}/messages").json()["results"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert len(events(alice, "memory.write_failed")) == 1  # recorded, and it survived the failed request
+    assert events(alice, "turn.completed") == []
+
+
+def test_required_turn_can_be_committed_by_accept_once_hinos_answers(alice, hinos):
+    hinos.route("POST", COMMIT, Reply(503, {"error": "busy"}))
+    make_scenario(alice, memoryIngest="required")
+    turn = prepared(alice)
+    assert complete(alice, turn["turnId"]).status_code == 502
+    hinos.route("POST", COMMIT, Reply(200, {"committed": True}))
+    response = alice.post(f"{CONV}/turns/{turn['turnId']}/accept", {})
+    assert response.status_code == 200, response.json()
+    assert response.json()["committed"] is True and response.json()["memoryWrite"] == {"status": "committed"}
+    assert len(requests_to(hinos, COMMIT)) == 2
+
+
+def test_a_failure_event_is_kept_in_the_database_not_only_in_the_response(alice, hinos):
+    hinos.route("POST", COMMIT, Reply(500, {}))
+    make_scenario(alice, memoryIngest="required")
+    complete(alice, prepared(alice)["turnId"])
+    event = Event.objects.get(type="memory.write_failed")
+    assert event.product == alice.product and event.details["upstreamStatus"] == 500
+
+
+def test_the_hinos_section_is_validated(alice, hinos):
+    response = alice.post("/v1/scenarios", {**SCENARIO, "hinos": {"modelConfigId": 5, "temperature": 1}})
+    error = assert_envelope(response, 400)
+    assert set(error["details"]["fields"]) == {"hinos.modelConfigId", "hinos.temperature"}
+
+
+def test_another_product_cannot_complete_the_turn(alice, bob, hinos):
+    make_scenario(alice)
+    turn = prepared(alice)
+    assert_envelope(complete(bob, turn["turnId"]), 404, "not_found")
+    assert requests_to(hinos, COMMIT) == []
