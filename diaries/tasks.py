@@ -4,8 +4,10 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import transaction
 
+from memories.models import Turn
 from memoryhub.clients.errors import UpstreamError
 
+from .selectors import scenario_uses_diaries
 from .services import diary_plan_and_write
 
 # Bounded: a summariser that is down for good must not keep a task alive forever. Each attempt
@@ -29,5 +31,10 @@ def diary_plan_task(self, turn_pk: int) -> str:
 
 
 def enqueue_diary_plan(turn_pk: int) -> None:
-    """The commit hook: plan once the turn's commit is durable; a rolled-back commit schedules nothing."""
-    transaction.on_commit(lambda: diary_plan_task.delay(turn_pk))
+    """The commit hook: plan once the turn's commit is durable; a rolled-back commit schedules nothing.
+
+    Turns of scenarios without diaries enqueue nothing (the service would only answer "not_configured").
+    """
+    turn = Turn.objects.select_related("scenario").filter(pk=turn_pk).first()
+    if turn is not None and scenario_uses_diaries(turn.scenario):
+        transaction.on_commit(lambda: diary_plan_task.delay(turn_pk))

@@ -205,8 +205,19 @@ def test_commit_hook_enqueues_on_commit_only(alice, django_capture_on_commit_cal
     turn = commit_turn(alice.product, scenario)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert "diaries" in run_commit_hooks(turn.pk)
-    assert len(callbacks) == 1
+    assert len([c for c in callbacks if _from_diaries(c)]) == 1
     assert not DiaryPlanRecord.objects.exists()  # nothing ran before the commit
+
+
+def test_commit_hook_enqueues_nothing_for_scenarios_without_diaries(alice, django_capture_on_commit_callbacks) -> None:
+    turn = commit_turn(alice.product, make_scenario(alice.product, compass=False, runtime="personalization"))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        run_commit_hooks(turn.pk)
+    assert not [c for c in callbacks if _from_diaries(c)]
+
+
+def _from_diaries(callback) -> bool:
+    return "diaries/tasks.py" in repr(getattr(callback, "__code__", ""))
 
 
 def test_task_runs_the_service(alice) -> None:
