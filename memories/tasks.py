@@ -1,0 +1,40 @@
+"""Celery interface of this app: thin tasks taking ids, idempotent under redelivery (acks_late)."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import transaction
+
+from memories.models import Event, Turn
+from memories.services.events import event_emit_for_turn
+from memoryhub.runtimes.hooks import register_commit_hook
+
+BACKGROUND_DONE = "turn.background_done"
+
+
+def turn_background_done_record(*, turn_pk: int) -> bool:
+    """Record once that the background work of a committed turn ran; False when already recorded or gone.
+
+    The turn row is locked so that two deliveries of the same task running at once cannot both
+    see "no event yet" and both insert (a database lock, not a check in Python alone).
+    """
+    with transaction.atomic():
+        turn = Turn.objects.select_for_update().select_related("product").filter(pk=turn_pk).first()
+        if turn is None:
+            return False  # the turn (or its product) was deleted meanwhile: nothing to record
+        if Event.objects.filter(turn_id=turn_pk, type=BACKGROUND_DONE).exists():
+            return False
+        event_emit_for_turn(turn, BACKGROUND_DONE, {"round": turn.round})
+    return True
+
+
+@shared_task(name="memories.turn_committed_audit", acks_late=True)
+def turn_committed_audit(turn_pk: int) -> bool:
+    return turn_background_done_record(turn_pk=turn_pk)
+
+
+def enqueue_turn_committed_audit(turn_pk: int) -> None:
+    """The commit hook: enqueue once the turn's commit is durable; a rolled-back commit schedules nothing."""
+    transaction.on_commit(lambda: turn_committed_audit.delay(turn_pk))
+
+
+register_commit_hook("memories.turn_committed_audit", enqueue_turn_committed_audit)
