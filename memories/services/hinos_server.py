@@ -147,7 +147,7 @@ def hinos_commit(
     """Accept a claim once: store the round and schedule its background work; a same-body repeat is a no-op."""
     digest = commit_digest(user, assistant)
     with transaction.atomic():
-        claim = HinosClaim.objects.select_for_update().select_related("scenario").filter(
+        claim = HinosClaim.objects.select_for_update(of=("self",)).select_related("scenario").filter(
             product=product, claim_id=claim_id
         ).first()
         if claim is None or (conversation_id is not None and conversation_id != claim.conversation_key):

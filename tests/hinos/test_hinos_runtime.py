@@ -1,16 +1,14 @@
 """The hinos runtime (H1–H3) through the turn API, against a real Hinos stand-in on 127.0.0.1."""
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from memories.models import Event, Turn
 from tests.conftest import assert_envelope
+from tests.hinos.support import COMMIT, PREPARE, PREPARED
 from tests.support.http_server import Reply, StubHttpServer
 
 CONV = "/v1/users/u1/conversations/c1"
-PREPARE, COMMIT = "/v1/memory/prepare", "/v1/memory/commit"
 TEMPLATE = "你是守卫。\nMemory: {{hinosMemory}}\nState: {{jsonMemory}}\nUser: {{userMessage}}"
 SCENARIO = {
     "id": "gate", "name": "City gate", "memoryRuntime": "hinos", "template": TEMPLATE,
@@ -20,26 +18,6 @@ SCENARIO = {
     ],
     "hinos": {"modelConfigId": "mc-1", "promptId": "p-1"},
 }
-PREPARED = {"claim_id": "claim-1", "memory": "用户答应明天归还铜钥匙", "turn": 1, "state_through_round": 0}
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[StubHttpServer]:
-    stub = StubHttpServer().start()
-    yield stub
-    stub.stop()
-
-
-@pytest.fixture
-def hinos(_server: StubHttpServer, settings) -> StubHttpServer:
-    _server.routes.clear()
-    _server.requests.clear()
-    settings.HINOS_MEMORY_URL = _server.url
-    settings.HINOS_MEMORY_TOKEN = "hinos-secret"
-    settings.HINOS_MEMORY_TIMEOUT_MS = 2000
-    _server.route("POST", PREPARE, Reply(200, PREPARED))
-    _server.route("POST", COMMIT, Reply(200, {"committed": True}))
-    return _server
 
 
 def make_scenario(api, **changes) -> None:

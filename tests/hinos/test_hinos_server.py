@@ -1,12 +1,16 @@
 """memoryhub's own Hinos server (H4) through its API: /hinos/v1/memory/prepare and /commit."""
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from diaries.models import DiaryEntry
 from memories.models import Conversation, Event, HinosClaim, Message, Turn
+from memories.services.hinos_server import hinos_commit
 from memoryhub.runtimes import hooks
 from tests.conftest import assert_envelope
 
@@ -169,6 +173,26 @@ def test_a_repeated_commit_answers_committed_again_and_stores_nothing_twice(alic
     assert again == {**first, "replayed": True}
     assert Message.objects.count() == 2 and Turn.objects.count() == 1 and len(calls) == 1
     assert Event.objects.filter(type="turn.completed").count() == 1
+
+
+@pytest.mark.requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_commits_of_one_claim_store_it_once(alice):
+    claim_id = prepared(alice)["claim_id"]
+    barrier = threading.Barrier(8)
+
+    def racer(_: int) -> bool:
+        try:
+            barrier.wait(timeout=10)
+            return hinos_commit(product=alice.product, claim_id=claim_id, user="u", assistant="a").replayed
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(8) as pool:
+        replayed = sorted(pool.map(racer, range(8)))
+    assert replayed == [False] + [True] * 7
+    assert Turn.objects.count() == 1 and Message.objects.count() == 2
+    assert Conversation.objects.get(product=alice.product).rounds == 1
 
 
 def test_a_different_body_for_a_used_claim_is_409(alice):
