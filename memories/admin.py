@@ -142,3 +142,4 @@ class MemoryRevisionAdmin(admin.ModelAdmin):
         return False
 from memories import admin_turns  # noqa: E402,F401  scenarios, turns, messages, events
 from memories import admin_hinos  # noqa: E402,F401  failed Hinos commits (re-send) and Hinos claims
+from . import admin_longterm  # noqa: E402,F401  long-term memories, refusals, indexes, tasks

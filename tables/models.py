@@ -81,7 +81,8 @@ class TableEditRecord(models.Model):
     applied = models.JSONField(default=list)
     skipped = models.JSONField(default=list)
     unclosed_block = models.BooleanField(default=False)
-    attempts = models.PositiveSmallIntegerField(default=1)
+    attempts = models.PositiveSmallIntegerField(default=1, help_text="Apply attempts: 2 after a version conflict.")
+    deliveries = models.PositiveIntegerField(default=1, help_text="Times the task ran for this turn (redeliveries).")
     after_step = models.JSONField(default=dict, blank=True, help_text="Outcome of the optional webhook after-step.")
     created_at = models.DateTimeField(auto_now_add=True)
 

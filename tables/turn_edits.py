@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 
 from memories.models import Conversation, Turn
 from memories.services.events import event_emit_for_turn
@@ -56,8 +57,9 @@ def turn_table_edits_apply(*, turn_pk: int) -> TableEditRecord | None:
     with transaction.atomic():
         Conversation.objects.select_for_update().filter(pk=turn.conversation_id).first()
         record = TableEditRecord.objects.filter(turn=turn).first()
-        if record is not None:
-            return record  # a redelivered task: this reply was handled already
+        if record is not None:  # a redelivered task: this reply was handled already; only count the delivery
+            TableEditRecord.objects.filter(pk=record.pk).update(deliveries=F("deliveries") + 1)
+            return record
         parsed = parse_table_edits(turn.assistant_message)
         if turn.status == "superseded":
             return _record_superseded(turn, parsed)

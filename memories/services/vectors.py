@@ -78,6 +78,12 @@ class _RowBackend:
         return {pk: list(vector) for pk, vector in rows.values_list("pk", "embedding")}
 
 
+def _fire_deferred_checks() -> None:
+    """PostgreSQL refuses DDL on a table with pending deferred-constraint events in the same transaction."""
+    if connection.in_atomic_block:
+        connection.check_constraints()  # SET CONSTRAINTS ALL IMMEDIATE, then back to DEFERRED
+
+
 class PgvectorBackend(_RowBackend):
     name = PGVECTOR
 
@@ -86,6 +92,7 @@ class PgvectorBackend(_RowBackend):
 
     def prepare(self, index: EmbeddingIndex) -> None:
         # A partial index per embedding index: its rows only, at its own dimension.
+        _fire_deferred_checks()
         with connection.cursor() as cursor:
             cursor.execute(
                 f"CREATE INDEX IF NOT EXISTS {self.storage_name(index)} ON {TABLE} USING hnsw "
@@ -94,6 +101,7 @@ class PgvectorBackend(_RowBackend):
             )
 
     def drop(self, index: EmbeddingIndex) -> None:
+        _fire_deferred_checks()
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {self.storage_name(index)}")
 

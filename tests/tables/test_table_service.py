@@ -279,3 +279,33 @@ def test_a_second_conflict_is_reported_and_writes_nothing(alice, hooks):
     assert event.details["skipped"][0]["reason"].startswith("not applied: the table changed")
     assert not events(alice.product, "table.updated")
     assert turn_table_edits_apply(turn_pk=turn.pk).pk == record.pk and seen == [1, 2]  # redelivery: no third try
+
+
+@pytest.mark.requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_writers_on_one_version_exactly_one_wins(alice):
+    import threading
+
+    from django.db import connections
+
+    t = tables_ensure(address(alice.product), TEMPLATES)[0]
+    barrier, outcomes = threading.Barrier(8), []
+
+    def writer(n: int) -> None:
+        try:
+            barrier.wait()
+            table_replace(table=t, expected_version=1, rows=[[str(n), "", "", ""]], cause=WriteCause("api_key", str(n)))
+            outcomes.append("won")
+        except RevisionConflict:
+            outcomes.append("conflict")
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["conflict"] * 7 + ["won"]
+    t.refresh_from_db()
+    assert t.version == 2 and MemoryTableVersion.objects.filter(table=t).count() == 2

@@ -1,0 +1,97 @@
+"""The webhook after-step: runs after a committed replace; its failure is an event and never undoes the write."""
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tables.models import MemoryTable, TableEditRecord
+from tables.tasks import apply_table_edits
+from tests.support.http_server import Reply, StubHttpServer
+
+from .support import commit_turn, edit, events, make_scenario
+
+pytestmark = pytest.mark.django_db
+
+REPLY = edit('insertRow(1, {0: "艾琳", 1: "铜制 风灯", 2: "风灯"})')
+
+
+@pytest.fixture
+def server():
+    stub = StubHttpServer().start()
+    yield stub
+    stub.stop()
+
+
+def closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/hook"  # nothing listens here any more
+
+
+def run(alice, url: str, reply: str = REPLY, timeout_ms: int = 2000):
+    scenario = make_scenario(alice.product, webhook={"url": url, "timeoutMs": timeout_ms})
+    turn = commit_turn(alice.product, scenario, reply)
+    return turn, apply_table_edits(turn.pk)  # the task body, run synchronously
+
+
+def items(product) -> MemoryTable:
+    return MemoryTable.objects.get(product=product, name="重要物品表格")
+
+
+def test_the_written_rows_are_posted_after_the_replace(alice, server):
+    server.route("POST", "/hook", Reply(200, {"ok": True}))
+    turn, outcome = run(alice, f"{server.url}/hook?source=memoryhub")
+    assert outcome == "updated"
+    [request] = server.requests
+    assert request.path == "/hook?source=memoryhub" and request.headers["x-request-id"]
+    body = request.json()
+    assert body | {"tables": None} == {"type": "table.updated", "turnId": turn.pk, "round": 1, "userId": "u1",
+                                       "conversationId": "c1", "tables": None}
+    assert body["tables"] == [{"id": items(alice.product).pk, "index": 1, "name": "重要物品表格", "version": 2,
+                               "columns": ["拥有人", "物品描述", "物品名", "重要原因"],
+                               "rows": [["艾琳", "铜制 风灯", "风灯", ""]]}]
+    assert TableEditRecord.objects.get(turn=turn).after_step["status"] == "ok"
+    assert len(events(alice.product, "table.after_step_succeeded")) == 1
+
+
+def test_a_500_is_recorded_as_an_event_and_the_table_write_is_kept(alice, server):
+    server.route("POST", "/hook", Reply(500, {"error": "boom"}))
+    turn, outcome = run(alice, f"{server.url}/hook")
+    assert outcome == "updated"
+    assert items(alice.product).rows == [["艾琳", "铜制 风灯", "风灯", ""]] and items(alice.product).version == 2
+    [failed] = events(alice.product, "table.after_step_failed")
+    assert failed.turn_id == turn.pk and failed.details["tableWrite"] == "committed"
+    assert failed.details["error"]["code"] == "upstream_failed" and failed.details["error"]["details"]["status"] == 500
+    assert len(events(alice.product, "table.updated")) == 1
+    assert TableEditRecord.objects.get(turn=turn).after_step["status"] == "failed"
+
+
+def test_a_closed_port_is_recorded_and_the_write_is_kept(alice):
+    _, outcome = run(alice, closed_port_url())
+    assert outcome == "updated" and items(alice.product).version == 2
+    [failed] = events(alice.product, "table.after_step_failed")
+    assert failed.details["error"]["code"] == "upstream_failed" and "unreachable" in failed.details["error"]["message"]
+
+
+def test_a_slow_webhook_times_out_and_is_recorded(alice, server):
+    server.route("POST", "/hook", Reply(200, {}, delay_seconds=2))
+    _, outcome = run(alice, f"{server.url}/hook", timeout_ms=200)
+    assert outcome == "updated" and items(alice.product).version == 2
+    assert events(alice.product, "table.after_step_failed")[0].details["error"]["code"] == "upstream_timeout"
+
+
+def test_no_after_step_when_nothing_was_replaced(alice, server):
+    server.route("POST", "/hook", Reply(200, {}))
+    turn, outcome = run(alice, f"{server.url}/hook", reply="没有编辑。")
+    assert outcome == "unchanged" and server.requests == []
+    assert TableEditRecord.objects.get(turn=turn).after_step == {}
+
+
+def test_a_redelivered_task_does_not_post_again_once_the_outcome_is_recorded(alice, server):
+    server.route("POST", "/hook", Reply(500, {}))
+    turn, _ = run(alice, f"{server.url}/hook")
+    assert apply_table_edits(turn.pk) == "updated"
+    assert len(server.requests) == 1 and len(events(alice.product, "table.after_step_failed")) == 1
+    assert TableEditRecord.objects.get(turn=turn).deliveries == 2
