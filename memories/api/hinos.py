@@ -52,7 +52,9 @@ def conversation_header(request, *, required: bool) -> str | None:
     value = request.headers.get(CONVERSATION_HEADER)
     if value is None:
         if required:
-            raise InvalidRequest(f"the {CONVERSATION_HEADER} header is required", details={"header": CONVERSATION_HEADER})
+            raise InvalidRequest(
+                f"the {CONVERSATION_HEADER} header is required", details={"header": CONVERSATION_HEADER}
+            )
         return None
     return validate_identifier(value, CONVERSATION_HEADER)
 
@@ -65,7 +67,8 @@ class HinosPrepareView(APIView):
         data = validated(HinosPrepareSerializer, request.data)
         claim = hinos_prepare(product=request.user.product, request=PrepareRequest(
             user_id=data["user_id"], conversation_id=conversation_id, messages=[dict(m) for m in data["messages"]],
-            system=data.get("system", ""), request_id=data.get("request_id") or (request.headers.get("x-request-id") or "")[:128],
+            system=data.get("system", ""),
+            request_id=data.get("request_id") or (request.headers.get("x-request-id") or "")[:128],
             scenario_id=data.get("scenario_id") or None, model_config_id=data.get("model_config_id"),
             prompt_id=data.get("prompt_id"),
         ))

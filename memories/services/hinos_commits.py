@@ -35,7 +35,9 @@ class ResendOutcome:
 
 
 def hinos_commit_resend(*, event: Event, actor: str) -> ResendOutcome:
-    turn = Turn.objects.select_related("scenario", "product").filter(pk=event.turn_id, product_id=event.product_id).first()
+    turn = Turn.objects.select_related("scenario", "product").filter(
+        pk=event.turn_id, product_id=event.product_id
+    ).first()
     refusal = _refusal(event, turn)
     if refusal:
         return ResendOutcome("not_resendable", refusal)

@@ -169,5 +169,6 @@ def _commit_failed(turn, exc: UpstreamError) -> MemoryWrite:
         f"the reply was stored, but the Hinos memory commit failed ({exc.message}); memoryIngest is 'required', "
         "so the turn is not committed — retry with POST …/accept or re-send it from the admin",
         service=SERVICE,
-        details={"turnId": turn.pk, "claim_id": details["claim_id"], "reason": exc.message, "memoryWrite": turn.memory_write},
+        details={"turnId": turn.pk, "claim_id": details["claim_id"], "reason": exc.message,
+                 "memoryWrite": turn.memory_write},
     )

@@ -159,7 +159,9 @@ def test_commit_stores_the_round_as_a_committed_turn(alice):
 
 def test_commit_runs_the_commit_hooks_inside_its_transaction(alice, monkeypatch):
     seen: list[tuple[int, bool]] = []
-    monkeypatch.setitem(hooks._commit_hooks, "probe", lambda pk: seen.append((pk, transaction.get_connection().in_atomic_block)))
+    monkeypatch.setitem(
+        hooks._commit_hooks, "probe", lambda pk: seen.append((pk, transaction.get_connection().in_atomic_block))
+    )
     committed(alice, prepared(alice)["claim_id"])
     assert seen == [(Turn.objects.get().pk, True)]
 
