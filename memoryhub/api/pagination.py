@@ -33,7 +33,7 @@ def decode_cursor(raw: str | None) -> object | None:
         return None
     try:
         return json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # a forged cursor of nested brackets must not be a 500
         raise InvalidRequest("cursor is not valid", details={"field": "cursor"}) from None
 
 
