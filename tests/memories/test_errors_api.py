@@ -1,6 +1,7 @@
 """Every error kind — ours, Django's and DRF's own — answers the one envelope, never a 500."""
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -145,3 +146,36 @@ def test_validation_error_names_the_field(alice):
 def test_errors_are_json_content_type(alice):
     for response in (alice.get("/v1/nothing"), alice.post(URL, {}), _raw_put(alice, "{")):
         assert response["Content-Type"].startswith("application/json")
+
+
+def _cursor(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"cursor": _cursor(b"[" * 3000)},  # fits a 4 KB request line, nests past the recursion limit
+        {"cursor": _cursor(b"\xff\xfe")},
+        {"cursor": _cursor(b"1e999")},
+        {"cursor": _cursor(b"true")},
+        {"cursor": "%FF"},
+        {"limit": "99999999999999999999999"},
+        {"limit": "\x00"},
+    ],
+)
+def test_forged_pagination_parameters_are_400_not_500(alice, query):
+    assert_envelope(alice.get(URL + "/revisions", data=query), 400, "invalid_request")
+
+
+@pytest.mark.parametrize("cursor, expected", [(-1, []), (0, []), (2, [1]), (2**63, [1]), (10**30, [1])])
+def test_out_of_range_integer_cursor_pages_from_there_never_500(alice, cursor, expected):
+    alice.put(URL, {"expectedRevision": 0, "memory": {}})
+    response = alice.get(URL + "/revisions", data={"cursor": _cursor(str(cursor).encode())})
+    assert response.status_code == 200, response.content
+    assert [row["revision"] for row in response.json()["results"]] == expected
+
+
+@pytest.mark.parametrize("path", ["/v1/users/%FF/conversations/c1/memory", "/v1/users/%00/conversations/c1/memory"])
+def test_undecodable_or_control_bytes_in_ids_are_400(alice, path):
+    assert_envelope(alice.get(path), 400)
