@@ -9,27 +9,19 @@ Each used memory's id and version is recorded in the source status.
 from __future__ import annotations
 
 import numpy as np
-import redis.exceptions
 
 from memories.models import EmbeddingIndex, LongTermMemory
 from memories.services.embedding_index import index_in_use
 from memories.services.longterm import UserScope
 from memories.services.vectors import backend_named
 from memoryhub import working_set
-from memoryhub.api.exceptions import StorageUnavailable
 from memoryhub.runtimes import hooks
 from memoryhub.runtimes.base import RecallRequest, SourceResult
 from memoryhub.runtimes.sources import register_producer
 
-try:
-    from django_redis.exceptions import ConnectionInterrupted
-except ImportError:  # pragma: no cover
-    ConnectionInterrupted = redis.exceptions.ConnectionError
-
 DEFAULT_TOP_K = 5
 DEFAULT_ALL_WHEN_AT_MOST = 5
 MAX_SNAPSHOT = 200  # newest preferences a turn may consider
-_REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionInterrupted)
 
 
 def _settings(scenario) -> tuple[int, int]:
@@ -79,14 +71,11 @@ def build_snapshot(scope: UserScope) -> dict:
 
 
 def _snapshot(scope: UserScope) -> tuple[dict, bool]:
-    try:
-        snapshot, cached = working_set.get_or_build(scope.working_set_scope, lambda: build_snapshot(scope))
-        if snapshot["index"] != _active_index_pk():  # a reindex activated another index since
-            working_set.invalidate(scope.working_set_scope)
-            snapshot, cached = build_snapshot(scope), False
-    except _REDIS_DOWN as exc:
-        raise StorageUnavailable("the working-set cache (Redis) is unavailable",
-                                 details={"dependency": "redis"}) from exc
+    # A Redis outage propagates: the turn pipeline answers 503 (C3), never a turn without the cache.
+    snapshot, cached = working_set.get_or_build(scope.working_set_scope, lambda: build_snapshot(scope))
+    if snapshot["index"] != _active_index_pk():  # a reindex activated another index since
+        working_set.invalidate(scope.working_set_scope)
+        snapshot, cached = build_snapshot(scope), False
     return snapshot, cached
 
 

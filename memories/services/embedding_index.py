@@ -14,18 +14,20 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memories.models import EmbeddingIndex, LongTermMemory
-from memoryhub.api.exceptions import ApiError
 from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder
+from memoryhub.clients.errors import DependencyUnavailable
 
 from .vectors import VectorBackend, configured_backend
 
 REINDEX_COMMAND = "python manage.py reindex_embeddings"
 
 
-class EmbeddingIndexMismatch(ApiError):
-    """The configured embedder or backend is not the one the active vector index was built with."""
+class EmbeddingIndexMismatch(DependencyUnavailable):
+    """The configured embedder or backend is not the one the active vector index was built with.
 
-    status_code = 503
+    A dependency error (503), so that it fails a turn too instead of becoming an empty source.
+    """
+
     code = "embedding_index_mismatch"
 
 
@@ -45,7 +47,7 @@ def active_index() -> EmbeddingIndex | None:
     return EmbeddingIndex.objects.filter(status="active").first()
 
 
-def _mismatch(active: EmbeddingIndex | None, identity: EmbeddingIdentity, backend: VectorBackend) -> ApiError:
+def _mismatch(active: EmbeddingIndex | None, identity: EmbeddingIdentity, backend: VectorBackend) -> Exception:
     current = f"{active.identity_key} on {active.backend}" if active else "none"
     return EmbeddingIndexMismatch(
         f"the vector index was built for {current}, but {identity.key} on {backend.name} is configured; "
@@ -55,6 +57,7 @@ def _mismatch(active: EmbeddingIndex | None, identity: EmbeddingIdentity, backen
             "configured": {"identity": identity.key, "backend": backend.name},
             "command": REINDEX_COMMAND,
         },
+        service="embedder",
     )
 
 
@@ -110,5 +113,5 @@ def lock_for_write(index: EmbeddingIndex) -> None:
     if row is None or row[0] != "active":
         raise EmbeddingIndexMismatch(
             "the vector index was replaced while this write was prepared; retry the request",
-            details={"command": REINDEX_COMMAND},
+            service="embedder", details={"command": REINDEX_COMMAND},
         )

@@ -23,8 +23,8 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from memories.models import EmbeddingIndex, LongTermMemory
-from memoryhub.api.exceptions import StorageUnavailable
 from memoryhub.clients.embeddings import EmbeddingIdentity
+from memoryhub.clients.errors import DependencyUnavailable
 
 PGVECTOR, SQLITE_EXACT, QDRANT = "pgvector", "sqlite-exact", "qdrant"
 TABLE = LongTermMemory._meta.db_table
@@ -182,8 +182,8 @@ def _qdrant_errors() -> Iterator[None]:
     try:
         yield
     except (UnexpectedResponse, ResponseHandlingException, httpx.HTTPError, OSError) as exc:
-        raise StorageUnavailable(
-            f"the vector store (Qdrant) is unavailable: {exc.__class__.__name__}", details={"dependency": "qdrant"}
+        raise DependencyUnavailable(
+            f"the vector store (Qdrant) is unavailable: {exc.__class__.__name__}", service="qdrant"
         ) from exc
 
 
@@ -269,8 +269,7 @@ class QdrantBackend:
 def backend_named(name: str) -> VectorBackend:
     if name == QDRANT:
         if not settings.QDRANT_URL:
-            raise StorageUnavailable("this index lives in Qdrant, but QDRANT_URL is not set",
-                                     details={"dependency": "qdrant"})
+            raise DependencyUnavailable("this index lives in Qdrant, but QDRANT_URL is not set", service="qdrant")
         return QdrantBackend(settings.QDRANT_URL)
     return PgvectorBackend() if name == PGVECTOR else SqliteExactBackend()
 
