@@ -1,4 +1,6 @@
 """URL patterns of this module (mounted by memoryhub/urls.py under /v1/)."""
+from __future__ import annotations
+
 from django.urls import path
 
 from . import api
