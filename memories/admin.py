@@ -107,6 +107,11 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
             self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
             obj._not_saved = True
 
+    def log_change(self, request, obj, message):
+        if getattr(obj, "_not_saved", False):
+            return None  # the service refused the save: no "Changed" entry for a change that did not happen
+        return super().log_change(request, obj, message)
+
     def response_change(self, request, obj):
         if getattr(obj, "_not_saved", False):
             from django.http import HttpResponseRedirect
