@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.utils import quote
 from django.contrib.messages import get_messages
 from django.urls import reverse
@@ -178,6 +179,13 @@ def test_operator_edit_losing_a_race_after_validation_is_refused_visibly(admin_c
     response = save_document(admin_client, document, {"mood": "operator lost"}, loaded_revision=1, follow=True)
     assert any("Not saved" in text for text in messages_of(response))
     assert written.get(URL).json() == {"revision": 2, "memory": {"mood": "app won"}}
+    assert not LogEntry.objects.filter(object_id=str(document.pk)).exists()  # no "Changed" entry for a refused save
+
+
+def test_operator_edit_is_logged_in_the_admin_history(admin_client, written):
+    document = document_of(written)
+    save_document(admin_client, document, {"mood": "logged"}, loaded_revision=1)
+    assert LogEntry.objects.filter(object_id=str(document.pk), action_flag=CHANGE).count() == 1
 
 
 def too_deep() -> dict:
