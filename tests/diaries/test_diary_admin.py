@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -7,6 +9,7 @@ from django.test import Client
 from diaries.models import DiaryEntry, DiaryPlanRecord, DiaryState
 from diaries.services import diary_plan_and_write
 from diaries.summarizers import SummarizerConfigError
+from memories.models import Scenario
 
 from .support import SMALL_POLICY, commit_turn, make_scenario
 
@@ -76,3 +79,24 @@ def test_replan_failure_is_reported(alice, operator, settings) -> None:
     page = response.content.decode()
     assert "generation failed" in page and "failed 1" in page
     assert not DiaryEntry.objects.exists()
+
+
+def _scenario_form(product, diary: dict) -> dict:
+    return {
+        "product": product.pk, "slug": "story", "name": "Story", "memory_runtime": "axon_go",
+        "template": "{{compassMemory}} {{userMessage}}", "memory_ingest": "best_effort", "commit_on": "completed",
+        "tool_updates": "on", "memory_schema": "null", "sections": json.dumps({"diary": diary}),
+        "sources-TOTAL_FORMS": "1", "sources-INITIAL_FORMS": "0", "versions-TOTAL_FORMS": "0",
+        "versions-INITIAL_FORMS": "0", "sources-0-source_id": "diary", "sources-0-agent_ref": "diary-orchestrator",
+        "sources-0-variable": "compassMemory", "sources-0-priority": "",
+    }
+
+
+def test_scenario_admin_validates_the_diary_policy_like_the_api(alice, operator) -> None:
+    refused = operator.post("/admin/memories/scenario/add/", _scenario_form(alice.product, {"minRounds": -1}))
+    assert refused.status_code == 200 and "diary.minRounds" in refused.content.decode()
+    assert not Scenario.objects.filter(product=alice.product).exists()
+    saved = operator.post("/admin/memories/scenario/add/", _scenario_form(alice.product, {"minRounds": 5}))
+    assert saved.status_code == 302
+    policy = alice.get("/v1/scenarios/story").json()["diary"]
+    assert (policy["minRounds"], policy["freeRoundsPerDiary"]) == (5, 10)
