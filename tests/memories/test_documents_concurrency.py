@@ -127,3 +127,21 @@ def test_retrying_writers_lose_no_update(alice):
     writes, conflicts = counting_writers(alice)
     assert_no_lost_update(alice, writes)
     assert conflicts > 0  # the writers really did collide
+
+
+@pytest.mark.requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_retries_with_one_idempotency_key_commit_once(alice):
+    barrier = threading.Barrier(RACERS)
+    body = {"expectedRevision": 0, "memory": {"once": True}}
+
+    def retry(index: int, client: APIClient) -> tuple[int, dict, bool]:
+        barrier.wait(timeout=30)
+        response = client.put(URL, body, format="json", HTTP_IDEMPOTENCY_KEY="same-op")
+        return response.status_code, response.json(), "Idempotent-Replayed" in response
+
+    results = run_threads(RACERS, alice.key, retry)
+    assert {(status, str(body)) for status, body, _ in results} == {(200, str({"revision": 1}))}, results
+    assert sum(1 for _, _, replayed in results if not replayed) == 1
+    assert alice.get(URL).json() == {"revision": 1, "memory": {"once": True}}
+    assert len(alice.get(URL + "/revisions").json()["results"]) == 1
