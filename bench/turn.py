@@ -1,0 +1,229 @@
+"""Benchmark: the latency of preparing a turn, compared with one `GET …/memory`, and as the store grows.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> [REDIS_URL=redis://127.0.0.1:6379/<n>] \\
+        .venv/bin/python bench/turn.py [--iterations 400] [--sizes 10000,1000000] [--profile]
+
+Both requests go through the HTTP API in-process with Django's test client (routing, authentication,
+rate limiting, serialization included), interleaved so that machine noise hits both alike. Targets:
+  - warm-cache prepare with four sources ≤ 1.5 × one GET …/memory;
+  - the same prepare with 10 thousand and with 1 million other memory documents stored ≤ 1.2 × the
+    prepare on the bare store (a turn's cost must not grow with the size of the store).
+The script migrates the database it is given, creates its own products and removes them at the end
+(pass --keep to leave the filler documents for a second run).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+os.environ.setdefault("MEMORYHUB_RATE_LIMIT", "100000000/min")  # the benchmark is not a rate-limit test
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+from rest_framework.test import APIClient  # noqa: E402
+
+from memories.models import MemoryDocument, Product  # noqa: E402
+from memories.services.products import product_create  # noqa: E402
+from memoryhub.runtimes import hooks  # noqa: E402
+from memoryhub.runtimes.sources import get_producer  # noqa: E402
+
+USER, CONV = "bench-user", "bench-conv"
+BASE = f"/v1/users/{USER}/conversations/{CONV}"
+VARIABLES = ["jsonMemory", "preferences", "compassMemory", "memoryTable"]
+MEMORY = {
+    "scene": "城门", "keyHolder": "守卫", "mood": "wary", "inventory": ["lantern", "rope", "bread"],
+    "relationships": {"guard": {"trust": 3, "notes": "owes the user a favour"}, "merchant": {"trust": -1}},
+    "facts": [f"fact number {i}: the north gate closes at dusk" for i in range(12)],
+}
+
+
+def client_for(key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+def expect(response, status: int):
+    if response.status_code != status:
+        raise SystemExit(f"setup failed: {response.status_code} {response.content[:300]!r}")
+    return response.json()
+
+
+def scenario_body() -> dict:
+    body = {
+        "id": "bench", "name": "bench",
+        "memorySources": [{"id": f"s-{v}", "agentRef": f"ref-{v}", "variable": v} for v in VARIABLES],
+        "template": "\n".join(f"<{v}>{{{{{v}}}}}</{v}>" for v in VARIABLES) + "\nUser: {{userMessage}}",
+    }
+    if "tables" in hooks.scenario_section_names():
+        body["tables"] = "plugin-defaults"
+    return body
+
+
+def seed(client: APIClient, product: Product) -> None:
+    """Give every source something to recall, through the API where the API can write it."""
+    expect(client.put(f"{BASE}/memory", {"expectedRevision": 0, "memory": MEMORY}, format="json"), 200)
+    preference = {
+        "kind": "preference", "consent": True, "evidence": "以后请用简短的中文回答我",
+        "source": "以后请用简短的中文回答我，谢谢。",
+        "content": {"language": "zh", "detail": "brief", "text": "用户喜欢简短的中文回答"},
+    }
+    response = client.post(f"/v1/users/{USER}/memories", preference, format="json")
+    if response.status_code != 201:
+        print(f"  (preferences not seeded: {response.status_code} {response.content[:200]!r})")
+    _seed_diary(product)
+
+
+def _seed_diary(product: Product) -> None:
+    try:
+        from diaries.models import DiaryEntry
+    except ImportError:
+        return
+    DiaryEntry.objects.create(
+        product=product, user_id=USER, conversation_id=CONV, agent_ref="ref-compassMemory", round_from=1,
+        round_to=20, kind="summary_diary", summary="The user and the guard argued at the north gate; the guard "
+        "kept the key.", body="…", summarizer="bench", subscription_category="default",
+    )
+
+
+def timed(call) -> float:
+    start = time.perf_counter()
+    response = call()
+    elapsed = time.perf_counter() - start
+    if response.status_code not in (200, 201):
+        raise SystemExit(f"request failed during the benchmark: {response.status_code} {response.content[:300]!r}")
+    return elapsed
+
+
+def measure(client: APIClient, iterations: int, warmup: int = 30) -> dict:
+    get = lambda: client.get(f"{BASE}/memory")  # noqa: E731
+    prepare = lambda: client.post(f"{BASE}/turns", {"scenarioId": "bench", "userMessage": "谁拿着钥匙?"}, format="json")  # noqa: E731
+    for _ in range(warmup):
+        get(), prepare()
+    gets, prepares = [], []
+    for index in range(iterations):
+        # alternate which goes first, so neither always runs right after the other
+        if index % 2:
+            gets.append(timed(get)), prepares.append(timed(prepare))
+        else:
+            prepares.append(timed(prepare)), gets.append(timed(get))
+    last = prepare().json()
+    return {
+        "get_ms": statistics.median(gets) * 1000, "prepare_ms": statistics.median(prepares) * 1000,
+        "sources": [(s["variable"], s["status"], s.get("cached")) for s in last["sources"]],
+    }
+
+
+def fill(product: Product, start: int, stop: int) -> float:
+    """Insert documents start..stop-1 for other users of another product, in one INSERT … SELECT."""
+    table = MemoryDocument._meta.db_table
+    began = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (product_id, user_id, conversation_id, revision, memory, created_at, updated_at)"
+            " SELECT %s, 'filler-' || g, 'c' || (g %% 7), 1 + (g %% 5),"
+            " jsonb_build_object('scene', 'scene ' || g, 'keyHolder', 'npc ' || (g %% 97), 'n', g), now(), now()"
+            " FROM generate_series(%s, %s) AS g",
+            [product.pk, start, stop - 1],
+        )
+        cursor.execute(f"ANALYZE {table}")
+    return time.perf_counter() - began
+
+
+def queries_of(client: APIClient) -> dict:
+    out = {}
+    for name, call in (
+        ("GET memory", lambda: client.get(f"{BASE}/memory")),
+        ("prepare", lambda: client.post(f"{BASE}/turns", {"scenarioId": "bench", "userMessage": "x"}, format="json")),
+    ):
+        with CaptureQueriesContext(connection) as captured:
+            call()
+        out[name] = [q["sql"][:140] for q in captured.captured_queries]
+    return out
+
+
+def profile(client: APIClient, count: int = 200) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(count):
+        client.post(f"{BASE}/turns", {"scenarioId": "bench", "userMessage": "x"}, format="json")
+    profiler.disable()
+    stream = io.StringIO()
+    pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(35)
+    return stream.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iterations", type=int, default=400)
+    parser.add_argument("--sizes", default="10000,1000000", help="store sizes (other memory documents) to measure")
+    parser.add_argument("--profile", action="store_true", help="print the queries of each request and a cProfile")
+    parser.add_argument("--keep", action="store_true", help="keep the benchmark's products and filler documents")
+    args = parser.parse_args()
+    if not settings.IS_POSTGRES:
+        raise SystemExit("bench/turn.py needs DATABASE_URL pointing at PostgreSQL")
+    call_command("migrate", verbosity=0)
+    run = uuid.uuid4().hex[:8]
+    product, issued = product_create(name=f"bench-turn-{run}")
+    filler, _ = product_create(name=f"bench-turn-filler-{run}")
+    try:
+        report(args, product, issued.plaintext, filler)
+    finally:
+        if not args.keep:
+            MemoryDocument.objects.filter(product=filler).delete()
+            Product.objects.filter(pk__in=[product.pk, filler.pk]).delete()
+
+
+def report(args, product: Product, key: str, filler: Product) -> None:
+    client = client_for(key)
+    expect(client.post("/v1/scenarios", scenario_body(), format="json"), 201)
+    seed(client, product)
+    cache = settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]
+    print(f"database: PostgreSQL {connection.pg_version}; cache: {cache}; iterations: {args.iterations}")
+    print("producers registered: " + ", ".join(f"{v}={'yes' if get_producer(v) else 'no'}" for v in VARIABLES))
+    stored = MemoryDocument.objects.count()
+    base = measure(client, args.iterations)
+    print(f"sources of the measured prepare (variable, status, cached): {base['sources']}")
+    rows = [("bare store", stored, base)]
+    print(_row(*rows[0], base))
+    if args.profile:
+        for name, sqls in queries_of(client).items():
+            print(f"\n{name}: {len(sqls)} queries")
+            print("\n".join(f"  {sql}" for sql in sqls))
+        print(profile(client))
+    done = 0
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        seconds = fill(filler, done, size)
+        done = size
+        print(f"  (inserted up to {size:,} filler documents in {seconds:.1f}s)")
+        rows.append((f"+{size:,} documents", MemoryDocument.objects.count(), measure(client, args.iterations)))
+        print(_row(*rows[-1], base))
+
+
+def _row(label: str, stored: int, figures: dict, base: dict) -> str:
+    return (
+        f"{label:>22} | {stored:>9,} docs | GET memory {figures['get_ms']:.2f} ms | prepare {figures['prepare_ms']:.2f} ms"
+        f" | prepare/GET {figures['prepare_ms'] / figures['get_ms']:.2f}"
+        f" | prepare/bare prepare {figures['prepare_ms'] / base['prepare_ms']:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
