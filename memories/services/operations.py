@@ -19,7 +19,8 @@ from memories.models import MemoryOperation, Product
 from memoryhub.api.exceptions import ApiError, InvalidRequest
 
 OPERATION_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
-# Test-only fault injection: the process SIGKILLs itself right after committing this operation id.
+# Test-only fault injection: the process SIGKILLs itself right after committing one of these
+# (comma-separated) operation ids, before the response is sent.
 CRASH_ENV = "MEMORYHUB_CRASH_AFTER_COMMIT"
 
 
@@ -91,6 +92,6 @@ def _record(operation: Operation, status: int, body: dict) -> None:
 
 
 def _crash_after_commit_if_asked(operation_id: str) -> None:
-    if os.environ.get(CRASH_ENV) == operation_id:
+    if operation_id in os.environ.get(CRASH_ENV, "").split(","):
         # Committed, response not sent: the exact window the SIGKILL test needs (R2, L4).
         transaction.on_commit(lambda: os.kill(os.getpid(), signal.SIGKILL))
