@@ -14,6 +14,10 @@ class UpstreamError(Exception):
         self.service = service
         self.details = {"service": service, **(details or {})}
 
+    def __reduce__(self):
+        # Celery pickles a failed task's exception; keyword-only arguments need an explicit recipe.
+        return (_rebuild, (type(self), self.message, self.service, self.details))
+
 
 class UpstreamTimeout(UpstreamError):
     """The dependency did not answer within its timeout."""
@@ -41,3 +45,10 @@ class DependencyUnavailable(UpstreamError):
 
     code = "dependency_unavailable"
     status = 503
+
+
+def _rebuild(cls: type[UpstreamError], message: str, service: str, details: dict) -> UpstreamError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.message, error.service, error.details = message, service, details
+    return error
