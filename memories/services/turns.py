@@ -11,7 +11,7 @@ from memories.models import Conversation, Message, Scenario, Turn
 from memories.scenario_validation import PLACEHOLDER
 from memories.services.documents import DocumentAddress
 from memories.services.events import event_emit_for_turn
-from memories.services.scenarios import scenario_get, scenario_sources
+from memories.services.scenarios import scenario_for_turn, scenario_sources
 from memoryhub.api.exceptions import Conflict, InvalidRequest, NotFound
 from memoryhub.runtimes import hooks
 from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, MemoryWrite, TurnContext
@@ -35,7 +35,7 @@ def render_template(template: str, values: dict[str, str]) -> str:
 
 def turn_prepare(*, address: DocumentAddress, request: TurnRequest) -> Turn:
     category = _category(request.subscription_category)
-    scenario = scenario_get(product=address.product, slug=request.scenario_slug)
+    scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
     conversation, _ = Conversation.objects.get_or_create(
         product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
     )

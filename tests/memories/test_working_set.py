@@ -142,3 +142,50 @@ def test_a_reader_that_loaded_before_a_write_cannot_put_its_stale_value_back(ali
     assert value == (1, {"v": 1}) and was_cached is False
     turn = prepare(alice)
     assert json_source(turn)["revision"] == 2 and '{"v":2}' in turn["prompt"]
+
+
+# --- the scenario is part of the working set too: every scenario write reaches the next prepare ---------
+
+def warm(api) -> None:
+    """Drop the invalidation markers of the setup, then prepare so that the scenario is cached."""
+    cache.clear()
+    prepare(api)
+    from memories.services.scenarios import _scope
+
+    assert cache.get(_scope(api.product.pk, "gate").key).slug == "gate"
+
+
+def test_a_scenario_change_reaches_the_next_prepare(alice, gate):
+    warm(alice)
+    patched = alice.patch("/v1/scenarios/gate", {"template": "M={{jsonMemory}} U={{userMessage}}"})
+    assert patched.status_code == 200
+    turn = prepare(alice)
+    assert turn["prompt"] == "M= U=hi" and turn["scenarioVersion"] == 2
+    replaced = {**SCENARIO, "memorySources": [], "template": "only {{userMessage}}"}
+    assert alice.put("/v1/scenarios/gate", replaced).status_code == 200
+    turn = prepare(alice)
+    assert turn["prompt"] == "only hi" and turn["sources"] == [] and turn["scenarioVersion"] == 3
+
+
+def test_a_deleted_scenario_is_gone_for_the_next_prepare(alice, gate):
+    warm(alice)
+    assert alice.delete("/v1/scenarios/gate").status_code == 204
+    assert_envelope(alice.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": "hi"}), 404, "not_found")
+    assert alice.post("/v1/scenarios", {**SCENARIO, "template": "new {{userMessage}}"}).status_code == 201
+    assert prepare(alice)["prompt"] == "new hi"
+
+
+def test_a_scenario_deleted_outside_the_api_is_gone_too(alice, gate):
+    """The admin's delete and a product's cascade do not call the scenario service."""
+    from memories.models import Scenario
+
+    warm(alice)
+    Scenario.objects.filter(product=alice.product, slug="gate").delete()
+    assert_envelope(alice.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": "hi"}), 404, "not_found")
+
+
+def test_the_same_scenario_id_in_two_products_is_two_entries(alice, bob, gate):
+    warm(alice)
+    assert bob.post("/v1/scenarios", {**SCENARIO, "template": "bob {{userMessage}}"}).status_code == 201
+    assert prepare(bob)["prompt"] == "bob hi"
+    assert prepare(alice)["prompt"] == "Memory: \nUser: hi"
