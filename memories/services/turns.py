@@ -42,13 +42,15 @@ def turn_prepare(*, address: DocumentAddress, request: TurnRequest) -> Turn:
     replaces = _replaced_turn(address, request.replaces_turn_id)
     round_number = replaces.round if replaces else conversation.rounds + 1
     sources = scenario_sources(scenario)
+    runtime = get_runtime(scenario.memory_runtime)
+    # The formal message history grows with the conversation: load it only for runtimes that send it on.
+    history = tuple(_history(address, before_round=round_number)) if getattr(runtime, "uses_history", True) else ()
     context = TurnContext(
         product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
         scenario=scenario, sources=sources, user_message=request.user_message, subscription_category=category,
-        round=round_number, request_id=request.request_id or uuid.uuid4().hex,
-        history=tuple(_history(address, before_round=round_number)),
+        round=round_number, request_id=request.request_id or uuid.uuid4().hex, history=history,
     )
-    recall = get_runtime(scenario.memory_runtime).recall(context)
+    recall = runtime.recall(context)
     return _record_turn(scenario, conversation, context, recall, replaces)
 
 

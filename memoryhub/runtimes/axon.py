@@ -8,6 +8,7 @@ from .common import AXON_VARIABLES, PERSONAL_VARIABLES, allowed_variable_errors,
 class AxonGoRuntime:
     name = "axon_go"
     allowed_variables = AXON_VARIABLES
+    uses_history = False  # recalls by identity (and query), never from the message history
 
     def validate_sources(self, sources: list[SourceConfig]) -> dict[str, str]:
         return allowed_variable_errors(sources, self.allowed_variables, self.name)
@@ -25,6 +26,7 @@ class AxonShadowRuntime:
 
     name = "axon_shadow"
     allowed_variables = PERSONAL_VARIABLES
+    uses_history = False  # recalls by identity (and query), never from the message history
 
     def validate_sources(self, sources: list[SourceConfig]) -> dict[str, str]:
         return allowed_variable_errors(sources, self.allowed_variables, self.name)

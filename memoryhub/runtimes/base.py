@@ -61,7 +61,7 @@ class TurnContext:
     subscription_category: str | None
     round: int
     request_id: str
-    history: tuple[dict, ...] = ()  # formal user/assistant messages before this turn
+    history: tuple[dict, ...] = ()  # formal user/assistant messages before this turn (empty unless runtime.uses_history)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from .common import PERSONAL_VARIABLES, allowed_variable_errors, recall_all
 class PersonalizationRuntime:
     name = "personalization"
     allowed_variables = PERSONAL_VARIABLES
+    uses_history = False  # recalls by identity (and query), never from the message history
 
     def validate_sources(self, sources: list[SourceConfig]) -> dict[str, str]:
         return allowed_variable_errors(sources, self.allowed_variables, self.name)
