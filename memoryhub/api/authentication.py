@@ -92,3 +92,6 @@ class IsToolClient(BasePermission):
 class IsProductOrToolClient(BasePermission):
     def has_permission(self, request, view) -> bool:
         return isinstance(request.user, ProductClient)
+
+
+from . import schema as _schema  # noqa: E402,F401  registers the OpenAPI security schemes
