@@ -1,0 +1,91 @@
+"""The mem0 half of bench/search.py; runs inside mem0's own virtualenv (never memoryhub's .venv).
+
+    /tmp/mem0-venv/bin/python bench/search_mem0.py CONFIG.json
+
+Loads the benchmark's records into mem0's pgvector store (a few through `Memory.add(..., infer=False)`,
+the rest as precomputed vectors through the store's own `insert`, with the payload `add` writes), then
+times `Memory.search` for each query. Prints one JSON object on the last line of stdout.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import statistics
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+
+import numpy as np
+
+logging.basicConfig(level=logging.ERROR)
+
+
+def memory_from(cfg: dict):
+    from mem0 import Memory
+
+    return Memory.from_config({
+        "vector_store": {"provider": "pgvector", "config": {
+            "connection_string": cfg["dsn"], "collection_name": cfg["collection"],
+            "embedding_model_dims": 512, "hnsw": True,
+        }},
+        # The same OpenAI-compatible server memoryhub uses, backed by the same bundled model.
+        "embedder": {"provider": "openai", "config": {
+            "model": cfg["model"], "openai_base_url": cfg["embedding_url"], "api_key": "bench", "embedding_dims": 512,
+        }},
+        # Never called: records are added with infer=False and search does not use the LLM.
+        "llm": {"provider": "openai", "config": {"model": "unused", "api_key": "unused",
+                                                 "openai_base_url": cfg["embedding_url"]}},
+        "history_db_path": cfg["history_db"],
+    })
+
+
+def payload(text: str, user_id: str) -> dict:
+    now = datetime.now(timezone.utc).isoformat()
+    return {"user_id": user_id, "role": "user", "data": text, "hash": hashlib.md5(text.encode()).hexdigest(),
+            "created_at": now, "updated_at": now, "text_lemmatized": text}
+
+
+def load(memory, cfg: dict, texts: list[str], vectors: np.ndarray) -> dict:
+    started = time.perf_counter()
+    via_add = cfg["add_via_api"]
+    for text in texts[:via_add]:
+        memory.add([{"role": "user", "content": text}], user_id=cfg["user_id"], infer=False)
+    add_seconds = time.perf_counter() - started
+    batch = 2000
+    for start in range(via_add, len(texts), batch):
+        chunk = texts[start:start + batch]
+        memory.vector_store.insert(
+            vectors=[v.tolist() for v in vectors[start:start + batch]],
+            payloads=[payload(t, cfg["user_id"]) for t in chunk],
+            ids=[str(uuid.uuid4()) for _ in chunk],
+        )
+    return {"added_via_api": via_add, "add_seconds": add_seconds, "load_seconds": time.perf_counter() - started}
+
+
+def timed_searches(memory, cfg: dict, queries: list[str]) -> list[float]:
+    for query in queries[: cfg["warmup"]]:
+        memory.search(query, top_k=10, filters={"user_id": cfg["user_id"]})
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        found = memory.search(query, top_k=10, filters={"user_id": cfg["user_id"]})
+        latencies.append((time.perf_counter() - started) * 1000)
+        assert found["results"], f"mem0 found nothing for {query!r}"
+    return latencies
+
+
+def main() -> None:
+    cfg = json.load(open(sys.argv[1]))
+    texts = json.load(open(cfg["texts"]))
+    queries = json.load(open(cfg["queries"]))
+    vectors = np.load(cfg["vectors"])
+    memory = memory_from(cfg)
+    loaded = load(memory, cfg, texts, vectors) if cfg["load"] else {}
+    latencies = timed_searches(memory, cfg, queries)
+    print(json.dumps({"latencies_ms": latencies, "median_ms": statistics.median(latencies), **loaded}))
+
+
+if __name__ == "__main__":
+    main()
