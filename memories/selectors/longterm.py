@@ -65,8 +65,9 @@ def _offset(cursor: str | None, mode: str, query: str) -> int:
     state = decode_cursor(cursor)
     if state is None:
         return 0
-    offset = state.get("o") if isinstance(state, dict) else None
-    if state.get("q") != _query_tag(mode, query) or not isinstance(offset, int) or not 0 < offset < MAX_RESULTS:
+    valid = isinstance(state, dict) and state.get("q") == _query_tag(mode, query)
+    offset = state.get("o") if valid else None
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 < offset < MAX_RESULTS:
         raise InvalidRequest("cursor does not belong to this search", details={"field": "cursor"})
     return offset
 

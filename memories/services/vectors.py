@@ -164,7 +164,9 @@ def qdrant_client(url: str):
 
     with _qdrant_lock:
         if url not in _qdrant_clients:
-            kwargs = {"location": ":memory:"} if url == ":memory:" else {"url": url, "timeout": 5}
+            # No version probe at start-up: an unreachable Qdrant must fail the request that needs it (503).
+            kwargs = {"location": ":memory:"} if url == ":memory:" else {"url": url, "timeout": 5,
+                                                                         "check_compatibility": False}
             _qdrant_clients[url] = QdrantClient(**kwargs)
         return _qdrant_clients[url]
 

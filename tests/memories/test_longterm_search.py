@@ -156,6 +156,7 @@ def test_search_is_scoped_to_the_user_and_the_product(alice, bob, mode):
     {"query": "中文"}, {"query": "中文", "mode": "fuzzy"}, {"query": "", "mode": "keyword"},
     {"query": "中文", "mode": "keyword", "limit": 0}, {"query": "中文", "mode": "keyword", "limit": "5"},
     {"query": 5, "mode": "keyword"}, {"query": "中文", "mode": "keyword", "cursor": "!!"},
+    {"query": "中文", "mode": "keyword", "cursor": "WzFd"}, {"query": "中文", "mode": "semantic", "cursor": "e30"},
 ])
 def test_bad_search_requests_are_400(alice, body):
     assert_envelope(alice.post(f"{memories_url()}/search", body), 400, "invalid_request")

@@ -142,7 +142,6 @@ def test_a_qdrant_that_answers_503_fails_the_write_and_nothing_is_stored(alice, 
     reset_qdrant_clients()
     try:
         name = f"memoryhub_{get_embedder().identity.slug}"
-        stub.route("GET", "/", Reply(200, {"title": "qdrant - vector search engine", "version": "1.20.0"}))
         stub.route("GET", f"/collections/{name}/exists", Reply(200, {"result": {"exists": True}, "status": "ok",
                                                                       "time": 0.0}))
         stub.route("PUT", f"/collections/{name}/points", Reply(503, {"status": {"error": "overloaded"}}))
