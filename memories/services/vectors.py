@@ -112,8 +112,8 @@ class PgvectorBackend(_RowBackend):
         sql = (
             f"SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance FROM {TABLE} "
             f"WHERE embedding_index_id = {int(index.pk)} AND product_id = %s AND user_id = %s "
-            f"AND kind IN ({kind_marks}) ORDER BY distance, id LIMIT %s OFFSET %s"
-        )
+            f"AND kind IN ({kind_marks}) ORDER BY distance LIMIT %s OFFSET %s"
+        )  # no tie-breaker column: `ORDER BY distance, id` makes the planner sort instead of using HNSW
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
             # pgvector >= 0.8: keep scanning the graph until enough rows pass the user filter.
