@@ -41,6 +41,7 @@ from rest_framework.test import APIClient  # noqa: E402
 
 from memories.models import MemoryDocument, Product  # noqa: E402
 from memories.services.products import product_create  # noqa: E402
+from memoryhub import working_set  # noqa: E402
 from memoryhub.runtimes import hooks  # noqa: E402
 from memoryhub.runtimes.sources import get_producer  # noqa: E402
 
@@ -66,13 +67,13 @@ def expect(response, status: int):
     return response.json()
 
 
-def scenario_body() -> dict:
+def scenario_body(slug: str = "bench", variables: list[str] = VARIABLES) -> dict:
     body = {
-        "id": "bench", "name": "bench",
-        "memorySources": [{"id": f"s-{v}", "agentRef": f"ref-{v}", "variable": v} for v in VARIABLES],
-        "template": "\n".join(f"<{v}>{{{{{v}}}}}</{v}>" for v in VARIABLES) + "\nUser: {{userMessage}}",
+        "id": slug, "name": slug,
+        "memorySources": [{"id": f"s-{v}", "agentRef": f"ref-{v}", "variable": v} for v in variables],
+        "template": "\n".join(f"<{v}>{{{{{v}}}}}</{v}>" for v in variables) + "\nUser: {{userMessage}}",
     }
-    if "tables" in hooks.scenario_section_names():
+    if "memoryTable" in variables and "tables" in hooks.scenario_section_names():
         body["tables"] = "plugin-defaults"
     return body
 
@@ -103,31 +104,40 @@ def _seed_diary(product: Product) -> None:
     )
 
 
-def timed(call) -> float:
+def timed(call) -> tuple[float, object]:
     start = time.perf_counter()
     response = call()
     elapsed = time.perf_counter() - start
     if response.status_code not in (200, 201):
         raise SystemExit(f"request failed during the benchmark: {response.status_code} {response.content[:300]!r}")
-    return elapsed
+    return elapsed, response
 
 
-def measure(client: APIClient, iterations: int, warmup: int = 30) -> dict:
-    get = lambda: client.get(f"{BASE}/memory")  # noqa: E731
-    prepare = lambda: client.post(f"{BASE}/turns", {"scenarioId": "bench", "userMessage": "谁拿着钥匙?"}, format="json")  # noqa: E731
-    for _ in range(warmup):
+def warm_up(client: APIClient, prepare, get, count: int = 30) -> None:
+    """Outlast the invalidation markers left by the setup's writes, then fill the working set."""
+    prepare()  # the first prepare may instantiate tables (a write, hence a marker)
+    time.sleep(working_set.TOMBSTONE_SECONDS + 0.5)
+    for _ in range(count):
         get(), prepare()
-    gets, prepares = [], []
+
+
+def measure(client: APIClient, iterations: int, slug: str = "bench") -> dict:
+    get = lambda: client.get(f"{BASE}/memory")  # noqa: E731
+    prepare = lambda: client.post(f"{BASE}/turns", {"scenarioId": slug, "userMessage": "谁拿着钥匙?"}, format="json")  # noqa: E731
+    warm_up(client, prepare, get)
+    gets, prepares, misses = [], [], 0
     for index in range(iterations):
         # alternate which goes first, so neither always runs right after the other
         if index % 2:
-            gets.append(timed(get)), prepares.append(timed(prepare))
-        else:
-            prepares.append(timed(prepare)), gets.append(timed(get))
-    last = prepare().json()
+            gets.append(timed(get)[0])
+        elapsed, response = timed(prepare)
+        prepares.append(elapsed)
+        misses += not all(source["cached"] for source in response.json()["sources"])
+        if not index % 2:
+            gets.append(timed(get)[0])
     return {
         "get_ms": statistics.median(gets) * 1000, "prepare_ms": statistics.median(prepares) * 1000,
-        "sources": [(s["variable"], s["status"], s.get("cached")) for s in last["sources"]],
+        "sources": [(s["variable"], s["status"]) for s in response.json()["sources"]], "misses": misses,
     }
 
 
@@ -175,6 +185,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=400)
     parser.add_argument("--sizes", default="10000,1000000", help="store sizes (other memory documents) to measure")
     parser.add_argument("--profile", action="store_true", help="print the queries of each request and a cProfile")
+    parser.add_argument("--breakdown", action="store_true", help="also measure a prepare with no source and with each one")
     parser.add_argument("--keep", action="store_true", help="keep the benchmark's products and filler documents")
     args = parser.parse_args()
     if not settings.IS_POSTGRES:
@@ -200,7 +211,7 @@ def report(args, product: Product, key: str, filler: Product) -> None:
     print("producers registered: " + ", ".join(f"{v}={'yes' if get_producer(v) else 'no'}" for v in VARIABLES))
     stored = MemoryDocument.objects.count()
     base = measure(client, args.iterations)
-    print(f"sources of the measured prepare (variable, status, cached): {base['sources']}")
+    print(f"sources of the measured prepare (variable, status): {base['sources']}")
     rows = [("bare store", stored, base)]
     print(_row(*rows[0], base))
     if args.profile:
@@ -208,6 +219,8 @@ def report(args, product: Product, key: str, filler: Product) -> None:
             print(f"\n{name}: {len(sqls)} queries")
             print("\n".join(f"  {sql}" for sql in sqls))
         print(profile(client))
+    if args.breakdown:
+        breakdown(client, args.iterations // 2)
     done = 0
     for size in [int(s) for s in args.sizes.split(",") if s]:
         seconds = fill(filler, done, size)
@@ -215,6 +228,44 @@ def report(args, product: Product, key: str, filler: Product) -> None:
         print(f"  (inserted up to {size:,} filler documents in {seconds:.1f}s)")
         rows.append((f"+{size:,} documents", MemoryDocument.objects.count(), measure(client, args.iterations)))
         print(_row(*rows[-1], base))
+    if done:
+        explain(filler)
+        # The machine's load drifts over a run: measure the bare store again to bracket the large ones.
+        MemoryDocument.objects.filter(product=filler).delete()
+        with connection.cursor() as cursor:
+            cursor.execute(f"VACUUM ANALYZE {MemoryDocument._meta.db_table}")
+        again = measure(client, args.iterations)
+        print(_row("bare store again", MemoryDocument.objects.count(), again, base))
+        bare = (base["prepare_ms"] + again["prepare_ms"]) / 2
+        bare_ratio = (base["prepare_ms"] / base["get_ms"] + again["prepare_ms"] / again["get_ms"]) / 2
+        for label, _, figures in rows[1:]:
+            print(f"{label:>22}: prepare / mean bare-store prepare = {figures['prepare_ms'] / bare:.2f};"
+                  f" load-normalized (prepare/GET ÷ bare-store prepare/GET) = "
+                  f"{figures['prepare_ms'] / figures['get_ms'] / bare_ratio:.2f}")
+
+
+def breakdown(client: APIClient, iterations: int) -> None:
+    """What each source adds: a prepare with no source (the pipeline's floor), then one source at a time."""
+    for label, variables in [("no source", []), *[(v, [v]) for v in VARIABLES]]:
+        slug = f"bench-{label.replace(' ', '-')}"
+        expect(client.post("/v1/scenarios", scenario_body(slug, variables), format="json"), 201)
+        figures = measure(client, iterations, slug)
+        print(f"  breakdown {label:>14}: prepare {figures['prepare_ms']:.2f} ms, GET memory {figures['get_ms']:.2f} ms,"
+              f" prepare/GET {figures['prepare_ms'] / figures['get_ms']:.2f}")
+
+
+def explain(filler: Product) -> None:
+    """The plan of the one query a prepare runs against the documents on a working-set miss."""
+    from memories.selectors.documents import memory_document_get
+    from memories.services.documents import DocumentAddress
+
+    with CaptureQueriesContext(connection) as captured:
+        memory_document_get(DocumentAddress(filler, "filler-1", "c1"))
+    sql = captured.captured_queries[0]["sql"]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql)
+        plan = " / ".join(row[0].strip() for row in cursor.fetchall())
+    print(f"plan of the jsonMemory rebuild query: {plan}")
 
 
 def _row(label: str, stored: int, figures: dict, base: dict) -> str:
@@ -222,6 +273,7 @@ def _row(label: str, stored: int, figures: dict, base: dict) -> str:
         f"{label:>22} | {stored:>9,} docs | GET memory {figures['get_ms']:.2f} ms | prepare {figures['prepare_ms']:.2f} ms"
         f" | prepare/GET {figures['prepare_ms'] / figures['get_ms']:.2f}"
         f" | prepare/bare prepare {figures['prepare_ms'] / base['prepare_ms']:.2f}"
+        f" | prepares with a cache miss {figures['misses']}"
     )
 
 
