@@ -31,6 +31,10 @@ def template_placeholders(template: str) -> list[str]:
     return list(dict.fromkeys(PLACEHOLDER.findall(template)))
 
 
+def _is_one_of(value: object, choices) -> bool:
+    return isinstance(value, str) and value in choices  # a JSON object or list is unhashable: check the type first
+
+
 def validate_scenario(data: object) -> dict:
     """Return the normalized scenario dict (API field names) or raise ScenarioInvalid naming each field."""
     if not isinstance(data, dict):
@@ -41,7 +45,7 @@ def validate_scenario(data: object) -> dict:
         errors[key] = "unknown field"
     _check_scalars(out, errors)
     sources = _check_sources(out.get("memorySources"), errors)
-    if sources is not None and out["memoryRuntime"] in RUNTIMES:
+    if sources is not None and _is_one_of(out["memoryRuntime"], RUNTIMES):
         errors.update(get_runtime(out["memoryRuntime"]).validate_sources(sources))
         _check_template(out["template"], sources, errors)
     out.update(_check_sections(data, errors))
@@ -55,7 +59,7 @@ def _check_scalars(out: dict, errors: dict[str, str]) -> None:
         errors["id"] = "required: 1-100 characters of A-Za-z0-9_- starting with a letter or digit"
     if not isinstance(out.get("name"), str) or not 1 <= len(out["name"].strip()) <= 200:
         errors["name"] = "required: a non-empty string of at most 200 characters"
-    if out["memoryRuntime"] not in RUNTIMES:
+    if not _is_one_of(out["memoryRuntime"], RUNTIMES):
         errors["memoryRuntime"] = f"unknown runtime; one of: {', '.join(RUNTIMES)}"
     if not isinstance(out["template"], str):
         errors["template"] = "must be a string"
@@ -104,7 +108,7 @@ def _check_source(index: int, item: object, errors: dict[str, str]) -> SourceCon
         if not isinstance(value, str) or not value.strip() or len(value) > 200:
             errors[f"{where}.{key}"] = "required: a non-empty string"
     variable = item.get("variable")
-    if variable not in KNOWN_VARIABLES:
+    if not _is_one_of(variable, KNOWN_VARIABLES):
         errors[f"{where}.variable"] = f"unknown variable; one of: {', '.join(KNOWN_VARIABLES)}"
     priority = item.get("priority")
     if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
