@@ -37,6 +37,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--n", type=int, default=2000, help="timed writes per path (default 2000)")
     parser.add_argument("--warmup", type=int, default=100, help="untimed writes per path first (default 100)")
     parser.add_argument("--memory-bytes", type=int, default=1024, help="approximate document size (default 1024)")
+    parser.add_argument(
+        "--synchronous-commit", choices=("on", "off"), default="on",
+        help="'off' takes the WAL flush out of every path, leaving round trips and CPU (default on)",
+    )
     return parser.parse_args()
 
 
@@ -110,6 +114,13 @@ class Writers:
         self.raw_key = (self.product.pk, "bench-raw", run)
         self.revisions = dict.fromkeys(PATHS, 0)
         self._create_raw_row()
+
+    def set_synchronous_commit(self, value: str) -> None:
+        from django.db import connection
+
+        self.raw.execute(f"SET synchronous_commit = {value}")
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET synchronous_commit = {value}")
 
     def _create_raw_row(self) -> None:
         from memories.services.documents import DocumentAddress, memory_document_replace
@@ -193,7 +204,7 @@ def environment() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
         server = cursor.fetchone()[0]
-        cursor.execute("SHOW synchronous_commit")
+        cursor.execute("SHOW synchronous_commit")  # this session's value, as set by --synchronous-commit
         sync = cursor.fetchone()[0]
     cache = settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]
     return (
@@ -228,6 +239,7 @@ def main() -> None:
     setup_django(url)
     try:
         writers = Writers(args.memory_bytes)
+        writers.set_synchronous_commit(args.synchronous_commit)
         timings = run(writers, args.n, args.warmup)
         issued = {path: statements(lambda path=path: writers.write(path, -1)) for path in ("service", "http")}
         report(timings, args.n, issued)
