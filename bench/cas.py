@@ -224,8 +224,8 @@ def report(timings: dict[str, list[float]], n: int, issued: dict[str, list[str]]
         print(f"  {LABELS[path]:30} median {medians[path]:7.3f} ms   p10 {p10:7.3f} ms   p90 {p90:7.3f} ms")
     service_ratio = medians["service"] / medians["raw"]
     verdict = "" if service_ratio <= TARGET_SERVICE_RATIO else "   ABOVE TARGET"
-    print(f"  (b)/(a) = {service_ratio:.2f}   (target <= {TARGET_SERVICE_RATIO}){verdict}")
-    print(f"  (c)/(a) = {medians['http'] / medians['raw']:.2f}")
+    print(f"  (b)/(a) = {service_ratio:.3f}   (target <= {TARGET_SERVICE_RATIO}){verdict}")
+    print(f"  (c)/(a) = {medians['http'] / medians['raw']:.3f}")
     for path, sql in issued.items():
         print(f"SQL issued by one {LABELS[path]} write ({len(sql)} statements):")
         for statement in sql:
@@ -237,6 +237,7 @@ def main() -> None:
     url = bench_database_url()
     recreate_database(url)
     setup_django(url)
+    writers = None
     try:
         writers = Writers(args.memory_bytes)
         writers.set_synchronous_commit(args.synchronous_commit)
@@ -244,7 +245,8 @@ def main() -> None:
         issued = {path: statements(lambda path=path: writers.write(path, -1)) for path in ("service", "http")}
         report(timings, args.n, issued)
     finally:
-        writers.raw.close() if "writers" in locals() else None
+        if writers is not None:
+            writers.raw.close()
         drop_database(url)
 
 
