@@ -30,11 +30,13 @@ def diary_plan_task(self, turn_pk: int) -> str:
     return outcome.outcome
 
 
-def enqueue_diary_plan(turn_pk: int) -> None:
+def enqueue_diary_plan(turn_pk: int) -> bool:
     """The commit hook: plan once the turn's commit is durable; a rolled-back commit schedules nothing.
 
     Turns of scenarios without diaries enqueue nothing (the service would only answer "not_configured").
     """
     turn = Turn.objects.select_related("scenario").filter(pk=turn_pk).first()
-    if turn is not None and scenario_uses_diaries(turn.scenario):
-        transaction.on_commit(lambda: diary_plan_task.delay(turn_pk))
+    if turn is None or not scenario_uses_diaries(turn.scenario):
+        return False
+    transaction.on_commit(lambda: diary_plan_task.delay(turn_pk))
+    return True

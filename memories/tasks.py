@@ -32,9 +32,10 @@ def turn_committed_audit(turn_pk: int) -> bool:
     return turn_background_done_record(turn_pk=turn_pk)
 
 
-def enqueue_turn_committed_audit(turn_pk: int) -> None:
+def enqueue_turn_committed_audit(turn_pk: int) -> bool:
     """The commit hook: enqueue once the turn's commit is durable; a rolled-back commit schedules nothing."""
     transaction.on_commit(lambda: turn_committed_audit.delay(turn_pk))
+    return False  # bookkeeping, not a memory write: it must not make memoryWrite "pending"
 
 
 register_commit_hook("memories.turn_committed_audit", enqueue_turn_committed_audit)

@@ -34,13 +34,14 @@ def apply_table_edits(turn_pk: int) -> str:
     return record.outcome
 
 
-def schedule_table_edits(turn_pk: int) -> None:
+def schedule_table_edits(turn_pk: int) -> bool:
     """The commit hook (runs inside the turn-commit transaction): enqueue the task once that commits."""
     sections = Turn.objects.filter(pk=turn_pk).values_list("scenario__sections", flat=True).first()
     if not (sections or {}).get("tables"):
-        return  # no table templates: nothing to extract
+        return False  # no table templates: nothing to extract
     # After the commit: a rolled-back turn commit schedules nothing, and the worker is sure to see the turn.
     transaction.on_commit(partial(enqueue_table_edits, turn_pk))
+    return True
 
 
 def enqueue_table_edits(turn_pk: int) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-CommitHook = Callable[[int], None]  # receives the committed turn's primary key
+# Receives the committed turn's primary key; returns True when it scheduled memory work for the turn.
+CommitHook = Callable[[int], bool]
 
 _commit_hooks: dict[str, CommitHook] = {}
 
@@ -19,9 +20,8 @@ def register_commit_hook(name: str, hook: CommitHook) -> None:
 
 
 def run_commit_hooks(turn_pk: int) -> list[str]:
-    for hook in _commit_hooks.values():
-        hook(turn_pk)
-    return list(_commit_hooks)
+    """Run every hook; return the names of those that scheduled memory work (so "pending" is never a guess)."""
+    return [name for name, hook in _commit_hooks.items() if hook(turn_pk)]
 
 
 class SectionInvalid(Exception):

@@ -25,7 +25,11 @@ SCENARIO = {
 def committed_turns(monkeypatch) -> list[tuple[int, str]]:
     """Replace the registered commit hooks by one that records (turn pk, status seen inside the commit)."""
     seen: list[tuple[int, str]] = []
-    monkeypatch.setattr(hooks, "_commit_hooks", {"recorder": lambda pk: seen.append((pk, Turn.objects.get(pk=pk).status))})
+    def recorder(pk: int) -> bool:
+        seen.append((pk, Turn.objects.get(pk=pk).status))
+        return True  # "scheduled memory work"
+
+    monkeypatch.setattr(hooks, "_commit_hooks", {"recorder": recorder})
     return seen
 
 
@@ -184,6 +188,14 @@ def test_another_products_scenario_is_404(alice, bob, gate):
 
 
 # --- complete / accept ------------------------------------------------------------------------------
+
+
+def test_memory_write_is_skipped_when_no_hook_scheduled_memory_work(alice, gate, monkeypatch):
+    monkeypatch.setattr(hooks, "_commit_hooks", {"bookkeeping": lambda pk: False})
+    turn = prepare(alice, "hello")
+    body = complete(alice, turn["turnId"], "hi").json()
+    assert body["committed"] is True
+    assert body["memoryWrite"] == {"status": "skipped", "reason": "no background work"}
 
 
 def test_complete_stores_the_reply_and_commits(alice, gate, committed_turns):
