@@ -38,18 +38,18 @@ def memory_document_replace(
     validate_revision(expected_revision)
     serialized = validate_memory(memory)
     check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
-    with transaction.atomic():
-        new_revision = _compare_and_set(address, expected_revision, serialized, actor)
-        if new_revision is None:
-            metrics.CONFLICTS.labels(kind="memory_document").inc()
-            raise RevisionConflict(_current_revision(address))
-        if new_revision != expected_revision + 1:  # M7: anything but old + 1 must not pass silently
-            raise InternalInconsistency(
-                f"the store committed revision {new_revision}, expected {expected_revision + 1}",
-                details={"expectedRevision": expected_revision, "committedRevision": new_revision},
-            )
-        # Inside the transaction: if the cache is down we fail before committing (503, nothing written).
-        working_set.invalidate(address.working_set_scope)
+    # Invalidate first: a cache outage then fails the request before anything is written (503), and the
+    # tombstone keeps readers that loaded the old document from caching it again (see working_set).
+    working_set.invalidate(address.working_set_scope)
+    new_revision = _compare_and_set(address, expected_revision, serialized, actor)
+    if new_revision is None:
+        metrics.CONFLICTS.labels(kind="memory_document").inc()
+        raise RevisionConflict(_current_revision(address))
+    if new_revision != expected_revision + 1:  # M7: anything but old + 1 is reported, never accepted silently
+        raise InternalInconsistency(
+            f"the store committed revision {new_revision}, expected {expected_revision + 1}; read it back before retrying",
+            details={"expectedRevision": expected_revision, "committedRevision": new_revision},
+        )
     return new_revision
 
 
@@ -74,7 +74,7 @@ def _compare_and_set(address: DocumentAddress, expected: int, serialized: str, a
 
 
 def _cas_postgres(key: tuple, expected: int, serialized: str, now, history: tuple) -> int | None:
-    """One round trip: the conditional write and its history row in a single statement."""
+    """One round trip: the conditional write and its history row in a single (atomic) statement."""
     if expected == 0:
         write = (
             f"INSERT INTO {_DOC} (product_id, user_id, conversation_id, revision, memory, created_at, updated_at)"
@@ -100,7 +100,7 @@ def _cas_postgres(key: tuple, expected: int, serialized: str, now, history: tupl
 
 def _cas_portable(key: tuple, expected: int, serialized: str, now, history: tuple) -> int | None:
     """SQLite: no DML in CTEs, so the write and the history row are two statements in one transaction."""
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
         if expected == 0:
             cursor.execute(
                 f"INSERT INTO {_DOC} (product_id, user_id, conversation_id, revision, memory, created_at, updated_at)"

@@ -75,14 +75,22 @@ def test_a_write_through_the_model_tool_invalidates_too(alice, gate):
     assert json_source(turn)["cached"] is False and '{"by":"model"}' in turn["prompt"]
 
 
-def test_a_refused_write_keeps_the_cached_value(alice, gate):
+def test_a_write_refused_by_policy_keeps_the_cached_value(alice, gate):
     prepare(alice)
-    assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 3, "memory": {"v": 2}}), 409, "revision_conflict")
     alice.product.memory_schema = {"type": "object", "required": ["scene"]}
     alice.product.save()
     assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"v": 2}}), 422, "rejected_by_policy")
     turn = prepare(alice)
     assert json_source(turn)["cached"] is True and turn["prompt"] == "Memory: \nUser: hi"
+
+
+def test_a_conflicting_write_changes_nothing_the_model_sees(alice, gate):
+    # The CAS write invalidates before it runs (so a cache outage fails it before anything is written);
+    # a conflict therefore costs one rebuild from the database, never a wrong prompt.
+    prepare(alice)
+    assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 3, "memory": {"v": 2}}), 409, "revision_conflict")
+    turn = prepare(alice)
+    assert turn["prompt"] == "Memory: \nUser: hi" and json_source(turn)["revision"] == 0
 
 
 def test_entries_are_per_conversation(alice, gate):
