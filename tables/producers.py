@@ -30,6 +30,8 @@ def produce_memory_table(request: RecallRequest) -> SourceResult:
     snapshot, cached = _snapshot(address, templates)
     by_name = {table["name"]: table for table in snapshot}
     tables = [by_name[template["name"]] for template in templates]
+    if request.replaces_turn_id is None:  # a new round starts from the tables as they are now
+        return _result(tables, cached=cached, regenerated=False)
     tables, regenerated = _as_before_round(address, request.round, tables)
     return _result(tables, cached=cached and not regenerated, regenerated=regenerated)
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memories.models import Conversation, Message, Scenario, Turn
 from memories.scenario_validation import PLACEHOLDER
+from memories.services.conversations import conversation_state
 from memories.services.documents import DocumentAddress
 from memories.services.events import event_emit_for_turn
 from memories.services.scenarios import scenario_for_turn, scenario_sources
@@ -36,11 +37,9 @@ def render_template(template: str, values: dict[str, str]) -> str:
 def turn_prepare(*, address: DocumentAddress, request: TurnRequest) -> Turn:
     category = _category(request.subscription_category)
     scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
-    conversation, _ = Conversation.objects.get_or_create(
-        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
-    )
+    conversation_pk, rounds = conversation_state(address)
     replaces = _replaced_turn(address, request.replaces_turn_id)
-    round_number = replaces.round if replaces else conversation.rounds + 1
+    round_number = replaces.round if replaces else rounds + 1
     sources = scenario_sources(scenario)
     runtime = get_runtime(scenario.memory_runtime)
     # The formal message history grows with the conversation: load it only for runtimes that send it on.
@@ -49,9 +48,10 @@ def turn_prepare(*, address: DocumentAddress, request: TurnRequest) -> Turn:
         product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
         scenario=scenario, sources=sources, user_message=request.user_message, subscription_category=category,
         round=round_number, request_id=request.request_id or uuid.uuid4().hex, history=history,
+        replaces_turn_id=replaces.pk if replaces else None,
     )
     recall = runtime.recall(context)
-    return _record_turn(scenario, conversation, context, recall, replaces)
+    return _record_turn(scenario, conversation_pk, context, recall, replaces)
 
 
 def _category(raw: str | None) -> str | None:
@@ -80,12 +80,12 @@ def _history(address: DocumentAddress, *, before_round: int) -> list[dict]:
     return list(rows)
 
 
-def _record_turn(scenario: Scenario, conversation: Conversation, context: TurnContext, recall, replaces) -> Turn:
+def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext, recall, replaces) -> Turn:
     configured = [s.variable for s in context.sources]
     used = {m for m in PLACEHOLDER.findall(scenario.template)}
     prompt = render_template(scenario.template, {**recall.variables, "userMessage": context.user_message})
     return Turn.objects.create(
-        product=context.product, conversation=conversation, user_id=context.user_id,
+        product=context.product, conversation_id=conversation_pk, user_id=context.user_id,
         conversation_key=context.conversation_id, scenario=scenario, scenario_slug=scenario.slug,
         scenario_version=scenario.version, runtime=scenario.memory_runtime, round=context.round,
         request_id=context.request_id, subscription_category=context.subscription_category or "",

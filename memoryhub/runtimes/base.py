@@ -30,6 +30,7 @@ class RecallRequest:
     user_message: str = ""
     subscription_category: str | None = None
     round: int = 0
+    replaces_turn_id: int | None = None  # set when this turn regenerates a completed reply of the same round
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class TurnContext:
     round: int
     request_id: str
     history: tuple[dict, ...] = ()  # formal user/assistant messages before this turn (empty unless runtime.uses_history)
+    replaces_turn_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ def recall_source(context: TurnContext, source: SourceConfig, *, with_query: boo
         user_message=context.user_message if with_query else "",  # axon recalls never see the query
         subscription_category=context.subscription_category,
         round=context.round,
+        replaces_turn_id=context.replaces_turn_id,
     )
     try:
         return produce(request)

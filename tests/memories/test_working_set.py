@@ -197,3 +197,20 @@ def test_the_same_scenario_id_in_two_products_is_two_entries(alice, bob, gate):
     assert bob.post("/v1/scenarios", {**SCENARIO, "template": "bob {{userMessage}}"}).status_code == 201
     assert prepare(bob)["prompt"] == "bob hi"
     assert prepare(alice)["prompt"] == "Memory: \nUser: hi"
+
+
+def test_a_warm_prepare_reads_nothing_from_the_database_but_the_key(alice, gate):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    prepare(alice)
+    alice.post(f"{CONV}/turns/{prepare(alice)['turnId']}/complete", {"assistantMessage": "ok"})
+    prepare(alice)  # rebuilds the round counter after the completion
+    time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
+    prepare(alice)  # warms the entries again once the invalidation has expired
+    with CaptureQueriesContext(connection) as queries:
+        turn = prepare(alice)
+    statements = [q["sql"].split()[0].upper() for q in queries.captured_queries]
+    assert turn["round"] == 2 and json_source(turn)["cached"] is True
+    # the API key lookup and the turn record: the round counter, scenario and sources come from the working set
+    assert statements.count("SELECT") == 1 and statements.count("INSERT") == 1, queries.captured_queries

@@ -26,10 +26,10 @@ EMPTY_TEXT = (
 )
 
 
-def recall(product, scenario, *, round_number=1, user_id="u1", conversation_id="c1"):
+def recall(product, scenario, *, round_number=1, user_id="u1", conversation_id="c1", replaces=None):
     return produce_memory_table(RecallRequest(
         product=product, user_id=user_id, conversation_id=conversation_id, source=SOURCE, scenario=scenario,
-        round=round_number,
+        round=round_number, replaces_turn_id=replaces,
     ))
 
 
@@ -84,12 +84,20 @@ def test_a_manual_write_invalidates_the_working_set(alice):
 def test_a_regenerated_round_is_prompted_with_the_tables_before_that_round(alice):
     scenario = make_scenario(alice.product)
     turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit('insertRow(0, {0: "第一轮"})')).pk)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit('insertRow(0, {0: "第二轮"})')).pk)
-    again = recall(alice.product, scenario, round_number=2)  # round 2 being regenerated
+    second = commit_turn(alice.product, scenario, edit('insertRow(0, {0: "第二轮"})'))
+    turn_table_edits_apply(turn_pk=second.pk)
+    again = recall(alice.product, scenario, round_number=2, replaces=second.pk)  # round 2 being regenerated
     assert "0,第一轮,,,\n" in again.text and "第二轮" not in again.text
     assert again.details["asBeforeRound"] is True and again.cached is False
     assert again.version == 3
     assert "第二轮" in recall(alice.product, scenario, round_number=3).text
+
+
+def test_only_a_regeneration_is_rewound(alice):
+    scenario = make_scenario(alice.product)
+    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit('insertRow(0, {0: "第一轮"})')).pk)
+    result = recall(alice.product, scenario, round_number=1)  # not a replacement: tables as they are now
+    assert "第一轮" in result.text and "asBeforeRound" not in result.details
 
 
 def test_tables_are_per_user_conversation_and_product(alice, bob):
