@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from memories.models import EmbeddingIndex, LongTermMemory
-from memories.services.embedding_index import index_in_use
+from memories.services.embedding_index import active_index_pk, index_in_use
 from memories.services.longterm import UserScope
 from memories.services.vectors import backend_named
 from memoryhub import working_set
@@ -50,7 +50,7 @@ def validate_section(value: object) -> dict:
 
 
 def _active_index_pk() -> int | None:
-    return EmbeddingIndex.objects.filter(status="active").values_list("pk", flat=True).first()
+    return active_index_pk()
 
 
 def build_snapshot(scope: UserScope) -> dict:

@@ -14,6 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memories.models import EmbeddingIndex, LongTermMemory
+from memoryhub import working_set
 from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder
 from memoryhub.clients.errors import DependencyUnavailable
 
@@ -45,6 +46,23 @@ class IndexInUse:
 
 def active_index() -> EmbeddingIndex | None:
     return EmbeddingIndex.objects.filter(status="active").first()
+
+
+# The active index's pk as a working-set entry (0: none), so a prepare need not query for it.
+_ACTIVE_INDEX_SCOPE = working_set.Scope("*", "", "", "activeEmbeddingIndex")
+
+
+def active_index_pk() -> int | None:
+    pk, _ = working_set.get_or_build(
+        _ACTIVE_INDEX_SCOPE,
+        lambda: EmbeddingIndex.objects.filter(status="active").values_list("pk", flat=True).first() or 0,
+    )
+    return pk or None
+
+
+def forget_active_index() -> None:
+    """Call inside the transaction that changes which index is active."""
+    working_set.invalidate(_ACTIVE_INDEX_SCOPE)
 
 
 def _mismatch(active: EmbeddingIndex | None, identity: EmbeddingIdentity, backend: VectorBackend) -> Exception:
@@ -99,6 +117,7 @@ def _bootstrap(identity: EmbeddingIdentity, backend: VectorBackend) -> Embedding
             EmbeddingIndex.objects.filter(pk=index.pk).exclude(status="active").update(
                 status="active", activated_at=timezone.now(), retired_at=None
             )
+            forget_active_index()
     except IntegrityError:  # another process activated an index first; use whatever is active now
         pass
     return active_index()

@@ -18,7 +18,7 @@ from django.utils import timezone
 from memories.models import EmbeddingIndex, LongTermMemory
 from memoryhub.clients.embeddings import Embedder, get_embedder
 
-from .embedding_index import index_get_or_create
+from .embedding_index import forget_active_index, index_get_or_create
 from .longterm import embedding_text, is_searchable
 from .vectors import VectorBackend, backend_named, configured_backend
 
@@ -78,6 +78,7 @@ def reindex_activate(job: Reindex) -> bool:
         EmbeddingIndex.objects.filter(pk__in=[i.pk for i in previous]).update(status="retired", retired_at=now)
         count = LongTermMemory.objects.filter(embedding_index=job.index).count()
         EmbeddingIndex.objects.filter(pk=job.index.pk).update(status="active", activated_at=now, records_indexed=count)
+        forget_active_index()
     for old in previous:
         _drop_quietly(old)
     job.index.refresh_from_db()
