@@ -142,21 +142,38 @@ def recreate_database(database_url: str) -> None:
 
 
 def load_memoryhub(texts: list[str], vectors: np.ndarray):
-    """The rows memoryhub's writes would produce, COPYed in; then the HNSW index is built once."""
+    """The rows memoryhub's writes would produce, COPYed in (unless already there); then the HNSW index is built."""
     from django.core.management import call_command
+    from django.db import connection
+
+    from memories.models import LongTermMemory, Product
+    from memories.services.embedding_index import index_in_use
+    from memories.services.longterm import UserScope
+    from memories.services.products import product_create
+
+    call_command("migrate", verbosity=0)
+    product = Product.objects.filter(name="bench").first() or product_create(name="bench")[0]
+    in_use = index_in_use()  # bootstraps the index for the HTTP embedder's identity
+    load_seconds = None
+    if LongTermMemory.objects.filter(product=product).count() != len(texts):
+        in_use.backend.drop(in_use.index)  # built after the load: one bulk build instead of 100k inserts
+        load_seconds = _copy_rows(product, in_use, texts, vectors)
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '1GB'")
+        in_use.backend.prepare(in_use.index)
+        cursor.execute(f"ANALYZE {LongTermMemory._meta.db_table}")
+    return UserScope(product, USER_ID), in_use, load_seconds, time.perf_counter() - started
+
+
+def _copy_rows(product, in_use, texts: list[str], vectors: np.ndarray) -> float:
     from django.db import connection
 
     from memories import keyword
     from memories.models import LongTermMemory
-    from memories.services.embedding_index import index_in_use
-    from memories.services.longterm import UserScope
-    from memories.services.products import product_create
     from memories.services.vectors import vector_literal
 
-    call_command("migrate", verbosity=0)
-    product, _ = product_create(name="bench")
-    in_use = index_in_use()  # bootstraps the index for the HTTP embedder's identity
-    in_use.backend.drop(in_use.index)  # built after the load: one bulk build instead of 100k inserts
+    LongTermMemory.objects.filter(product=product).delete()
     columns = ("product_id, user_id, memory_id, kind, content, evidence, source, version, search_text, embedding, "
                "embedding_index_id, created_at, updated_at")
     started = time.perf_counter()
@@ -169,27 +186,75 @@ def load_memoryhub(texts: list[str], vectors: np.ndarray):
             copy.write_row((product.pk, USER_ID, f"mem_{i:016x}", "preference", content, text, text, 1,
                             keyword.index_text({"text": text}, text), vector_literal(vector), in_use.index.pk,
                             now, now))
-    load_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute("SET maintenance_work_mem = '1GB'")
-        in_use.backend.prepare(in_use.index)
-        cursor.execute(f"ANALYZE {LongTermMemory._meta.db_table}")
-    return UserScope(product, USER_ID), in_use, load_seconds, time.perf_counter() - started
+    return time.perf_counter() - started
 
 
-def memoryhub_latencies(scope, queries: list[str], warmup: int) -> list[float]:
+def memoryhub_search_ms(scope, query: str) -> float:
     from memories.selectors.longterm import memory_search
 
-    for query in queries[:warmup]:
-        memory_search(scope, mode="semantic", query=query, limit=10, cursor=None)
-    latencies = []
-    for query in queries:
-        started = time.perf_counter()
-        page = memory_search(scope, mode="semantic", query=query, limit=10, cursor=None)
-        latencies.append((time.perf_counter() - started) * 1000)
-        assert len(page.results) == 10
-    return latencies
+    started = time.perf_counter()
+    page = memory_search(scope, mode="semantic", query=query, limit=10, cursor=None)
+    elapsed = (time.perf_counter() - started) * 1000
+    assert len(page.results) == 10
+    return elapsed
+
+
+class Mem0:
+    """mem0 in its own virtualenv, answering one timed search per request line."""
+
+    def __init__(self, args, database_url: str, embedding_url: str, work: Path):
+        config = {
+            "dsn": database_url.replace("postgres://", "postgresql://"), "collection": "mem0_bench",
+            "model": MODEL, "embedding_url": embedding_url, "texts": str(work / "texts.json"),
+            "queries": str(work / "queries.json"), "vectors": str(work / "vectors.npy"),
+            "query_vectors": str(work / "query-vectors.npy"), "user_id": USER_ID,
+            "add_via_api": args.add_via_api, "history_db": str(work / "mem0-history.db"),
+        }
+        (work / "mem0.json").write_text(json.dumps(config))
+        self.process = subprocess.Popen(
+            [args.mem0_python, str(ROOT / "bench" / "search_mem0.py"), str(work / "mem0.json")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "OPENAI_API_KEY": "unused", "MEM0_TELEMETRY": "False"},
+        )
+        self.loaded = self._read("loaded")
+        self._read("ready")
+
+    def _read(self, key: str):
+        for line in self.process.stdout:  # mem0 may print notices of its own: skip them
+            if line.startswith("{") and key in (message := json.loads(line)):
+                return message[key]
+        raise SystemExit(f"mem0 exited (code {self.process.wait()}) before answering {key!r}")
+
+    def search_ms(self, index: int, precomputed: bool) -> float:
+        self.process.stdin.write(json.dumps({"i": index, "pre": precomputed}) + "\n")
+        self.process.stdin.flush()
+        return self._read("ms")
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def interleaved(scope, mem0: Mem0 | None, queries: list[str], indexes: range, precomputed: bool):
+    """Alternate the two systems query by query (and who goes first), so both see the same machine load."""
+    ours, theirs = [], []
+    for index in indexes:
+        first_ours = index % 2 == 0
+        if first_ours:
+            ours.append(memoryhub_search_ms(scope, queries[index]))
+        if mem0:
+            theirs.append(mem0.search_ms(index, precomputed))
+        if not first_ours:
+            ours.append(memoryhub_search_ms(scope, queries[index]))
+    return ours, theirs
+
+
+def precomputed_embeddings(queries: list[str], query_vectors: np.ndarray) -> None:
+    """memoryhub without the HTTP embedding call: the same vectors the server returns, from a table."""
+    from memories.services.embedding_index import IndexInUse
+
+    table = {query: vector.tolist() for query, vector in zip(queries, query_vectors)}
+    IndexInUse.embed_one = lambda self, text: table[text]
 
 
 def exact_top10(scope, in_use, vector) -> list[int]:
@@ -232,23 +297,6 @@ def explain(scope, in_use, vector) -> str:
 # --- mem0 -------------------------------------------------------------------------------------------
 
 
-def run_mem0(args, database_url: str, embedding_url: str, work: Path) -> dict:
-    config = {
-        "dsn": database_url.replace("postgres://", "postgresql://"), "collection": "mem0_bench",
-        "model": MODEL, "embedding_url": embedding_url, "texts": str(work / "texts.json"),
-        "queries": str(work / "queries.json"), "vectors": str(work / "vectors.npy"), "user_id": USER_ID,
-        "add_via_api": args.add_via_api, "warmup": args.warmup, "load": True,
-        "history_db": str(work / "mem0-history.db"),
-    }
-    (work / "mem0.json").write_text(json.dumps(config))
-    (work / "mem0-history.db").unlink(missing_ok=True)
-    result = subprocess.run([args.mem0_python, str(ROOT / "bench" / "search_mem0.py"), str(work / "mem0.json")],
-                            capture_output=True, text=True, env={**os.environ, "OPENAI_API_KEY": "unused"})
-    if result.returncode:
-        raise SystemExit(f"mem0 failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 # --- report -----------------------------------------------------------------------------------------
 
 
@@ -256,23 +304,32 @@ def p95(values: list[float]) -> float:
     return float(np.percentile(values, 95))
 
 
-def report(args, ours: list[float], theirs: dict | None, recall: float, timings: dict) -> str:
-    med, ninety_five = statistics.median(ours), p95(ours)
+def _row(name: str, values: list[float]) -> str:
+    return f"| {name} | {statistics.median(values):.2f} | {p95(values):.2f} |"
+
+
+def _ratio(ours: list[float], theirs: list[float]) -> str:
+    return (f"median {statistics.median(ours) / statistics.median(theirs):.2f}×, "
+            f"p95 {p95(ours) / p95(theirs):.2f}×")
+
+
+def report(args, results: dict, mem0_loaded: dict | None, recall: float, timings: dict) -> str:
+    load = f"{timings['load']:.1f} s" if timings["load"] is not None else "rows and index reused from the previous run"
     lines = [
-        f"records: {args.records:,} preferences of one user; queries: {args.queries} (after {args.warmup} warm-up)",
-        f"memoryhub load (COPY): {timings['load']:.1f} s; HNSW build: {timings['hnsw']:.1f} s",
-        "",
-        "| system | median ms | p95 ms |",
-        "| --- | --- | --- |",
-        f"| memoryhub `memory_search(mode=semantic)` | {med:.2f} | {ninety_five:.2f} |",
+        f"records: {args.records:,} preferences of one user; {args.queries} queries, each system alternately "
+        f"(after {args.warmup} warm-up queries); load average at start {timings['loadavg']}",
+        f"memoryhub load (COPY): {load}; HNSW build (m=32, ef_construction=128): {timings['hnsw']:.1f} s",
+        "", "| search | median ms | p95 ms |", "| --- | --- | --- |",
+        _row("memoryhub `memory_search(mode=semantic)`", results["ours"]),
     ]
-    if theirs:
-        theirs_med, theirs_p95 = theirs["median_ms"], p95(theirs["latencies_ms"])
-        lines.append(f"| mem0 `Memory.search` | {theirs_med:.2f} | {theirs_p95:.2f} |")
-        lines += ["", f"ratio memoryhub/mem0: median {med / theirs_med:.2f}×, p95 {ninety_five / theirs_p95:.2f}× "
-                      f"(target ≤ 0.5×)",
-                  f"mem0 load: {theirs['added_via_api']} via Memory.add(infer=False) in {theirs['add_seconds']:.1f} s, "
-                  f"all {args.records:,} in {theirs['load_seconds']:.1f} s"]
+    if results["theirs"]:
+        lines.append(_row("mem0 `Memory.search`", results["theirs"]))
+    lines.append(_row("memoryhub, query vector precomputed (no embedder call)", results["ours_pre"]))
+    if results["theirs"]:
+        lines.append(_row("mem0, query vector precomputed (no embedder call)", results["theirs_pre"]))
+        lines += ["", f"ratio memoryhub/mem0 (target ≤ 0.5×): {_ratio(results['ours'], results['theirs'])}; "
+                      f"without the shared embedder call: {_ratio(results['ours_pre'], results['theirs_pre'])}",
+                  f"mem0 load: {json.dumps(mem0_loaded)}"]
     lines.append(f"recall@10 of memoryhub's HNSW search vs exact scan: {recall:.3f} (target ≥ 0.95)")
     return "\n".join(lines)
 
@@ -285,29 +342,40 @@ def main() -> None:
     parser.add_argument("--add-via-api", type=int, default=200, help="records mem0 gets through Memory.add")
     parser.add_argument("--mem0-python", default="/tmp/mem0-venv/bin/python")
     parser.add_argument("--skip-mem0", action="store_true")
+    parser.add_argument("--reuse", action="store_true", help="keep the database and its rows from a previous run")
     parser.add_argument("--port", type=int, default=18765)
     parser.add_argument("--workdir", default="/tmp/memoryhub-bench")
     args = parser.parse_args()
     database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryhub_bench_search")
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    texts, queries = make_texts(args.records), make_queries(args.queries)
+    texts, queries = make_texts(args.records), make_queries(args.queries + args.warmup)
     (work / "texts.json").write_text(json.dumps(texts, ensure_ascii=False))
     (work / "queries.json").write_text(json.dumps(queries, ensure_ascii=False))
     server = start_embedding_server(args.port)
     embedding_url = f"http://127.0.0.1:{args.port}"
+    mem0 = None
     try:
         vectors = embed_all(embedding_url, texts, work / "vectors.npy")
         query_vectors = embed_all(embedding_url, queries, work / "query-vectors.npy")
-        recreate_database(database_url)
+        if not args.reuse:
+            recreate_database(database_url)
         setup_django(database_url, embedding_url)
         scope, in_use, load_s, hnsw_s = load_memoryhub(texts, vectors)
         print(explain(scope, in_use, query_vectors[0]))
-        ours = memoryhub_latencies(scope, queries, args.warmup)
-        recall = recall_at_10(scope, in_use, query_vectors)
-        theirs = None if args.skip_mem0 else run_mem0(args, database_url, embedding_url, work)
-        print(report(args, ours, theirs, recall, {"load": load_s, "hnsw": hnsw_s}))
+        mem0 = None if args.skip_mem0 else Mem0(args, database_url, embedding_url, work)
+        timings = {"load": load_s, "hnsw": hnsw_s, "loadavg": " ".join(open("/proc/loadavg").read().split()[:3])}
+        timed, warm = range(args.queries), range(args.queries, args.queries + args.warmup)
+        interleaved(scope, mem0, queries, warm, precomputed=False)
+        ours, theirs = interleaved(scope, mem0, queries, timed, precomputed=False)
+        precomputed_embeddings(queries, query_vectors)
+        ours_pre, theirs_pre = interleaved(scope, mem0, queries, timed, precomputed=True)
+        recall = recall_at_10(scope, in_use, query_vectors[: args.queries])
+        results = {"ours": ours, "theirs": theirs, "ours_pre": ours_pre, "theirs_pre": theirs_pre}
+        print(report(args, results, mem0.loaded if mem0 else None, recall, timings))
     finally:
+        if mem0:
+            mem0.close()
         server.terminate()
         server.wait(timeout=10)
 

@@ -3,15 +3,15 @@
     /tmp/mem0-venv/bin/python bench/search_mem0.py CONFIG.json
 
 Loads the benchmark's records into mem0's pgvector store (a few through `Memory.add(..., infer=False)`,
-the rest as precomputed vectors through the store's own `insert`, with the payload `add` writes), then
-times `Memory.search` for each query. Prints one JSON object on the last line of stdout.
+the rest as precomputed vectors through the store's own `insert`, with the payload `add` writes; skipped
+when the collection already holds them), then times `Memory.search` for each query index read from stdin,
+so the parent can interleave mem0's searches with memoryhub's under the same machine load.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
-import statistics
 import sys
 import time
 import uuid
@@ -64,16 +64,20 @@ def load(memory, cfg: dict, texts: list[str], vectors: np.ndarray) -> dict:
     return {"added_via_api": via_add, "add_seconds": add_seconds, "load_seconds": time.perf_counter() - started}
 
 
-def timed_searches(memory, cfg: dict, queries: list[str]) -> list[float]:
-    for query in queries[: cfg["warmup"]]:
-        memory.search(query, top_k=10, filters={"user_id": cfg["user_id"]})
-    latencies = []
-    for query in queries:
+def serve(memory, cfg: dict, queries: list[str], query_vectors: np.ndarray) -> None:
+    """Answer timing requests on stdin, one JSON line each: {"i": query index, "pre": use the precomputed vector}."""
+    real_embed = memory.embedding_model.embed
+    table = {q: v.tolist() for q, v in zip(queries, query_vectors)}
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        query = queries[request["i"]]
+        # "pre": the same vector the server would return, without the HTTP call (what mem0 itself costs).
+        memory.embedding_model.embed = (lambda text, *a, **k: table[text]) if request["pre"] else real_embed
         started = time.perf_counter()
         found = memory.search(query, top_k=10, filters={"user_id": cfg["user_id"]})
-        latencies.append((time.perf_counter() - started) * 1000)
-        assert found["results"], f"mem0 found nothing for {query!r}"
-    return latencies
+        elapsed = (time.perf_counter() - started) * 1000
+        print(json.dumps({"ms": elapsed, "n": len(found["results"])}), flush=True)
 
 
 def main() -> None:
@@ -82,9 +86,18 @@ def main() -> None:
     queries = json.load(open(cfg["queries"]))
     vectors = np.load(cfg["vectors"])
     memory = memory_from(cfg)
-    loaded = load(memory, cfg, texts, vectors) if cfg["load"] else {}
-    latencies = timed_searches(memory, cfg, queries)
-    print(json.dumps({"latencies_ms": latencies, "median_ms": statistics.median(latencies), **loaded}))
+    count = _count(cfg)
+    loaded = load(memory, cfg, texts, vectors) if count != len(texts) else {"reused": count}
+    print(json.dumps({"loaded": loaded}), flush=True)
+    serve(memory, cfg, queries, np.load(cfg["query_vectors"]))
+
+
+def _count(cfg: dict) -> int:
+    import psycopg
+
+    with psycopg.connect(cfg["dsn"]) as conn:
+        exists = conn.execute("SELECT to_regclass(%s)", [cfg["collection"]]).fetchone()[0]
+        return conn.execute(f'SELECT count(*) FROM "{cfg["collection"]}"').fetchone()[0] if exists else 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ class SearchPage:
 
 
 def _scoped(scope: UserScope):
-    return LongTermMemory.objects.filter(product=scope.product, user_id=scope.user_id)
+    # The vector (kilobytes of text to parse per row) and the token list are never part of an answer.
+    return LongTermMemory.objects.filter(product=scope.product, user_id=scope.user_id).defer("embedding", "search_text")
 
 
 def memory_get(scope: UserScope, memory_id: str) -> LongTermMemory:
@@ -45,7 +46,7 @@ def memory_get(scope: UserScope, memory_id: str) -> LongTermMemory:
 
 
 def memory_list_page(scope: UserScope, *, kind: str | None, cursor: str | None, limit: int):
-    queryset = _scoped(scope).defer("embedding", "search_text")
+    queryset = _scoped(scope)
     if kind:
         queryset = queryset.filter(kind=kind)
     return keyset_page(queryset, field="pk", descending=True, cursor=cursor, limit=limit)
