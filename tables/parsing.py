@@ -20,6 +20,9 @@ Op = Literal["insert", "update", "delete"]
 OUTSIDE_BLOCK_REASON = "outside a <tableEdit> block; not applied"
 UNCLOSED_BLOCK_REASON = "in a <tableEdit> block that is never closed (truncated reply?); not applied"
 COMMENTED_OUT_REASON = "commented out with //; not applied"
+REASONING_REASON = "inside the model's <think> reasoning, a draft; not applied"
+# Reasoning models draft edits in <think> before writing the real block; the plugin applies both (rows twice).
+_REASONING = re.compile(r"<(think|thinking)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 
 _OPEN_TAG = re.compile(r"<\s*tableEdit\s*>", re.IGNORECASE)
 _CLOSE_TAG = re.compile(r"<\s*/\s*tableEdit\s*>", re.IGNORECASE)
@@ -134,7 +137,11 @@ def parse_table_edits(reply: str) -> ParseResult:
     skipped: list[SkippedCall] = []
     unclosed = False
     closed = 0
-    for segment in _segments(reply if isinstance(reply, str) else ""):
+    text = reply if isinstance(reply, str) else ""
+    for draft in _REASONING.finditer(text):
+        found, bad = _scan(draft.group(0), _OUTSIDE)
+        skipped.extend(SkippedCall(item.source, REASONING_REASON, None) for item in [*found, *bad])
+    for segment in _segments(_REASONING.sub(" ", text)):
         found, bad = _scan(segment.text, _OUTSIDE if segment.block is None else segment.block)
         if segment.kind == "closed":
             closed += 1

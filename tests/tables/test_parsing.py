@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tables.parsing import (
+    REASONING_REASON,
     COMMENTED_OUT_REASON,
     OUTSIDE_BLOCK_REASON,
     UNCLOSED_BLOCK_REASON,
@@ -344,3 +345,14 @@ def test_json_written_values_round_trip(values: dict[int, str]) -> None:
 
 def test_non_string_input_gives_an_empty_result() -> None:
     assert parse_table_edits(None) == ParseResult()  # type: ignore[arg-type]
+
+
+def test_edits_drafted_in_think_reasoning_are_reported_not_applied():
+    reply = (
+        "<think>I should add the gate.\n<tableEdit>\n<!--\ninsertRow(0, {0: \"draft\"})\n-->\n</tableEdit></think>\n"
+        "守卫接过钥匙。\n<tableEdit>\n<!--\ninsertRow(0, {0: \"城门\"})\n-->\n</tableEdit>"
+    )
+    result = parse_table_edits(reply)
+    assert [call.values for call in result.calls] == [{0: "城门"}]
+    assert [(s.reason, s.block) for s in result.skipped] == [(REASONING_REASON, None)]
+    assert "draft" in result.skipped[0].source
