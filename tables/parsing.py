@@ -22,7 +22,8 @@ UNCLOSED_BLOCK_REASON = "in a <tableEdit> block that is never closed (truncated 
 COMMENTED_OUT_REASON = "commented out with //; not applied"
 REASONING_REASON = "inside the model's <think> reasoning, a draft; not applied"
 # Reasoning models draft edits in <think> before writing the real block; the plugin applies both (rows twice).
-_REASONING = re.compile(r"<(think|thinking)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_REASONING_OPEN = re.compile(r"<think(?:ing)?\b[^<>]{0,200}>", re.IGNORECASE)
+_REASONING_CLOSE = re.compile(r"</think(?:ing)?\s*>", re.IGNORECASE)
 
 _OPEN_TAG = re.compile(r"<\s*tableEdit\s*>", re.IGNORECASE)
 _CLOSE_TAG = re.compile(r"<\s*/\s*tableEdit\s*>", re.IGNORECASE)
@@ -138,10 +139,11 @@ def parse_table_edits(reply: str) -> ParseResult:
     unclosed = False
     closed = 0
     text = reply if isinstance(reply, str) else ""
-    for draft in _REASONING.finditer(text):
-        found, bad = _scan(draft.group(0), _OUTSIDE)
+    visible, drafts = _split_reasoning(text)
+    for draft in drafts:
+        found, bad = _scan(draft, _OUTSIDE)
         skipped.extend(SkippedCall(item.source, REASONING_REASON, None) for item in [*found, *bad])
-    for segment in _segments(_REASONING.sub(" ", text)):
+    for segment in _segments(visible):
         found, bad = _scan(segment.text, _OUTSIDE if segment.block is None else segment.block)
         if segment.kind == "closed":
             closed += 1
@@ -154,6 +156,17 @@ def parse_table_edits(reply: str) -> ParseResult:
 
 
 # --- blocks -------------------------------------------------------------------------------------
+
+
+def _split_reasoning(text: str) -> tuple[str, list[str]]:
+    """Cut closed <think>…</think> spans out of the reply, in one linear pass (no backtracking)."""
+    visible, drafts, pos = [], [], 0
+    while (opening := _REASONING_OPEN.search(text, pos)) and (closing := _REASONING_CLOSE.search(text, opening.end())):
+        visible.append(text[pos : opening.start()])
+        drafts.append(text[opening.end() : closing.start()])
+        pos = closing.end()
+    visible.append(text[pos:])
+    return " ".join(visible), drafts
 
 
 def _segments(reply: str) -> list[_Segment]:
