@@ -84,11 +84,19 @@ def _snapshot(scope: UserScope) -> tuple[dict, bool]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _rank(items: list[dict], message: str, top_k: int) -> list[tuple[dict, float | None]]:
-    with_vectors = [item for item in items if item["vector"] is not None]
-    if not message.strip() or not with_vectors:
+def _rank(scope: UserScope, snapshot: dict, message: str, top_k: int) -> list[tuple[dict, float | None]]:
+    items = snapshot["items"]
+    if not message.strip():
         return [(item, None) for item in items[:top_k]]
-    query = np.asarray(index_in_use().embed_one(message), dtype=np.float32)  # 503 if down or mismatched
+    in_use = index_in_use()  # read from the database: 503 if the embedder does not match the active index
+    if snapshot["index"] != in_use.index.pk:
+        # Cached before a reindex this process has not heard of (e.g. the local-memory cache of another
+        # process): never compare the new identity's query with the old identity's vectors.
+        items = build_snapshot(scope)["items"]
+    with_vectors = [item for item in items if item["vector"] is not None]
+    if not with_vectors:
+        return [(item, None) for item in items[:top_k]]
+    query = np.asarray(in_use.embed_one(message), dtype=np.float32)  # 503/502 if the embedder fails
     matrix = np.stack([np.frombuffer(item["vector"], dtype=np.float32) for item in with_vectors])
     scores = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
     order = np.argsort(-scores, kind="stable")[:top_k]
@@ -113,7 +121,7 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
         return SourceResult(text="", status="empty", details={"reason": "no preferences saved"}, cached=cached)
     top_k, all_when_at_most = _settings(request.scenario)
     few = len(items) <= all_when_at_most
-    chosen = [(item, None) for item in items] if few else _rank(items, request.user_message, top_k)
+    chosen = [(item, None) for item in items] if few else _rank(scope, snapshot, request.user_message, top_k)
     used = [{"id": item["id"], "version": item["version"], **({"score": round(score, 6)} if score is not None else {})}
             for item, score in chosen]
     details = {"mode": "all" if few else "semantic", "memories": used, "available": len(items)}

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from io import StringIO
 
+import numpy as np
 import pytest
 from django.core.cache import cache
 from django.core.management import call_command
 
-from memories.models import LongTermMemory
+from memories.models import LongTermMemory, Scenario
 from memories.producers_longterm import produce_preferences
 from memories.services.longterm import Proposal, UserScope, memory_create
 from memoryhub.clients.embedding_server import ServerOptions, make_server, serve_in_thread
@@ -197,9 +198,27 @@ def test_after_a_reindex_the_snapshot_is_rebuilt_from_the_new_index(alice, setti
     assert recall(alice, "请用简洁的中文回复我").details["mode"] == "all"
     settings.EMBEDDING_BASE_URL, settings.EMBEDDING_MODEL = http_embedder_url, "model-a"
     call_command("reindex_embeddings", "--no-progress", stdout=StringIO())
-    from memories.models import Scenario
-
     row = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1}})
     result = recall(alice, "请用简洁的中文回复我", scenario_row=row)
     assert result.cached is False and result.details["mode"] == "semantic"
     assert result.details["memories"][0]["id"] in {zh, LongTermMemory.objects.get(content__text="回答要简短").memory_id}
+
+
+def test_a_snapshot_cached_before_a_reindex_is_never_compared_with_the_new_identity(alice):
+    """Another process's local-memory cache may still hold the old index's vectors and pk: rebuild, never mix."""
+    from memories.services.embedding_index import _ACTIVE_INDEX_SCOPE
+
+    zh = create(alice)["id"]
+    create(alice, proposal(PREFERENCE_EN))
+    stale_pk = 10_000
+    old_vector = np.ones(384, dtype=np.float32).tobytes()  # another identity's vector: another size, even
+    stale = {"index": stale_pk, "items": [
+        {"id": "mem_old", "version": 1, "content": {"language": "zh", "text": "stale"}, "vector": old_vector},
+        {"id": "mem_old2", "version": 1, "content": {"language": "en", "text": "stale"}, "vector": old_vector},
+    ]}
+    cache.set(UserScope(alice.product, "u1").working_set_scope.key, stale)
+    cache.set(_ACTIVE_INDEX_SCOPE.key, stale_pk)
+    row = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1}})
+    result = recall(alice, "请用简洁的中文回复我", scenario_row=row)
+    assert result.status == "ok" and result.details["mode"] == "semantic"
+    assert [m["id"] for m in result.details["memories"]] == [zh]
