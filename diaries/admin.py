@@ -10,21 +10,10 @@ from .models import DiaryEntry, DiaryPlanRecord, DiaryState
 from .selectors import diary_plan_records
 from .services import diary_replan_conversation
 from .summarizers import SummarizerConfigError
+from memoryhub.admin_base import ReadOnlyAdmin
 
 ROWS_SHOWN = 50
 
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Diary rows are written by planning only; operators look, and re-plan through the service."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(DiaryState)

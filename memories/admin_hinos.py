@@ -7,17 +7,8 @@ from memories.forms import pretty_json
 from memories.models import FailedHinosCommit, HinosClaim
 from memories.services.hinos_commits import hinos_commit_resend
 from memoryhub.runtimes.hinos import commit_acknowledged
+from memoryhub.admin_base import ReadOnlyAdmin
 
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(FailedHinosCommit)

@@ -10,7 +10,6 @@ from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
 from memories.actors import Actor
-from memories.forms import pretty_json
 from memories.models import (
     AdmissionRefusal,
     EmbeddingIndex,
@@ -24,19 +23,8 @@ from memories.models import (
 from memories.services.longterm import UserScope, memory_delete
 from memories.services.reindex import reindex_pending
 from memoryhub.api.exceptions import ApiError
+from memoryhub.admin_base import ReadOnlyAdmin, pre
 
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """A log or a derived view: nothing to add or edit by hand."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class UserIdFilter(admin.SimpleListFilter):
@@ -53,8 +41,6 @@ class UserIdFilter(admin.SimpleListFilter):
         return queryset.filter(user_id=self.value()) if self.value() else queryset
 
 
-def _pre(value: object) -> str:
-    return format_html("<pre style='white-space:pre-wrap;margin:0'>{}</pre>", pretty_json(value))
 
 
 @admin.register(LongTermMemory)
@@ -91,14 +77,14 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
 
     @admin.display(description="content")
     def content_json(self, obj) -> str:
-        return _pre(obj.content)
+        return pre(obj.content)
 
     @admin.display(description="version history")
     def history(self, obj) -> str:
         rows = LongTermMemoryVersion.objects.filter(product=obj.product, memory_id=obj.memory_id).order_by("-id")[:50]
         return format_html("<table>{}</table>", format_html_join(
             "", "<tr><td>v{}</td><td>{}</td><td>{}:{}</td><td>{}</td><td>{}</td></tr>",
-            ((r.version, r.action, r.actor_type, r.actor, r.created_at, _pre(r.content)) for r in rows),
+            ((r.version, r.action, r.actor_type, r.actor, r.created_at, pre(r.content)) for r in rows),
         ))
 
     def delete_model(self, request, obj) -> None:
@@ -166,7 +152,7 @@ class TaskCheckpointInline(admin.TabularInline):
 
     @admin.display(description="data")
     def data_json(self, obj) -> str:
-        return _pre(obj.data)
+        return pre(obj.data)
 
 
 @admin.register(Task)
@@ -189,9 +175,9 @@ class TaskAdmin(ReadOnlyAdmin):
 
     @admin.display(description="input snapshot")
     def input_json(self, obj) -> str:
-        return _pre(obj.input)
+        return pre(obj.input)
 
     @admin.display(description="report")
     def report_json(self, obj) -> str:
         report = TaskReport.objects.filter(task=obj).first()
-        return format_html("{}<br>published {}", _pre(report.report), report.published_at) if report else "—"
+        return format_html("{}<br>published {}", pre(report.report), report.published_at) if report else "—"

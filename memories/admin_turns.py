@@ -10,15 +10,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from memories.actors import Actor
-from memories.forms import pretty_json
 from memories.models import Conversation, Event, MemorySource, Message, Scenario, ScenarioVersion, Turn
 from memories.scenario_validation import ScenarioInvalid, validate_scenario
 from memories.services.scenarios import _MODEL_FIELDS, scenario_create, scenario_update
+from memoryhub.admin_base import ReadOnlyAdmin, pre
 
 
-def _pre(value) -> str:
-    text = value if isinstance(value, str) else pretty_json(value)
-    return format_html("<pre style='white-space:pre-wrap;max-width:70em'>{}</pre>", text)
 
 
 class ScenarioForm(forms.ModelForm):
@@ -79,7 +76,7 @@ class ScenarioVersionInline(admin.TabularInline):
 
     @admin.display(description="snapshot")
     def snapshot_pretty(self, obj) -> str:
-        return _pre(obj.snapshot)
+        return pre(obj.snapshot)
 
 
 @admin.register(Scenario)
@@ -135,18 +132,8 @@ class TurnEventInline(admin.TabularInline):
 
     @admin.display(description="details")
     def details_pretty(self, obj) -> str:
-        return _pre(obj.details)
+        return pre(obj.details)
 
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Turn)
@@ -178,7 +165,7 @@ class TurnAdmin(ReadOnlyAdmin):
 
     @admin.display(description="prompt the model was given")
     def prompt_shown(self, obj) -> str:
-        return _pre(obj.prompt)
+        return pre(obj.prompt)
 
     @admin.display(description="sources (status, revision/version)")
     def sources_table(self, obj) -> str:
@@ -192,11 +179,11 @@ class TurnAdmin(ReadOnlyAdmin):
 
     @admin.display(description="variables (recalled text)")
     def variables_pretty(self, obj) -> str:
-        return _pre(obj.variables)
+        return pre(obj.variables)
 
     @admin.display(description="runtime state (e.g. shadow comparison, Hinos claim)")
     def runtime_state_pretty(self, obj) -> str:
-        return _pre(obj.runtime_state)
+        return pre(obj.runtime_state)
 
 
 @admin.register(Conversation)

@@ -1,0 +1,26 @@
+"""Admin building blocks shared by every app's console."""
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A log or a derived view: operators look; changes go through services and actions."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+def pre(value: object) -> str:
+    """Render text, or JSON pretty-printed with non-ASCII kept, as an escaped <pre> block."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+    return format_html("<pre style='white-space:pre-wrap;max-width:70em;margin:0'>{}</pre>", text)
