@@ -74,28 +74,14 @@ def _compare_and_set(address: DocumentAddress, expected: int, serialized: str, a
 
 
 def _cas_postgres(key: tuple, expected: int, serialized: str, now, history: tuple) -> int | None:
-    """One round trip: the conditional write and its history row in a single (atomic) statement."""
-    if expected == 0:
-        write = (
-            f"INSERT INTO {_DOC} (product_id, user_id, conversation_id, revision, memory, created_at, updated_at)"
-            " VALUES (%s, %s, %s, 1, CAST(%s AS jsonb), %s, %s)"
-            " ON CONFLICT (product_id, user_id, conversation_id) DO NOTHING RETURNING revision"
-        )
-        write_params = (*key, serialized, now, now)
-    else:
-        write = (
-            f"UPDATE {_DOC} SET revision = revision + 1, memory = CAST(%s AS jsonb), updated_at = %s"
-            " WHERE product_id = %s AND user_id = %s AND conversation_id = %s AND revision = %s RETURNING revision"
-        )
-        write_params = (serialized, now, *key, expected)
-    sql = (
-        f"WITH written AS ({write}) INSERT INTO {_REV} ({_REV_COLUMNS})"
-        " SELECT %s, %s, %s, written.revision, CAST(%s AS jsonb), %s, %s, %s FROM written RETURNING revision"
-    )
+    """One round trip: the conditional UPDATE … WHERE revision = expected (or the first INSERT) and its
+    history row, in one atomic call of memoryhub_memory_cas (migration 0005), whose plans stay cached."""
     with connection.cursor() as cursor:
-        cursor.execute(sql, (*write_params, *history))
-        row = cursor.fetchone()
-    return row[0] if row else None
+        cursor.execute(
+            "SELECT memoryhub_memory_cas(%s, %s, %s, %s, CAST(%s AS jsonb), %s, %s, %s)",
+            (*key, expected, serialized, now, *history[4:6]),
+        )
+        return cursor.fetchone()[0]
 
 
 def _cas_portable(key: tuple, expected: int, serialized: str, now, history: tuple) -> int | None:
