@@ -49,4 +49,9 @@ def produce_compass_memory(request: RecallRequest) -> SourceResult:
     return SourceResult(text=render_summaries(chosen), status="ok", details=details, cached=cached)
 
 
-register_producer("compassMemory", produce_compass_memory)
+def compass_scopes(request: RecallRequest) -> list[working_set.Scope]:
+    return [selectors.compass_scope(product_id=request.product.pk, user_id=request.user_id,
+                                    conversation_id=request.conversation_id, agent_ref=request.source.agent_ref)]
+
+
+register_producer("compassMemory", produce_compass_memory, scopes=compass_scopes)

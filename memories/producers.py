@@ -20,5 +20,11 @@ def produce_json_memory(request: RecallRequest) -> SourceResult:
     return SourceResult(text=compact_json(memory), status="ok", revision=revision, cached=cached)
 
 
-register_producer("jsonMemory", produce_json_memory)
+def json_memory_scopes(request: RecallRequest) -> list[working_set.Scope]:
+    from memories.services.documents import DocumentAddress
+
+    return [DocumentAddress(request.product, request.user_id, request.conversation_id).working_set_scope]
+
+
+register_producer("jsonMemory", produce_json_memory, scopes=json_memory_scopes)
 from . import producers_longterm  # noqa: E402,F401  registers the `preferences` producer

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from memories.models import EmbeddingIndex, LongTermMemory
-from memories.services.embedding_index import active_index_pk, index_in_use
+from memories.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
 from memories.services.longterm import UserScope
 from memories.services.vectors import backend_named
 from memoryhub import working_set
@@ -129,5 +129,9 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
     return SourceResult(text=render(chosen), status="ok", version=version, details=details, cached=cached)
 
 
-register_producer("preferences", produce_preferences)
+def preference_scopes(request: RecallRequest) -> list[working_set.Scope]:
+    return [UserScope(request.product, request.user_id).working_set_scope, ACTIVE_INDEX_SCOPE]
+
+
+register_producer("preferences", produce_preferences, scopes=preference_scopes)
 hooks.register_scenario_section("preferences", validate_section)

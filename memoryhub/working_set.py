@@ -9,7 +9,9 @@ back after the write's invalidation.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -35,9 +37,31 @@ class Scope:
         return f"ws:{self.product_id}:{self.user_id}:{self.conversation_id}:{self.variable}"
 
 
+_batch: ContextVar[dict | None] = ContextVar("working_set_batch", default=None)
+
+
+@contextmanager
+def batch(scopes: Iterable[Scope]) -> Iterator[None]:
+    """Read these entries in one round trip (MGET); get_or_build inside the block then reads no further."""
+    keys = list(dict.fromkeys(scope.key for scope in scopes))
+    found = cache.get_many(keys) if keys else {}
+    token = _batch.set({key: found.get(key) for key in keys})
+    try:
+        yield
+    finally:
+        _batch.reset(token)
+
+
+def _read(key: str) -> object:
+    prefetched = _batch.get()
+    if prefetched is not None and key in prefetched:
+        return prefetched.pop(key)  # once: a second read of the same entry asks the cache again
+    return cache.get(key)
+
+
 def get_or_build(scope: Scope, build: Callable[[], T]) -> tuple[T, bool]:
     """Return (value, was_cached); on a miss build from the database and store."""
-    cached = cache.get(scope.key)
+    cached = _read(scope.key)
     if cached is not None and cached != _TOMBSTONE:
         return cached, True
     value = build()

@@ -77,4 +77,8 @@ def _result(tables: list[dict[str, Any]], *, cached: bool, regenerated: bool) ->
     return SourceResult(text=text, status="ok", version=sum(versions.values()), details=details, cached=cached)
 
 
-register_producer("memoryTable", produce_memory_table)
+def memory_table_scopes(request: RecallRequest) -> list[working_set.Scope]:
+    return [TableAddress(request.product, request.user_id, request.conversation_id).working_set_scope]
+
+
+register_producer("memoryTable", produce_memory_table, scopes=memory_table_scopes)

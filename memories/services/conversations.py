@@ -12,7 +12,7 @@ from memoryhub import working_set
 ROUND_COUNTER = "conversation"
 
 
-def _scope(product_id: str, user_id: str, conversation_id: str) -> working_set.Scope:
+def conversation_scope(product_id: str, user_id: str, conversation_id: str) -> working_set.Scope:
     return working_set.Scope(product_id, user_id, conversation_id, ROUND_COUNTER)
 
 
@@ -25,7 +25,7 @@ def conversation_state(address: DocumentAddress) -> tuple[int, int]:
         )
         return conversation.pk, conversation.rounds
 
-    state, _ = working_set.get_or_build(_scope(address.product.pk, address.user_id, address.conversation_id), build)
+    state, _ = working_set.get_or_build(conversation_scope(address.product.pk, address.user_id, address.conversation_id), build)
     return state
 
 
@@ -33,4 +33,4 @@ def conversation_state(address: DocumentAddress) -> tuple[int, int]:
 @receiver(post_delete, sender=Conversation, dispatch_uid="memories.conversation_working_set.delete")
 def _invalidate(sender, instance: Conversation, **kwargs) -> None:
     # Runs inside the transaction that changes the round counter (select_for_update + save).
-    working_set.invalidate(_scope(instance.product_id, instance.user_id, instance.conversation_id))
+    working_set.invalidate(conversation_scope(instance.product_id, instance.user_id, instance.conversation_id))

@@ -49,12 +49,12 @@ def active_index() -> EmbeddingIndex | None:
 
 
 # The active index's pk as a working-set entry (0: none), so a prepare need not query for it.
-_ACTIVE_INDEX_SCOPE = working_set.Scope("*", "", "", "activeEmbeddingIndex")
+ACTIVE_INDEX_SCOPE = working_set.Scope("*", "", "", "activeEmbeddingIndex")
 
 
 def active_index_pk() -> int | None:
     pk, _ = working_set.get_or_build(
-        _ACTIVE_INDEX_SCOPE,
+        ACTIVE_INDEX_SCOPE,
         lambda: EmbeddingIndex.objects.filter(status="active").values_list("pk", flat=True).first() or 0,
     )
     return pk or None
@@ -62,7 +62,7 @@ def active_index_pk() -> int | None:
 
 def forget_active_index() -> None:
     """Call inside the transaction that changes which index is active."""
-    working_set.invalidate(_ACTIVE_INDEX_SCOPE)
+    working_set.invalidate(ACTIVE_INDEX_SCOPE)
 
 
 def _mismatch(active: EmbeddingIndex | None, identity: EmbeddingIdentity, backend: VectorBackend) -> Exception:

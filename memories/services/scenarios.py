@@ -55,7 +55,7 @@ def scenario_for_turn(*, product: Product, slug: str) -> Scenario:
 
     Two of a prepare's queries otherwise, on the hottest path; a miss rebuilds from the database.
     """
-    scenario, _ = working_set.get_or_build(_scope(product.pk, slug), lambda: _load(product, slug))
+    scenario, _ = working_set.get_or_build(scenario_scope(product.pk, slug), lambda: _load(product, slug))
     if scenario is None:
         raise NotFound(f"no scenario {slug!r}")
     return scenario
@@ -68,7 +68,7 @@ def _load(product: Product, slug: str) -> Scenario | None:
     return scenario
 
 
-def _scope(product_id: str, slug: str) -> working_set.Scope:
+def scenario_scope(product_id: str, slug: str) -> working_set.Scope:
     # No user or conversation id is empty, so this entry can never share a key with a user's entries.
     return working_set.Scope(product_id, "", "", f"scenario:{slug}")
 
@@ -76,7 +76,7 @@ def _scope(product_id: str, slug: str) -> working_set.Scope:
 @receiver(post_delete, sender=Scenario, dispatch_uid="memories.scenario_working_set")
 def _scenario_deleted(sender, instance: Scenario, **kwargs) -> None:
     # Any delete (service, admin, a product's cascade) runs inside its transaction: fail before commit if Redis is down.
-    working_set.invalidate(_scope(instance.product_id, instance.slug))
+    working_set.invalidate(scenario_scope(instance.product_id, instance.slug))
 
 
 def scenario_create(*, product: Product, data: object, actor: Actor) -> Scenario:
@@ -86,7 +86,7 @@ def scenario_create(*, product: Product, data: object, actor: Actor) -> Scenario
             scenario = Scenario(product=product, slug=clean["id"])
             _apply(scenario, clean)
             _record_version(scenario, actor)
-            working_set.invalidate(_scope(product.pk, scenario.slug))
+            working_set.invalidate(scenario_scope(product.pk, scenario.slug))
     except IntegrityError:
         raise Conflict(f"a scenario {clean['id']!r} already exists", code="already_exists") from None
     return scenario
@@ -106,7 +106,7 @@ def scenario_update(*, product: Product, slug: str, data: object, actor: Actor, 
         scenario.version += 1
         _apply(scenario, clean)
         _record_version(scenario, actor)
-        working_set.invalidate(_scope(product.pk, slug))
+        working_set.invalidate(scenario_scope(product.pk, slug))
     return scenario
 
 

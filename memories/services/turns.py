@@ -9,10 +9,11 @@ from django.utils import timezone
 
 from memories.models import Conversation, Message, Scenario, Turn
 from memories.scenario_validation import PLACEHOLDER
-from memories.services.conversations import conversation_state
+from memories.services.conversations import conversation_scope, conversation_state
 from memories.services.documents import DocumentAddress
 from memories.services.events import event_emit_for_turn
-from memories.services.scenarios import scenario_for_turn, scenario_sources
+from memories.services.scenarios import scenario_for_turn, scenario_scope, scenario_sources
+from memoryhub import working_set
 from memoryhub.api.exceptions import Conflict, InvalidRequest, NotFound
 from memoryhub.runtimes import hooks
 from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, MemoryWrite, TurnContext
@@ -36,8 +37,11 @@ def render_template(template: str, values: dict[str, str]) -> str:
 
 def turn_prepare(*, address: DocumentAddress, request: TurnRequest) -> Turn:
     category = _category(request.subscription_category)
-    scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
-    conversation_pk, rounds = conversation_state(address)
+    entries = [scenario_scope(address.product.pk, request.scenario_slug),
+               conversation_scope(address.product.pk, address.user_id, address.conversation_id)]
+    with working_set.batch(entries):  # one cache round trip for both
+        scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
+        conversation_pk, rounds = conversation_state(address)
     replaces = _replaced_turn(address, request.replaces_turn_id)
     round_number = replaces.round if replaces else rounds + 1
     sources = scenario_sources(scenario)

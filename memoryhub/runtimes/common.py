@@ -8,10 +8,11 @@ import redis.exceptions
 from django.db import DatabaseError
 from django_redis.exceptions import ConnectionInterrupted
 
+from memoryhub import working_set
 from memoryhub.clients.errors import UpstreamError
 
 from .base import RecallRequest, SourceConfig, SourceResult, TurnContext
-from .sources import produce
+from .sources import declared_scopes, produce
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +35,8 @@ def allowed_variable_errors(sources: list[SourceConfig], allowed: frozenset[str]
     }
 
 
-def recall_source(context: TurnContext, source: SourceConfig, *, with_query: bool) -> SourceResult:
-    request = RecallRequest(
+def recall_request(context: TurnContext, source: SourceConfig, *, with_query: bool) -> RecallRequest:
+    return RecallRequest(
         product=context.product,
         user_id=context.user_id,
         conversation_id=context.conversation_id,
@@ -46,12 +47,19 @@ def recall_source(context: TurnContext, source: SourceConfig, *, with_query: boo
         round=context.round,
         replaces_turn_id=context.replaces_turn_id,
     )
+
+
+def recall_source(context: TurnContext, source: SourceConfig, *, with_query: bool) -> SourceResult:
+    return _produce(recall_request(context, source, with_query=with_query))
+
+
+def _produce(request: RecallRequest) -> SourceResult:
     try:
         return produce(request)
     except _DEPENDENCY_DOWN:
         raise  # a dependency that is down fails the turn with its own 502/503/504, never an empty source
     except Exception as exc:  # a broken producer must not invent content: report it on its source
-        logger.exception("producer for %s failed", source.variable)
+        logger.exception("producer for %s failed", request.source.variable)
         return SourceResult(text="", status="error", details={"reason": f"{exc.__class__.__name__}: {exc}"[:300]})
 
 
@@ -68,7 +76,9 @@ def source_status(source: SourceConfig, result: SourceResult) -> dict:
 
 
 def recall_all(context: TurnContext, sources: tuple[SourceConfig, ...], *, with_query: bool):
-    results = [(source, recall_source(context, source, with_query=with_query)) for source in sources]
+    requests = [recall_request(context, source, with_query=with_query) for source in sources]
+    with working_set.batch(declared_scopes(requests)):  # one cache round trip for every source's entry
+        results = [(request.source, _produce(request)) for request in requests]
     variables = {source.variable: result.text for source, result in results}
     return variables, [source_status(source, result) for source, result in results]
 

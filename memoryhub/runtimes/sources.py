@@ -4,6 +4,10 @@ Apps register producers in AppConfig.ready; the core never imports diaries, tabl
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from memoryhub.working_set import Scope
+
 from .base import Producer, RecallRequest, SourceResult
 
 KNOWN_VARIABLES: dict[str, str] = {
@@ -16,12 +20,22 @@ KNOWN_VARIABLES: dict[str, str] = {
 BUILTIN_VARIABLES: dict[str, str] = {"userMessage": "the current user message"}
 
 _producers: dict[str, Producer] = {}
+# Which working-set entries a producer will read, so a turn can fetch all of them in one round trip.
+_scopes: dict[str, Callable[[RecallRequest], list[Scope]]] = {}
 
 
-def register_producer(variable: str, producer: Producer) -> None:
+def register_producer(
+    variable: str, producer: Producer, *, scopes: Callable[[RecallRequest], list[Scope]] | None = None
+) -> None:
     if variable not in KNOWN_VARIABLES:
         raise ValueError(f"unknown variable {variable!r}")
     _producers[variable] = producer
+    if scopes is not None:
+        _scopes[variable] = scopes
+
+
+def declared_scopes(requests: list[RecallRequest]) -> list[Scope]:
+    return [scope for r in requests if r.source.variable in _scopes for scope in _scopes[r.source.variable](r)]
 
 
 def get_producer(variable: str) -> Producer | None:

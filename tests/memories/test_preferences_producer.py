@@ -206,7 +206,7 @@ def test_after_a_reindex_the_snapshot_is_rebuilt_from_the_new_index(alice, setti
 
 def test_a_snapshot_cached_before_a_reindex_is_never_compared_with_the_new_identity(alice):
     """Another process's local-memory cache may still hold the old index's vectors and pk: rebuild, never mix."""
-    from memories.services.embedding_index import _ACTIVE_INDEX_SCOPE
+    from memories.services.embedding_index import ACTIVE_INDEX_SCOPE
 
     zh = create(alice)["id"]
     create(alice, proposal(PREFERENCE_EN))
@@ -217,7 +217,7 @@ def test_a_snapshot_cached_before_a_reindex_is_never_compared_with_the_new_ident
         {"id": "mem_old2", "version": 1, "content": {"language": "en", "text": "stale"}, "vector": old_vector},
     ]}
     cache.set(UserScope(alice.product, "u1").working_set_scope.key, stale)
-    cache.set(_ACTIVE_INDEX_SCOPE.key, stale_pk)
+    cache.set(ACTIVE_INDEX_SCOPE.key, stale_pk)
     row = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1}})
     result = recall(alice, "请用简洁的中文回复我", scenario_row=row)
     assert result.status == "ok" and result.details["mode"] == "semantic"

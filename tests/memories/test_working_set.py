@@ -158,9 +158,9 @@ def warm(api) -> None:
     """Drop the invalidation markers of the setup, then prepare so that the scenario is cached."""
     cache.clear()
     prepare(api)
-    from memories.services.scenarios import _scope
+    from memories.services.scenarios import scenario_scope
 
-    assert cache.get(_scope(api.product.pk, "gate").key).slug == "gate"
+    assert cache.get(scenario_scope(api.product.pk, "gate").key).slug == "gate"
 
 
 def test_a_scenario_change_reaches_the_next_prepare(alice, gate):
@@ -214,3 +214,32 @@ def test_a_warm_prepare_reads_nothing_from_the_database_but_the_key(alice, gate)
     assert turn["round"] == 2 and json_source(turn)["cached"] is True
     # the API key lookup and the turn record: the round counter, scenario and sources come from the working set
     assert statements.count("SELECT") == 1 and statements.count("INSERT") == 1, queries.captured_queries
+
+
+def test_a_warm_prepare_reads_the_working_set_in_two_round_trips(alice, gate, monkeypatch):
+    prepare(alice)
+    time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
+    prepare(alice)  # everything cached now
+    reads: list[str] = []
+    get, get_many = cache.get, cache.get_many
+    inside_many = []  # the local-memory cache implements get_many with get: count only the outer call
+
+    def counting_get(key, *args, **kwargs):
+        if key.startswith("ws:") and not inside_many:
+            reads.append(f"get {key}")
+        return get(key, *args, **kwargs)
+
+    def counting_get_many(keys, *args, **kwargs):
+        reads.append(f"get_many {len(keys)}")
+        inside_many.append(True)
+        try:
+            return get_many(keys, *args, **kwargs)
+        finally:
+            inside_many.pop()
+
+    monkeypatch.setattr(cache, "get", counting_get)
+    monkeypatch.setattr(cache, "get_many", counting_get_many)
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is True
+    # scenario + round counter in one MGET, every source's entry in another
+    assert reads == ["get_many 2", "get_many 1"], reads
