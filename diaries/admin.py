@@ -15,7 +15,6 @@ from memoryhub.admin_base import ReadOnlyAdmin
 ROWS_SHOWN = 50
 
 
-
 @admin.register(DiaryState)
 class DiaryStateAdmin(ReadOnlyAdmin):
     list_display = ["user_id", "conversation_id", "product", "rounds", "last_diary_round", "updated_at"]

@@ -10,7 +10,6 @@ from memoryhub.runtimes.hinos import commit_acknowledged
 from memoryhub.admin_base import ReadOnlyAdmin
 
 
-
 @admin.register(FailedHinosCommit)
 class FailedHinosCommitAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "product", "user_id", "conversation_id", "turn", "claim_id", "reason", "resolved"]

@@ -23,8 +23,7 @@ from memories.models import (
 from memories.services.longterm import UserScope, memory_delete
 from memories.services.reindex import reindex_pending
 from memoryhub.api.exceptions import ApiError
-from memoryhub.admin_base import ReadOnlyAdmin, pre
-
+from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
 
 
 class UserIdFilter(admin.SimpleListFilter):
@@ -39,8 +38,6 @@ class UserIdFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         return queryset.filter(user_id=self.value()) if self.value() else queryset
-
-
 
 
 @admin.register(LongTermMemory)
@@ -140,15 +137,9 @@ class MemoryOperationAdmin(ReadOnlyAdmin):
     search_fields = ["operation_id", "user_id"]
 
 
-class TaskCheckpointInline(admin.TabularInline):
+class TaskCheckpointInline(ReadOnlyTabularInline):
     model = TaskCheckpoint
-    extra = 0
-    can_delete = False
     fields = ["stage", "data_json", "operation_id", "committed_at"]
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="data")
     def data_json(self, obj) -> str:

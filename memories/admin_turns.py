@@ -13,9 +13,7 @@ from memories.actors import Actor
 from memories.models import Conversation, Event, MemorySource, Message, Scenario, ScenarioVersion, Turn
 from memories.scenario_validation import ScenarioInvalid, validate_scenario
 from memories.services.scenarios import _MODEL_FIELDS, scenario_create, scenario_update
-from memoryhub.admin_base import ReadOnlyAdmin, pre
-
-
+from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
 
 
 class ScenarioForm(forms.ModelForm):
@@ -64,15 +62,9 @@ class MemorySourceInline(admin.TabularInline):
     fields = ["source_id", "agent_ref", "variable", "priority"]
 
 
-class ScenarioVersionInline(admin.TabularInline):
+class ScenarioVersionInline(ReadOnlyTabularInline):
     model = ScenarioVersion
-    extra = 0
-    can_delete = False
     fields = ["version", "actor", "created_at", "snapshot_pretty"]
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="snapshot")
     def snapshot_pretty(self, obj) -> str:
@@ -109,31 +101,18 @@ class ScenarioAdmin(admin.ModelAdmin):
             formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
 
 
-class TurnMessageInline(admin.TabularInline):
+class TurnMessageInline(ReadOnlyTabularInline):
     model = Message
-    extra = 0
-    can_delete = False
     fields = ["role", "round", "content", "superseded"]
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
 
-class TurnEventInline(admin.TabularInline):
+class TurnEventInline(ReadOnlyTabularInline):
     model = Event
-    extra = 0
-    can_delete = False
     fields = ["type", "created_at", "details_pretty"]
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="details")
     def details_pretty(self, obj) -> str:
         return pre(obj.details)
-
 
 
 @admin.register(Turn)

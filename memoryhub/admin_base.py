@@ -20,6 +20,19 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class ReadOnlyTabularInline(admin.TabularInline):
+    """Rows shown beside their parent (history, messages, events): nothing to add, edit or delete."""
+
+    extra = 0
+    can_delete = False
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields or []
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 def pre(value: object) -> str:
     """Render text, or JSON pretty-printed with non-ASCII kept, as an escaped <pre> block."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)

@@ -57,3 +57,12 @@ def test_turn_admin_shows_the_prompt_and_sources(operator, alice):
     assert f"/admin/memories/turn/{turn_id}/change/" in listing
     page = html.unescape(operator.get(f"/admin/memories/turn/{turn_id}/change/").content.decode())
     assert "铜钥匙" in page and "jsonMemory" in page and Turn.objects.get(pk=turn_id).prompt.split("U=")[0] in page
+
+
+def test_scenario_page_lists_its_versions_read_only(operator, alice):
+    alice.post("/v1/scenarios", {"id": "gate", "name": "Gate", "template": "{{userMessage}}"})
+    alice.patch("/v1/scenarios/gate", {"name": "Gate 2"})
+    scenario = Scenario.objects.get(product=alice.product, slug="gate")
+    page = html.unescape(operator.get(f"/admin/memories/scenario/{scenario.pk}/change/").content.decode())
+    assert '"name": "Gate 2"' in page and '"name": "Gate"' in page  # both snapshots shown
+    assert 'name="versions-0-DELETE"' not in page  # history cannot be deleted from the form
