@@ -1,44 +1,30 @@
 """Axon runtimes: recall diaries and tables by user, conversation and source — never by query."""
 from __future__ import annotations
 
-from .base import MemoryWrite, Recall, SourceConfig, TurnContext
-from .common import AXON_VARIABLES, PERSONAL_VARIABLES, allowed_variable_errors, recall_all
+from .base import Recall, TurnContext
+from .common import AXON_VARIABLES, PERSONAL_VARIABLES, LocalRuntime, recall_all
 
 
-class AxonGoRuntime:
+class AxonGoRuntime(LocalRuntime):
     name = "axon_go"
     allowed_variables = AXON_VARIABLES
-    uses_history = False  # recalls by identity (and query), never from the message history
-
-    def validate_sources(self, sources: list[SourceConfig]) -> dict[str, str]:
-        return allowed_variable_errors(sources, self.allowed_variables, self.name)
 
     def recall(self, context: TurnContext) -> Recall:
         variables, statuses = recall_all(context, context.sources, with_query=False)
         return Recall(variables=variables, sources=statuses)
 
-    def commit(self, turn) -> MemoryWrite | None:
-        return None
 
-
-class AxonShadowRuntime:
+class AxonShadowRuntime(LocalRuntime):
     """Serve exactly the personalization result; run the axon recall beside it and record the comparison."""
 
     name = "axon_shadow"
     allowed_variables = PERSONAL_VARIABLES
-    uses_history = False  # recalls by identity (and query), never from the message history
-
-    def validate_sources(self, sources: list[SourceConfig]) -> dict[str, str]:
-        return allowed_variable_errors(sources, self.allowed_variables, self.name)
 
     def recall(self, context: TurnContext) -> Recall:
         served, statuses = recall_all(context, context.sources, with_query=True)
         axon_sources = tuple(s for s in context.sources if s.variable in AXON_VARIABLES)
         shadow, _ = recall_all(context, axon_sources, with_query=False)
         return Recall(variables=served, sources=statuses, state={"shadowComparison": compare(served, shadow)})
-
-    def commit(self, turn) -> MemoryWrite | None:
-        return None
 
 
 def compare(served: dict[str, str], shadow: dict[str, str]) -> dict:

@@ -85,3 +85,18 @@ def recall_all(context: TurnContext, sources: tuple[SourceConfig, ...], *, with_
 
 def uncached(result: SourceResult) -> SourceResult:
     return replace(result, cached=False)
+
+
+class LocalRuntime:
+    """A runtime whose memory lives in memoryhub: sources are checked against `allowed_variables`, and the
+    memory of a committed turn is written by the background work the commit hooks schedule."""
+
+    name: str
+    allowed_variables: frozenset[str]
+    uses_history = False  # recalls by identity (and query), never from the message history
+
+    def validate_sources(self, sources: list[SourceConfig]) -> dict[str, str]:
+        return allowed_variable_errors(sources, self.allowed_variables, self.name)
+
+    def commit(self, turn) -> None:
+        return None
