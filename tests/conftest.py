@@ -155,3 +155,18 @@ def _worker_answers(app) -> bool:
         return bool(app.control.ping(timeout=0.5))
     except Exception:
         return False
+
+
+@pytest.fixture(scope="session")
+def _stub_server():
+    from tests.support.http_server import StubHttpServer
+
+    server = StubHttpServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def stub_server(_stub_server):
+    """A real HTTP server on 127.0.0.1 with no routes and no recorded requests (see tests/support)."""
+    return _stub_server.reset()

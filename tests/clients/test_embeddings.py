@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -31,18 +30,9 @@ def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b))  # inputs are unit vectors
 
 
-@pytest.fixture(scope="module")
-def _shared_server() -> Iterator[StubHttpServer]:
-    stub = StubHttpServer().start()  # one per module: each shutdown costs a 0.5 s poll
-    yield stub
-    stub.stop()
-
-
 @pytest.fixture
-def server(_shared_server: StubHttpServer) -> StubHttpServer:
-    _shared_server.routes.clear()
-    _shared_server.requests.clear()
-    return _shared_server
+def server(stub_server: StubHttpServer) -> StubHttpServer:
+    return stub_server
 
 
 @pytest.fixture(scope="module")

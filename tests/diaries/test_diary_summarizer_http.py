@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -25,22 +24,13 @@ def completion(content: str) -> Reply:
                        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[StubHttpServer]:
-    stub = StubHttpServer().start()
-    yield stub
-    stub.stop()
-
-
 @pytest.fixture
-def server(_server: StubHttpServer, settings) -> StubHttpServer:
-    _server.routes.clear()
-    _server.requests.clear()
-    settings.SUMMARIZER_BASE_URL = f"{_server.url}/v1"
+def server(stub_server: StubHttpServer, settings) -> StubHttpServer:
+    settings.SUMMARIZER_BASE_URL = f"{stub_server.url}/v1"
     settings.SUMMARIZER_MODEL = "test-model"
     settings.SUMMARIZER_API_KEY = "sk-test"
     settings.SUMMARIZER_TIMEOUT_SECONDS = 0.5
-    return _server
+    return stub_server
 
 
 def _due_turn(product, diary: dict | None = None, category: str = ""):

@@ -74,7 +74,8 @@ class StubHttpServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _RequestHandler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval: shutdown() waits for it (0.5 s by default).
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -83,6 +84,12 @@ class StubHttpServer:
 
     def route(self, method: str, path: str, handler: Handler | Reply) -> None:
         self.routes[(method, path)] = handler if callable(handler) else (lambda _request, _reply=handler: _reply)
+
+    def reset(self) -> StubHttpServer:
+        """Forget routes and recorded requests, so one server can serve a whole test session."""
+        self.routes.clear()
+        self.requests.clear()
+        return self
 
     def start(self) -> StubHttpServer:
         self._thread.start()
