@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.api.common import conversation_address
-from memoryhub.api.exceptions import InvalidRequest
+from memoryhub.errors import InvalidRequest
 from memoryhub.api.pagination import page_params
 
 from .selectors import diary_entries_page

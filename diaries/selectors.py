@@ -5,7 +5,7 @@ from datetime import datetime
 
 from memories.models import Product, Scenario, Turn
 from memoryhub import working_set
-from memoryhub.api.pagination import keyset_page
+from memoryhub.pagination import keyset_page
 
 from .models import KIND_SUMMARY_AND_DIARY, DiaryEntry, DiaryPlanRecord
 from .planning import FREE_CATEGORY

@@ -9,7 +9,7 @@ from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
 from memories.services.documents import DocumentAddress, memory_document_replace
 from memories.services.products import api_key_create, api_key_revoke
-from memoryhub.api.exceptions import ApiError
+from memoryhub.errors import DomainError
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -103,7 +103,7 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
                 memory=form.cleaned_data["memory"],
                 actor=Actor.operator(request.user.get_username()),
             )
-        except ApiError as exc:  # lost a race after clean(): say so, never overwrite
+        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
             self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
             obj._not_saved = True
 

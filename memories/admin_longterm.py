@@ -22,7 +22,7 @@ from memories.models import (
 )
 from memories.services.longterm import UserScope, memory_delete
 from memories.services.reindex import reindex_pending
-from memoryhub.api.exceptions import ApiError
+from memoryhub.errors import DomainError
 from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
 
 
@@ -95,7 +95,7 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
             try:
                 self.delete_model(request, memory)
                 deleted += 1
-            except ApiError as exc:
+            except DomainError as exc:
                 self.message_user(request, f"{memory.memory_id} not deleted: {exc.message}", messages.ERROR)
         self.message_user(request, f"Deleted {deleted} memor{'y' if deleted == 1 else 'ies'}.")
 

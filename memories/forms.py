@@ -8,7 +8,7 @@ from django import forms
 from memories.models import MemoryDocument, Product
 from memories.schemas import check_memory_against_schema, validate_schema_definition
 from memories.validation import validate_memory
-from memoryhub.api.exceptions import ApiError
+from memoryhub.errors import DomainError
 
 
 class ProductForm(forms.ModelForm):
@@ -22,7 +22,7 @@ class ProductForm(forms.ModelForm):
             return None
         try:
             validate_schema_definition(schema)
-        except ApiError as exc:
+        except DomainError as exc:
             raise forms.ValidationError(exc.message) from None
         return schema
 
@@ -48,7 +48,7 @@ class MemoryDocumentForm(forms.ModelForm):
         try:
             validate_memory(memory)
             check_memory_against_schema(memory, self.instance.product.memory_schema)
-        except ApiError as exc:
+        except DomainError as exc:
             raise forms.ValidationError(exc.message) from None
         return memory
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from memories.schemas import validate_schema_definition
-from memoryhub.api.exceptions import ApiError
+from memoryhub.errors import DomainError
 from memoryhub.runtimes import hooks
 from memoryhub.runtimes.base import SourceConfig
 from memoryhub.runtimes.registry import DEFAULT_RUNTIME, RUNTIMES, get_runtime
@@ -19,7 +19,7 @@ DEFAULTS = {"memoryRuntime": DEFAULT_RUNTIME, "memorySources": [], "template": "
 SOURCE_FIELDS = {"id", "agentRef", "variable", "priority"}
 
 
-class ScenarioInvalid(ApiError):
+class ScenarioInvalid(DomainError):
     """400 with every failing field named in details.fields."""
 
     def __init__(self, errors: dict[str, str]):
@@ -72,7 +72,7 @@ def _check_scalars(out: dict, errors: dict[str, str]) -> None:
     if out["memorySchema"] is not None:
         try:
             validate_schema_definition(out["memorySchema"])
-        except ApiError as exc:
+        except DomainError as exc:
             errors["memorySchema"] = exc.message
 
 

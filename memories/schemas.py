@@ -7,7 +7,7 @@ from functools import lru_cache
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from memoryhub.api.exceptions import InvalidRequest, RejectedByPolicy
+from memoryhub.errors import InvalidRequest, RejectedByPolicy
 
 
 def validate_schema_definition(schema: object) -> None:

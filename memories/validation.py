@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from memoryhub.api.exceptions import InvalidMemory, InvalidRequest, MemoryTooLarge
+from memoryhub.errors import InvalidMemory, InvalidRequest, MemoryTooLarge
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.@-]{1,128}")
 MAX_MEMORY_BYTES = 65_536

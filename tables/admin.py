@@ -6,7 +6,7 @@ from django.http import HttpResponseRedirect
 from django.utils.html import format_html, format_html_join
 
 from memories.actors import Actor
-from memoryhub.api.exceptions import ApiError
+from memoryhub.errors import DomainError
 from tables.forms import MemoryTableForm
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.selectors import table_edit_records, tables_list
@@ -100,7 +100,7 @@ class MemoryTableAdmin(admin.ModelAdmin):
                 table=MemoryTable.objects.get(pk=obj.pk), expected_version=form.cleaned_data["loaded_version"],
                 rows=form.cleaned_data["rows"], actor=Actor.operator(request.user.get_username()),
             )
-        except ApiError as exc:  # lost a race after clean(): say so, never overwrite
+        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
             self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
             obj._not_saved = True
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django import forms
 
-from memoryhub.api.exceptions import ApiError
+from memoryhub.errors import DomainError
 from tables.models import MemoryTable
 from tables.validation import validate_rows
 
@@ -31,7 +31,7 @@ class MemoryTableForm(forms.ModelForm):
         rows = self.cleaned_data["rows"]
         try:
             return validate_rows(rows, columns=self.instance.columns, max_rows=self.instance.max_rows)
-        except ApiError as exc:
+        except DomainError as exc:
             raise forms.ValidationError(exc.message) from None
 
     def clean(self):

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.db.models import Q
 
-from memoryhub.api.exceptions import NotFound
-from memoryhub.api.pagination import keyset_page
+from memoryhub.errors import NotFound
+from memoryhub.pagination import keyset_page
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.services import TableAddress
 

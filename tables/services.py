@@ -18,7 +18,7 @@ from memories.actors import Actor
 from memories.models import Product, Turn
 from memories.services.events import event_emit
 from memoryhub import metrics, working_set
-from memoryhub.api.exceptions import NotFound, RevisionConflict
+from memoryhub.errors import NotFound, RevisionConflict
 from tables.applying import TableState
 from tables.models import MemoryTable, MemoryTableVersion
 from tables.validation import validate_rows
@@ -153,7 +153,7 @@ def table_replace(*, table: MemoryTable, expected_version: int, rows: list[list[
 def _conflict(current: int) -> RevisionConflict:
     metrics.CONFLICTS.labels(kind="memory_table").inc()
     return RevisionConflict(
-        current, field="currentVersion", message=f"the table is at version {current}; re-read and decide again"
+        current, versioned=True, message=f"the table is at version {current}; re-read and decide again"
     )
 
 

@@ -20,7 +20,7 @@ from django.db.models import F
 
 from memories.models import Conversation, Turn
 from memories.services.events import event_emit_for_turn
-from memoryhub.api.exceptions import RevisionConflict
+from memoryhub.errors import RevisionConflict
 from tables.applying import ApplyResult, apply_calls
 from tables.models import MemoryTable, TableEditRecord
 from tables.parsing import ParseResult, parse_table_edits

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from memoryhub.api.exceptions import InvalidRequest
+from memoryhub.errors import InvalidRequest
 from memoryhub.runtimes.hooks import SectionInvalid
 from tables.applying import RULE_KEYS
 from tables.presets import plugin_default_tables

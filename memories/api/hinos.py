@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from memories.services.hinos_server import PrepareRequest, hinos_commit, hinos_prepare
 from memories.validation import validate_identifier
-from memoryhub.api.exceptions import InvalidRequest
+from memoryhub.errors import InvalidRequest
 from memoryhub.api.fields import IdentifierField, StrictCharField, StrictSerializer
 
 from .common import validated

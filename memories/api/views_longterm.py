@@ -18,7 +18,7 @@ from memories.services.longterm import (
 )
 from memories.services.operations import Operation, Outcome
 from memories.validation import validate_identifier
-from memoryhub.api.exceptions import InvalidRequest, NotFound
+from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.api.pagination import page_params
 
 from . import serializers_longterm as s

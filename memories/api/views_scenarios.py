@@ -12,7 +12,8 @@ from memories.services.scenarios import (
     scenario_to_dict,
     scenario_update,
 )
-from memoryhub.api.pagination import keyset_page, page_params
+from memoryhub.api.pagination import page_params
+from memoryhub.pagination import keyset_page
 
 from .common import iso
 from .serializers_turns import ScenarioSerializer

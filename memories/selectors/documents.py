@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from memories.models import MemoryDocument, MemoryRevision
 from memories.services.documents import DocumentAddress
-from memoryhub.api.pagination import keyset_page
+from memoryhub.pagination import keyset_page
 
 
 def _filter(model, address: DocumentAddress):

@@ -18,8 +18,8 @@ from memories.models import LongTermMemory, Task, TaskReport
 from memories.services.embedding_index import index_in_use
 from memories.services.longterm import UserScope, searchable_kinds
 from memories.services.vectors import TABLE
-from memoryhub.api.exceptions import InvalidRequest, NotFound
-from memoryhub.api.pagination import decode_cursor, encode_cursor, keyset_page
+from memoryhub.errors import InvalidRequest, NotFound
+from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
 
 KEYWORD, SEMANTIC = "keyword", "semantic"
 MAX_RESULTS = 1000  # deepest position a search cursor may reach

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from memories.models import Event, Message
 from memories.services.documents import DocumentAddress
-from memoryhub.api.pagination import keyset_page
+from memoryhub.pagination import keyset_page
 
 
 def messages_page(address: DocumentAddress, *, cursor: str | None, limit: int) -> tuple[list, str | None]:

@@ -14,7 +14,7 @@ import json
 from django.db import IntegrityError, transaction
 
 from memories.models import Task, TaskCheckpoint, TaskReport
-from memoryhub.api.exceptions import Conflict, InvalidRequest
+from memoryhub.errors import Conflict, InvalidRequest
 
 from .longterm import UserScope
 from .operations import Operation, Outcome, operation_commit, operation_replay

@@ -11,7 +11,7 @@ from memories.models import MemoryDocument, MemoryRevision, Product
 from memories.schemas import check_memory_against_schema
 from memories.validation import validate_memory, validate_revision
 from memoryhub import metrics, working_set
-from memoryhub.api.exceptions import InternalInconsistency, RevisionConflict
+from memoryhub.errors import InternalInconsistency, RevisionConflict
 
 JSON_MEMORY_VARIABLE = "jsonMemory"
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from memories.models import Event, Turn
 from memories.services.events import event_emit_for_turn
 from memories.services.turns import turn_commit
-from memoryhub.api.exceptions import Conflict
+from memoryhub.errors import Conflict
 from memoryhub.clients.errors import UpstreamError
 from memoryhub.runtimes.hinos import (
     FAILED_EVENT,

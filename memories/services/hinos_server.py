@@ -24,7 +24,7 @@ from django.utils import timezone
 from memories.models import Conversation, Event, HinosClaim, Message, Product, Scenario, Turn
 from memories.services.events import event_emit_for_turn
 from memories.services.scenarios import scenario_get, scenario_sources
-from memoryhub.api.exceptions import Conflict, NotFound
+from memoryhub.errors import Conflict, NotFound
 from memoryhub.runtimes import hooks
 from memoryhub.runtimes.base import MemoryWrite, SourceConfig, SourceResult, TurnContext
 from memoryhub.runtimes.common import recall_source, source_status

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memories.models import IdempotencyRecord, Product
-from memoryhub.api.exceptions import ApiError, IdempotencyKeyReused, InvalidRequest
+from memoryhub.errors import DomainError, IdempotencyKeyReused, InvalidRequest
 
 MAX_KEY_LENGTH = 255
 
@@ -40,7 +40,7 @@ def idempotent_call(
                 product=product, key=key, request_hash=fingerprint, status_code=status, response=body
             )
         return status, body, False
-    except (ApiError, IntegrityError):
+    except (DomainError, IntegrityError):
         # A concurrent request with the same key may have won meanwhile: answer with its result.
         replay = _replay(product, key, fingerprint)
         if replay:

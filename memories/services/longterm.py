@@ -17,7 +17,7 @@ from memories import admission, keyword
 from memories.actors import Actor
 from memories.models import AdmissionRefusal, LongTermMemory, LongTermMemoryVersion, Product
 from memoryhub import working_set
-from memoryhub.api.exceptions import NotFound, RejectedByPolicy, RevisionConflict
+from memoryhub.errors import NotFound, RejectedByPolicy, RevisionConflict
 
 from .embedding_index import IndexInUse, index_in_use, lock_for_write
 from .operations import Operation, Outcome, operation_commit, operation_replay
@@ -172,7 +172,7 @@ def memory_update(*, scope: UserScope, memory_id: str, expected_version: int, pr
             embedding=vector if in_use.backend.stores_in_row else None, embedding_index=in_use.index,
         )
         if not updated:
-            raise RevisionConflict(_existing(scope, memory_id).version, field="currentVersion",
+            raise RevisionConflict(_existing(scope, memory_id).version, versioned=True,
                                    message=f"the stored version is not {expected_version}; re-read and decide again")
         memory = _existing(scope, memory_id)
         in_use.backend.upsert(in_use.index, memory, vector)
@@ -190,7 +190,7 @@ def memory_delete(*, scope: UserScope, memory_id: str, actor: Actor, expected_ve
         if memory is None:
             raise NotFound(f"no memory {memory_id!r} for this user")
         if expected_version is not None and memory.version != expected_version:
-            raise RevisionConflict(memory.version, field="currentVersion")
+            raise RevisionConflict(memory.version, versioned=True)
         if memory.embedding_index is not None:
             backend_named(memory.embedding_index.backend).delete(memory.embedding_index, [memory.pk])
         _history(memory, "deleted", actor, None)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 
 from memories.models import MemoryOperation, Product
-from memoryhub.api.exceptions import ApiError, InvalidRequest
+from memoryhub.errors import DomainError, InvalidRequest, RejectedByPolicy
 
 OPERATION_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
 # Test-only fault injection: the process SIGKILLs itself right after committing one of these
@@ -24,8 +24,7 @@ OPERATION_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,128}")
 CRASH_ENV = "MEMORYHUB_CRASH_AFTER_COMMIT"
 
 
-class OperationIdReused(ApiError):
-    status_code = 422
+class OperationIdReused(RejectedByPolicy):
     code = "operation_id_reused"
 
 

@@ -9,7 +9,7 @@ from memories.actors import Actor
 from memories.models import MemorySource, Product, Scenario, ScenarioVersion
 from memories.scenario_validation import CORE_FIELDS, ScenarioInvalid, validate_scenario
 from memoryhub import working_set
-from memoryhub.api.exceptions import Conflict, NotFound
+from memoryhub.errors import Conflict, NotFound
 from memoryhub.runtimes.base import SourceConfig
 
 _MODEL_FIELDS = {

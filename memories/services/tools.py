@@ -14,7 +14,7 @@ from memories.actors import Actor
 from memories.models import Product, Scenario
 from memories.selectors.documents import memory_document_get
 from memories.services.documents import DocumentAddress, memory_document_replace
-from memoryhub.api.exceptions import Forbidden, InvalidRequest, NotFound, RevisionConflict
+from memoryhub.errors import Forbidden, InvalidRequest, NotFound, RevisionConflict
 
 TOKEN_PREFIX = "mht_"
 _SALT = "memoryhub.tool-token"

@@ -14,7 +14,7 @@ from memories.services.documents import DocumentAddress
 from memories.services.events import event_emit_for_turn
 from memories.services.scenarios import scenario_for_turn, scenario_scope, scenario_sources
 from memoryhub import working_set
-from memoryhub.api.exceptions import Conflict, InvalidRequest, NotFound
+from memoryhub.errors import Conflict, InvalidRequest, NotFound
 from memoryhub.runtimes import hooks
 from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, MemoryWrite, TurnContext
 from memoryhub.runtimes.registry import get_runtime

@@ -11,9 +11,8 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from memoryhub.clients.errors import UpstreamError
-
-from .exceptions import ApiError
+from memoryhub import errors
+from memoryhub.clients.errors import DependencyUnavailable, UpstreamError, UpstreamTimeout
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +37,25 @@ _DRF_CODES = {
 }
 
 
+# The one place domain errors become HTTP: the most specific class in an error's MRO wins.
+STATUS_BY_ERROR: dict[type[Exception], int] = {
+    errors.DomainError: 400,
+    errors.MemoryTooLarge: 413,
+    errors.RejectedByPolicy: 422,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.InternalInconsistency: 500,
+    UpstreamError: 502,
+    UpstreamTimeout: 504,
+    DependencyUnavailable: 503,
+}
+
+
+def status_for(exc: Exception) -> int:
+    return next(STATUS_BY_ERROR[cls] for cls in type(exc).__mro__ if cls in STATUS_BY_ERROR)
+
+
 def envelope(code: str, message: str, details: dict | None = None) -> dict:
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
@@ -49,10 +67,8 @@ def envelope_exception_handler(exc: Exception, context: dict) -> Response | None
 
 
 def _describe(exc: Exception) -> tuple[int, dict, dict]:
-    if isinstance(exc, ApiError):
-        return exc.status_code, envelope(exc.code, exc.message, exc.details), {}
-    if isinstance(exc, UpstreamError):
-        return exc.status, envelope(exc.code, exc.message, exc.details), {}
+    if isinstance(exc, (errors.DomainError, UpstreamError)):
+        return status_for(exc), envelope(exc.code, exc.message, exc.details), {}
     if isinstance(exc, drf.APIException):
         return _describe_drf(exc)
     if isinstance(exc, Http404):

@@ -1,4 +1,4 @@
-"""Typed failures of outbound calls, mapped once to HTTP by the API layer."""
+"""Typed failures of outbound calls; memoryhub.api.handler maps them to 502, 503 or 504."""
 from __future__ import annotations
 
 
@@ -6,7 +6,6 @@ class UpstreamError(Exception):
     """An outbound dependency failed; `code` is the envelope's error code."""
 
     code = "upstream_failed"
-    status = 502
 
     def __init__(self, message: str, *, service: str, details: dict | None = None):
         super().__init__(message)
@@ -23,28 +22,24 @@ class UpstreamTimeout(UpstreamError):
     """The dependency did not answer within its timeout."""
 
     code = "upstream_timeout"
-    status = 504
 
 
 class UpstreamUnavailable(UpstreamError):
     """The dependency could not be reached (connection refused, DNS, 5xx)."""
 
     code = "upstream_failed"
-    status = 502
 
 
 class UpstreamProtocolError(UpstreamError):
     """The dependency answered, but not in its protocol (shape, types, dimension)."""
 
     code = "upstream_failed"
-    status = 502
 
 
 class DependencyUnavailable(UpstreamError):
     """A dependency memoryhub cannot work without right now (e.g. the embedder): 503."""
 
     code = "dependency_unavailable"
-    status = 503
 
 
 def _rebuild(cls: type[UpstreamError], message: str, service: str, details: dict) -> UpstreamError:

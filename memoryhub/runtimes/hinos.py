@@ -50,7 +50,6 @@ class HinosCommitRequired(UpstreamError):
     """The reply is stored, but the Hinos commit failed and the scenario requires memory ingest."""
 
     code = "upstream_failed"
-    status = 502
 
 
 class HinosRuntime:

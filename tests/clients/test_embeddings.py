@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+from memoryhub.api.handler import status_for
 from memoryhub.clients.embedding_server import ServerOptions, make_server, serve_in_thread
 from memoryhub.clients.embeddings import (
     DIMENSION_MISMATCH,
@@ -156,7 +157,7 @@ def test_openai_server_error_is_dependency_unavailable_503(server: StubHttpServe
     server.route("POST", "/embeddings", Reply(500, {"error": "boom"}))
     with pytest.raises(DependencyUnavailable) as caught:
         OpenAIEmbedder(server.url, "m", 2, None, 5).embed(["x"])
-    assert caught.value.status == 503 and caught.value.code == "dependency_unavailable"
+    assert status_for(caught.value) == 503 and caught.value.code == "dependency_unavailable"
     assert caught.value.details["status"] == 500
 
 
@@ -170,7 +171,7 @@ def test_openai_timeout_is_upstream_timeout_504(server: StubHttpServer) -> None:
     server.route("POST", "/embeddings", Reply(200, {"data": []}, delay_seconds=2))
     with pytest.raises(UpstreamTimeout) as caught:
         OpenAIEmbedder(server.url, "m", 2, None, 0.2).embed(["x"])
-    assert caught.value.status == 504
+    assert status_for(caught.value) == 504
 
 
 def test_openai_recovers_once_the_server_is_back(server: StubHttpServer) -> None:

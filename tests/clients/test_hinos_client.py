@@ -5,6 +5,7 @@ import socket
 
 import pytest
 
+from memoryhub.api.handler import status_for
 from memoryhub.clients.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
 from memoryhub.clients.hinos import (
     HinosClient,
@@ -85,14 +86,14 @@ def test_timeout_is_upstream_timeout(server: StubHttpServer) -> None:
     server.route("POST", "/v1/memory/prepare", Reply(200, PREPARED, delay_seconds=2))
     with pytest.raises(UpstreamTimeout) as caught:
         prepare(HinosClient(server.url, timeout_ms=200))
-    assert caught.value.status == 504 and caught.value.service == "hinos"
+    assert status_for(caught.value) == 504 and caught.value.service == "hinos"
 
 
 def test_server_error_is_upstream_unavailable(server: StubHttpServer) -> None:
     server.route("POST", "/v1/memory/prepare", Reply(500, {"error": "boom"}))
     with pytest.raises(UpstreamUnavailable) as caught:
         prepare(HinosClient(server.url))
-    assert caught.value.status == 502 and caught.value.service == "hinos"
+    assert status_for(caught.value) == 502 and caught.value.service == "hinos"
     assert caught.value.details["status"] == 500
 
 
@@ -125,7 +126,7 @@ def test_malformed_prepare_response_is_a_protocol_error(server: StubHttpServer, 
     server.route("POST", "/v1/memory/prepare", reply)
     with pytest.raises(UpstreamProtocolError) as caught:
         prepare(HinosClient(server.url))
-    assert caught.value.status == 502 and caught.value.service == "hinos"
+    assert status_for(caught.value) == 502 and caught.value.service == "hinos"
 
 
 def test_commit_ok(server: StubHttpServer) -> None:

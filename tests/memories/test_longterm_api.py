@@ -111,7 +111,7 @@ def test_patch_with_a_stale_version_is_409_with_the_current_version_and_changes_
     assert alice.patch(f"{memories_url()}/{record['id']}", update_body(expected=1)).status_code == 200
     stale = update_body(PREFERENCE_ZH, expected=1)
     error = assert_envelope(alice.patch(f"{memories_url()}/{record['id']}", stale), 409, "revision_conflict")
-    assert error["details"] == {"currentVersion": 2}
+    assert error["details"] == {"currentRevision": 2, "currentVersion": 2}
     assert alice.get(f"{memories_url()}/{record['id']}").json()["content"]["language"] == "en"
 
 
@@ -183,7 +183,7 @@ def test_delete_removes_the_record_and_keeps_its_history(alice):
 def test_delete_with_a_stale_expected_version_is_409(alice):
     record = create(alice)
     error = assert_envelope(alice.delete(f"{memories_url()}/{record['id']}?expectedVersion=2"), 409)
-    assert error["details"] == {"currentVersion": 1}
+    assert error["details"] == {"currentRevision": 1, "currentVersion": 1}
     assert_envelope(alice.delete(f"{memories_url()}/{record['id']}?expectedVersion=x"), 400)
     assert alice.delete(f"{memories_url()}/{record['id']}?expectedVersion=1").status_code == 204
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoryhub.api.exceptions import RevisionConflict
+from memoryhub.errors import RevisionConflict
 from tables import faults, turn_edits
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.services import WriteCause, table_replace, tables_ensure
@@ -82,7 +82,7 @@ def test_stale_version_is_a_conflict_and_changes_nothing(alice):
     table_replace(table=t, expected_version=1, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops"))
     with pytest.raises(RevisionConflict) as caught:
         table_replace(table=t, expected_version=1, rows=[["x", "", "", ""]], cause=WriteCause("operator", "ops"))
-    assert caught.value.details == {"currentVersion": 2}
+    assert caught.value.details == {"currentRevision": 2, "currentVersion": 2}
     assert rows(alice.product) == [["a", "b", "c", "d"]]
 
 

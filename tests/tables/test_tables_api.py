@@ -61,7 +61,7 @@ def test_manual_edit_with_the_same_rows_keeps_the_version(alice, applied):
 def test_stale_manual_edit_is_409_with_the_current_version_and_changes_nothing(alice, applied):
     url = f"{CONV}/tables/{table_id(alice.product)}"
     error = assert_envelope(alice.put(url, {"expectedVersion": 1, "rows": []}), 409, "revision_conflict")
-    assert error["details"] == {"currentVersion": 2}
+    assert error["details"] == {"currentRevision": 2, "currentVersion": 2}
     assert alice.get(url).json()["rows"] == [["五月一日", "", "灯塔", ""]]
     assert alice.get(url).json()["version"] == 2
 

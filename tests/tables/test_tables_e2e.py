@@ -126,7 +126,7 @@ def test_a_stale_manual_edit_is_409(alice, celery_worker_process):
     wait_event(alice, "table.updated", first["turnId"])
     url = f"{CONV}/tables/{tables(alice)[0]['id']}"
     error = assert_envelope(alice.put(url, {"expectedVersion": 1, "rows": []}), 409, "revision_conflict")
-    assert error["details"] == {"currentVersion": 2}
+    assert error["details"] == {"currentRevision": 2, "currentVersion": 2}
     assert alice.put(url, {"expectedVersion": 2, "rows": []}).json()["version"] == 3
     assert "（此表格当前为空）" in prepare(alice)["prompt"].split("* 1:")[0]
 
