@@ -146,9 +146,11 @@ def load_memoryhub(texts: list[str], vectors: np.ndarray):
     from django.core.management import call_command
     from django.db import connection
 
-    from memories.models import LongTermMemory, Product
-    from memories.services.embedding_index import index_in_use
-    from memories.services.longterm import UserScope
+    from memories.models import Product
+
+    from memories.longterm.models import LongTermMemory
+    from memories.longterm.services.embedding_index import index_in_use
+    from memories.longterm.services.memories import UserScope
     from memories.services.products import product_create
 
     call_command("migrate", verbosity=0)
@@ -169,9 +171,9 @@ def load_memoryhub(texts: list[str], vectors: np.ndarray):
 def _copy_rows(product, in_use, texts: list[str], vectors: np.ndarray) -> float:
     from django.db import connection
 
-    from memories import keyword
-    from memories.models import LongTermMemory
-    from memories.services.vectors import vector_literal
+    from memories.longterm import keyword
+    from memories.longterm.models import LongTermMemory
+    from memories.longterm.services.vectors import vector_literal
 
     LongTermMemory.objects.filter(product=product).delete()
     columns = ("product_id, user_id, memory_id, kind, content, evidence, source, version, search_text, embedding, "
@@ -190,7 +192,7 @@ def _copy_rows(product, in_use, texts: list[str], vectors: np.ndarray) -> float:
 
 
 def memoryhub_search_ms(scope, query: str) -> float:
-    from memories.selectors.longterm import memory_search
+    from memories.longterm.selectors import memory_search
 
     started = time.perf_counter()
     page = memory_search(scope, mode="semantic", query=query, limit=10, cursor=None)
@@ -251,7 +253,7 @@ def interleaved(scope, mem0: Mem0 | None, queries: list[str], indexes: range, pr
 
 def precomputed_embeddings(queries: list[str], query_vectors: np.ndarray) -> None:
     """memoryhub without the HTTP embedding call: the same vectors the server returns, from a table."""
-    from memories.services.embedding_index import IndexInUse
+    from memories.longterm.services.embedding_index import IndexInUse
 
     table = {query: vector.tolist() for query, vector in zip(queries, query_vectors)}
     IndexInUse.embed_one = lambda self, text: table[text]
@@ -260,7 +262,7 @@ def precomputed_embeddings(queries: list[str], query_vectors: np.ndarray) -> Non
 def exact_top10(scope, in_use, vector) -> list[int]:
     from django.db import connection, transaction
 
-    from memories.services.vectors import vector_literal
+    from memories.longterm.services.vectors import vector_literal
 
     sql = (f"SELECT id FROM memories_longtermmemory WHERE embedding_index_id = {int(in_use.index.pk)} "
            f"AND product_id = %s AND user_id = %s AND kind = 'preference' "
@@ -283,7 +285,7 @@ def recall_at_10(scope, in_use, query_vectors: np.ndarray) -> float:
 def explain(scope, in_use, vector) -> str:
     from django.db import connection, transaction
 
-    from memories.services.vectors import EF_SEARCH, vector_literal
+    from memories.longterm.services.vectors import EF_SEARCH, vector_literal
 
     sql = (f"EXPLAIN SELECT id FROM memories_longtermmemory WHERE embedding_index_id = {int(in_use.index.pk)} "
            f"AND product_id = %s AND user_id = %s AND kind IN ('preference') "

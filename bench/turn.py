@@ -39,7 +39,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
-from memories.models import MemoryDocument, Product  # noqa: E402
+from memories.models import MemoryDocument, Product
 from memories.services.products import product_create  # noqa: E402
 from memoryhub import working_set  # noqa: E402
 from memoryhub.runtimes import hooks  # noqa: E402

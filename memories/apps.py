@@ -8,4 +8,3 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from . import producers  # noqa: F401  registers this app's variable producers
         from . import tasks  # noqa: F401  registers the turn-commit audit hook
-        from memoryhub.runtimes import hinos  # noqa: F401  registers the "hinos" scenario section

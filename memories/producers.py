@@ -27,4 +27,3 @@ def json_memory_scopes(request: RecallRequest) -> list[working_set.Scope]:
 
 
 register_producer("jsonMemory", produce_json_memory, scopes=json_memory_scopes)
-from . import producers_longterm  # noqa: E402,F401  registers the `preferences` producer

@@ -29,6 +29,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: the docs page works offline
     "django_filters",
     "memories",
+    "memories.longterm",
+    "memories.hinos",
     "diaries",
     "tables",
 ]

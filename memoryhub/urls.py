@@ -17,10 +17,10 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("v1/", include("memories.api.urls")),
-    path("v1/", include("memories.api.urls_longterm")),
+    path("v1/", include("memories.longterm.api.urls")),
     path("v1/", include("diaries.urls")),
     path("v1/", include("tables.urls")),
-    path("hinos/v1/", include("memories.api.urls_hinos")),
+    path("hinos/v1/", include("memories.hinos.api.urls")),
 ]
 
 handler400 = handler.json_400

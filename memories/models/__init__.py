@@ -1,9 +1,8 @@
-from .documents import IdempotencyRecord, MemoryDocument, MemoryRevision
+from .documents import MemoryDocument, MemoryRevision
 from .products import ApiKey, Product
 from .scenarios import MemorySource, Scenario, ScenarioVersion
 from .turns import Conversation, Event, Message, Turn
-from .hinos import FailedHinosCommit, HinosClaim  # noqa: F401  the Hinos server's claims
-from .longterm import AdmissionRefusal, EmbeddingIndex, LongTermMemory, LongTermMemoryVersion, MemoryOperation, Task, TaskCheckpoint, TaskReport  # noqa: F401
+from .runonce import IdempotencyRecord, MemoryOperation
 
 __all__ = [
     "ApiKey",
@@ -11,6 +10,7 @@ __all__ = [
     "Event",
     "IdempotencyRecord",
     "MemoryDocument",
+    "MemoryOperation",
     "MemoryRevision",
     "MemorySource",
     "Message",

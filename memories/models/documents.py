@@ -49,20 +49,3 @@ class MemoryRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}/{self.conversation_id} r{self.revision} by {self.actor}"
-
-
-class IdempotencyRecord(models.Model):
-    """The first successful response to a request carrying an Idempotency-Key, kept for replays."""
-
-    product = models.ForeignKey(Product, on_delete=models.CASCADE)
-    key = models.CharField(max_length=255)
-    request_hash = models.CharField(max_length=64)
-    status_code = models.PositiveSmallIntegerField()
-    response = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["product", "key"], name="idempotency_key_unique")]
-
-    def __str__(self) -> str:
-        return self.key

@@ -9,7 +9,7 @@ RUNTIMES: dict[str, str] = {
     "personalization": "memoryhub.runtimes.personalization.PersonalizationRuntime",
     "axon_go": "memoryhub.runtimes.axon.AxonGoRuntime",
     "axon_shadow": "memoryhub.runtimes.axon.AxonShadowRuntime",
-    "hinos": "memoryhub.runtimes.hinos.HinosRuntime",
+    "hinos": "memories.hinos.runtime.HinosRuntime",
 }
 DEFAULT_RUNTIME = "personalization"
 

@@ -14,7 +14,7 @@ SCENARIO = {
     "id": "gate", "name": "City gate", "memoryRuntime": "hinos", "template": "{{hinosMemory}} {{userMessage}}",
     "memorySources": [{"id": "external-memory", "agentRef": "hinos", "variable": "hinosMemory"}],
 }
-CHANGELIST = reverse("admin:memories_failedhinoscommit_changelist")
+CHANGELIST = reverse("admin:hinos_failedhinoscommit_changelist")
 
 
 def failed_turn(api, hinos, ingest: str) -> Turn:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from diaries.models import DiaryEntry
-from memories.models import Event, HinosClaim, Message, Turn
+from memories.models import Event, Message, Turn
+from memories.hinos.models import HinosClaim
 from tests.conftest import wait_for
 
 CONV = "/v1/users/u1/conversations/c1"

@@ -9,8 +9,9 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from diaries.models import DiaryEntry
-from memories.models import Conversation, Event, HinosClaim, Message, Turn
-from memories.services.hinos_server import hinos_commit
+from memories.models import Conversation, Event, Message, Turn
+from memories.hinos.models import HinosClaim
+from memories.hinos.services.server import hinos_commit
 from memoryhub.runtimes import hooks
 from tests.conftest import assert_envelope
 

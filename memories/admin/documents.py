@@ -1,0 +1,148 @@
+"""Operator console for products, keys and JSON memory documents."""
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from memories.actors import Actor
+from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
+from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
+from memories.services.documents import DocumentAddress, memory_document_replace
+from memories.services.products import api_key_create, api_key_revoke
+from memoryhub.errors import DomainError
+
+
+class ApiKeyInline(admin.TabularInline):
+    model = ApiKey
+    extra = 0
+    can_delete = False
+    fields = ["name", "prefix", "created_at", "revoked_at"]
+    readonly_fields = ["name", "prefix", "created_at", "revoked_at"]
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False  # keys are created by the "issue a new API key" action, which shows the key once
+
+
+@admin.register(Product)
+class ProductAdmin(admin.ModelAdmin):
+    form = ProductForm
+    list_display = ["name", "id", "created_at"]
+    search_fields = ["name", "id"]
+    readonly_fields = ["id", "created_at"]
+    inlines = [ApiKeyInline]
+    actions = ["issue_api_key"]
+
+    @admin.action(description="Issue a new API key (shown once)")
+    def issue_api_key(self, request, queryset):
+        for product in queryset:
+            issued = api_key_create(product=product, name=f"issued by {request.user.get_username()}")
+            self.message_user(
+                request, f"New key for {product.name}: {issued.plaintext} — copy it now, it is not shown again.",
+                messages.WARNING,
+            )
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if not change:
+            issued = api_key_create(product=obj, name="default")
+            self.message_user(
+                request, f"API key for {obj.name}: {issued.plaintext} — copy it now, it is not shown again.",
+                messages.WARNING,
+            )
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "product", "name", "created_at", "revoked_at"]
+    list_filter = ["revoked_at"]
+    list_select_related = ["product"]
+    search_fields = ["prefix", "product__name", "product__id"]
+    readonly_fields = ["product", "name", "prefix", "created_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request, queryset):
+        active = list(queryset.filter(revoked_at__isnull=True))
+        for api_key in active:
+            api_key_revoke(api_key=api_key)
+        self.message_user(request, f"Revoked {len(active)} key(s).")
+
+
+@admin.register(MemoryDocument)
+class MemoryDocumentAdmin(admin.ModelAdmin):
+    form = MemoryDocumentForm
+    list_display = ["user_id", "conversation_id", "product", "revision", "updated_at"]
+    list_filter = ["product"]
+    list_select_related = ["product"]
+    search_fields = ["user_id", "conversation_id"]
+    readonly_fields = ["product", "user_id", "conversation_id", "revision", "updated_at", "history"]
+    fields = ["product", "user_id", "conversation_id", "revision", "updated_at", "memory", "loaded_revision", "history"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # documents are created by writes through the API
+
+    def history(self, obj) -> str:
+        rows = MemoryRevision.objects.filter(
+            product=obj.product, user_id=obj.user_id, conversation_id=obj.conversation_id
+        ).order_by("-revision")[:50]
+        return format_html(
+            "<table>{}</table>",
+            format_html_join_rows(rows),
+        )
+
+    def save_model(self, request, obj, form, change):
+        address = DocumentAddress(obj.product, obj.user_id, obj.conversation_id)
+        try:
+            memory_document_replace(
+                address=address,
+                expected_revision=form.cleaned_data["loaded_revision"],
+                memory=form.cleaned_data["memory"],
+                actor=Actor.operator(request.user.get_username()),
+            )
+        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
+            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
+            obj._not_saved = True
+
+    def log_change(self, request, obj, message):
+        if getattr(obj, "_not_saved", False):
+            return None  # the service refused the save: no "Changed" entry for a change that did not happen
+        return super().log_change(request, obj, message)
+
+    def response_change(self, request, obj):
+        if getattr(obj, "_not_saved", False):
+            from django.http import HttpResponseRedirect
+
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
+
+
+def format_html_join_rows(rows) -> str:
+    from django.utils.html import format_html_join
+
+    return format_html_join(
+        "",
+        "<tr><td>r{}</td><td>{}:{}</td><td>{}</td><td><pre style='white-space:pre-wrap'>{}</pre></td></tr>",
+        ((r.revision, r.actor_type, r.actor, r.created_at, pretty_json(r.memory)) for r in rows),
+    )
+
+
+@admin.register(MemoryRevision)
+class MemoryRevisionAdmin(admin.ModelAdmin):
+    list_display = ["user_id", "conversation_id", "revision", "actor_type", "actor", "created_at", "product"]
+    list_filter = ["actor_type", "product"]
+    list_select_related = ["product"]
+    search_fields = ["user_id", "conversation_id", "actor"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.selectors.documents import memory_document_get, memory_revisions_page
+from memories.services.documents import memory_document_replace
+from memories.services.idempotency import idempotent_call, request_fingerprint
+from memoryhub.api.pagination import page_params
+
+from .common import conversation_address, validated
+from .serializers.documents import (
+    MemoryReadSerializer,
+    MemoryRevisionPageSerializer,
+    MemoryRevisionSerializer,
+    MemoryWriteResultSerializer,
+    MemoryWriteSerializer,
+)
+
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, description="Repeat-safe retries: same key + same body → same result."
+)
+
+
+class MemoryDocumentView(APIView):
+    """The conversation's JSON memory document (M1–M8)."""
+
+    @extend_schema(responses=MemoryReadSerializer, operation_id="memory_get")
+    def get(self, request, user_id: str, conversation_id: str):
+        revision, memory = memory_document_get(conversation_address(request, user_id, conversation_id))
+        return Response({"revision": revision, "memory": memory})
+
+    @extend_schema(
+        request=MemoryWriteSerializer,
+        responses=MemoryWriteResultSerializer,
+        parameters=[IDEMPOTENCY_HEADER],
+        operation_id="memory_replace",
+    )
+    def put(self, request, user_id: str, conversation_id: str):
+        address = conversation_address(request, user_id, conversation_id)
+        data = validated(MemoryWriteSerializer, request.data)
+
+        def perform() -> tuple[int, dict]:
+            revision = memory_document_replace(
+                address=address, expected_revision=data["expectedRevision"], memory=data["memory"], actor=request.user.actor
+            )
+            return 200, {"revision": revision}
+
+        status, body, replayed = idempotent_call(
+            product=address.product,
+            key=request.headers.get("Idempotency-Key"),
+            fingerprint=request_fingerprint("PUT", request.path, request.data),
+            perform=perform,
+        )
+        return Response(body, status=status, headers={"Idempotent-Replayed": "true"} if replayed else None)
+
+
+class MemoryRevisionListView(APIView):
+    """Every committed revision, newest first (M9)."""
+
+    @extend_schema(
+        responses=MemoryRevisionPageSerializer,
+        parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
+        operation_id="memory_revisions",
+    )
+    def get(self, request, user_id: str, conversation_id: str):
+        cursor, limit = page_params(request)
+        rows, next_cursor = memory_revisions_page(
+            conversation_address(request, user_id, conversation_id), cursor=cursor, limit=limit
+        )
+        return Response({"results": MemoryRevisionSerializer(rows, many=True).data, "next": next_cursor})

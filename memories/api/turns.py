@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.selectors.turns import events_page, messages_page
+from memories.services.turns import TurnRequest, turn_accept, turn_complete, turn_get, turn_prepare
+from memoryhub.api.pagination import page_params
+
+from .common import conversation_address, iso, validated
+from .serializers.turns import EmptySerializer, TurnCompleteSerializer, TurnPrepareSerializer, completion_to_dict, turn_to_dict
+
+PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
+
+
+class TurnPrepareView(APIView):
+    @extend_schema(request=TurnPrepareSerializer, responses={201: dict}, operation_id="turns_prepare")
+    def post(self, request, user_id: str, conversation_id: str):
+        address = conversation_address(request, user_id, conversation_id)
+        data = validated(TurnPrepareSerializer, request.data)
+        turn = turn_prepare(address=address, request=TurnRequest(
+            scenario_slug=data["scenarioId"], user_message=data["userMessage"],
+            subscription_category=data.get("subscriptionCategory"), request_id=data.get("requestId"),
+            replaces_turn_id=data.get("replacesTurnId"),
+        ))
+        return Response(turn_to_dict(turn), status=201)
+
+
+class TurnDetailView(APIView):
+    @extend_schema(responses=dict, operation_id="turns_get")
+    def get(self, request, user_id: str, conversation_id: str, turn_id: int):
+        turn = turn_get(address=conversation_address(request, user_id, conversation_id), turn_id=turn_id)
+        return Response({**turn_to_dict(turn), **completion_to_dict(turn), "runtimeState": turn.runtime_state})
+
+
+class TurnCompleteView(APIView):
+    @extend_schema(request=TurnCompleteSerializer, responses=dict, operation_id="turns_complete")
+    def post(self, request, user_id: str, conversation_id: str, turn_id: int):
+        address = conversation_address(request, user_id, conversation_id)
+        data = validated(TurnCompleteSerializer, request.data)
+        turn = turn_complete(address=address, turn_id=turn_id, assistant_message=data["assistantMessage"])
+        return Response(completion_to_dict(turn))
+
+
+class TurnAcceptView(APIView):
+    @extend_schema(request=EmptySerializer, responses=dict, operation_id="turns_accept")
+    def post(self, request, user_id: str, conversation_id: str, turn_id: int):
+        address = conversation_address(request, user_id, conversation_id)
+        validated(EmptySerializer, request.data or {})
+        return Response(completion_to_dict(turn_accept(address=address, turn_id=turn_id)))
+
+
+class MessageListView(APIView):
+    @extend_schema(responses=dict, parameters=PAGE, operation_id="messages_list")
+    def get(self, request, user_id: str, conversation_id: str):
+        cursor, limit = page_params(request)
+        rows, next_cursor = messages_page(conversation_address(request, user_id, conversation_id), cursor=cursor, limit=limit)
+        results = [{"id": m.pk, "turnId": m.turn_id, "round": m.round, "role": m.role, "content": m.content,
+                    "superseded": m.superseded, "createdAt": iso(m.created_at)} for m in rows]
+        return Response({"results": results, "next": next_cursor})
+
+
+class EventListView(APIView):
+    @extend_schema(responses=dict, parameters=[*PAGE, OpenApiParameter("type", str)], operation_id="events_list")
+    def get(self, request, user_id: str, conversation_id: str):
+        cursor, limit = page_params(request)
+        rows, next_cursor = events_page(
+            conversation_address(request, user_id, conversation_id), cursor=cursor, limit=limit,
+            type=request.query_params.get("type"),
+        )
+        results = [{"id": e.pk, "type": e.type, "turnId": e.turn_id, "details": e.details, "createdAt": iso(e.created_at)}
+                   for e in rows]
+        return Response({"results": results, "next": next_cursor})

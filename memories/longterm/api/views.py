@@ -1,0 +1,163 @@
+"""Long-term memories, search and task checkpoints over HTTP: thin views around one service or selector each."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.longterm.selectors import memory_get, memory_list_page, memory_search, task_get
+from memories.longterm.services.checkpoints import checkpoint_commit, task_report_publish
+from memories.services.idempotency import request_fingerprint
+from memories.longterm.services.memories import (
+    Proposal,
+    UserScope,
+    memory_create,
+    memory_delete,
+    memory_to_dict,
+    memory_update,
+)
+from memories.services.operations import Operation, Outcome
+from memories.validation import validate_identifier
+from memoryhub.errors import InvalidRequest, NotFound
+from memoryhub.api.pagination import page_params
+
+from . import serializers as s
+from memories.api.common import validated
+
+PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
+
+
+def user_scope(request, user_id: str) -> UserScope:
+    return UserScope(request.user.product, validate_identifier(user_id, "userId"))
+
+
+def operation_of(request, scope: UserScope, data: dict, action: str) -> Operation | None:
+    if not data.get("operationId"):
+        return None
+    return Operation(scope.product, scope.user_id, data["operationId"], action,
+                     request_fingerprint(request.method, request.path, request.data))
+
+
+def proposal_of(data: dict) -> Proposal:
+    return Proposal(content=data["content"], evidence=data["evidence"], source=data["source"], consent=data["consent"])
+
+
+def respond(outcome: Outcome) -> Response:
+    return Response(outcome.body, status=outcome.status,
+                    headers={"Operation-Replayed": "true"} if outcome.replayed else None)
+
+
+def known_memory_id(memory_id: str) -> str:
+    if len(memory_id) > 40:  # longer than any id we issue: not found, without touching the database
+        raise NotFound(f"no memory {memory_id[:40]!r}… for this user")
+    return memory_id
+
+
+def optional_version(request) -> int | None:
+    raw = request.query_params.get("expectedVersion")
+    if raw is None:
+        return None
+    if not raw.isdigit() or len(raw) > 15:
+        raise InvalidRequest("expectedVersion must be a positive integer", details={"field": "expectedVersion"})
+    return int(raw)
+
+
+class MemoryListView(APIView):
+    """Create a long-term memory (admission rules apply) or list a user's memories, newest first."""
+
+    @extend_schema(request=s.MemoryCreateSerializer, responses={201: s.MemorySerializer}, operation_id="memories_create")
+    def post(self, request, user_id: str):
+        scope = user_scope(request, user_id)
+        data = validated(s.MemoryCreateSerializer, request.data)
+        return respond(memory_create(
+            scope=scope, kind=data["kind"], proposal=proposal_of(data), actor=request.user.actor,
+            operation=operation_of(request, scope, data, "memory.create"),
+        ))
+
+    @extend_schema(responses=s.MemoryPageSerializer, parameters=[*PAGE, OpenApiParameter("kind", str)],
+                   operation_id="memories_list")
+    def get(self, request, user_id: str):
+        cursor, limit = page_params(request)
+        rows, next_cursor = memory_list_page(user_scope(request, user_id), kind=request.query_params.get("kind"),
+                                             cursor=cursor, limit=limit)
+        return Response({"results": [memory_to_dict(row) for row in rows], "next": next_cursor})
+
+
+class MemoryDetailView(APIView):
+    """One memory: read, compare-and-set update (expectedVersion), delete."""
+
+    @extend_schema(responses=s.MemorySerializer, operation_id="memories_get")
+    def get(self, request, user_id: str, memory_id: str):
+        return Response(memory_to_dict(memory_get(user_scope(request, user_id), known_memory_id(memory_id))))
+
+    @extend_schema(request=s.MemoryUpdateSerializer, responses=s.MemorySerializer, operation_id="memories_update")
+    def patch(self, request, user_id: str, memory_id: str):
+        scope = user_scope(request, user_id)
+        data = validated(s.MemoryUpdateSerializer, request.data)
+        return respond(memory_update(
+            scope=scope, memory_id=known_memory_id(memory_id), expected_version=data["expectedVersion"],
+            proposal=proposal_of(data), actor=request.user.actor,
+            operation=operation_of(request, scope, data, "memory.update"),
+        ))
+
+    @extend_schema(parameters=[OpenApiParameter("expectedVersion", int)], responses={204: None},
+                   operation_id="memories_delete")
+    def delete(self, request, user_id: str, memory_id: str):
+        memory_delete(scope=user_scope(request, user_id), memory_id=known_memory_id(memory_id),
+                      actor=request.user.actor, expected_version=optional_version(request))
+        return Response(status=204)
+
+
+class MemorySearchView(APIView):
+    """Keyword or semantic search over the user's searchable (preference) memories; the mode is echoed."""
+
+    @extend_schema(request=s.SearchSerializer, responses=s.SearchPageSerializer, operation_id="memories_search")
+    def post(self, request, user_id: str):
+        scope = user_scope(request, user_id)
+        data = validated(s.SearchSerializer, request.data)
+        page = memory_search(scope, mode=data["mode"], query=data["query"], limit=data["limit"],
+                             cursor=data.get("cursor"))
+        body = {
+            "mode": page.mode, "query": data["query"], "next": page.next,
+            "results": [{**memory_to_dict(row), "score": round(score, 6)} for row, score in page.results],
+        }
+        if page.embedding_identity:
+            body["embeddingIdentity"] = page.embedding_identity
+        return Response(body)
+
+
+class TaskView(APIView):
+    """A task with its committed stages in commit order and its report: what a resuming client needs."""
+
+    @extend_schema(responses=s.TaskSerializer, operation_id="tasks_get")
+    def get(self, request, user_id: str, task_id: str):
+        return Response(task_get(user_scope(request, user_id), validate_identifier(task_id, "taskId")))
+
+
+class CheckpointView(APIView):
+    """Commit one stage of a task, once."""
+
+    @extend_schema(request=s.CheckpointSerializer, responses={201: s.CheckpointResultSerializer},
+                   operation_id="tasks_checkpoint")
+    def put(self, request, user_id: str, task_id: str, stage: str):
+        scope = user_scope(request, user_id)
+        task_id, stage = validate_identifier(task_id, "taskId"), validate_identifier(stage, "stage")
+        data = validated(s.CheckpointSerializer, request.data)
+        return respond(checkpoint_commit(
+            scope=scope, task_id=task_id, stage=stage, data=data["data"], task_input=data.get("input"),
+            operation=operation_of(request, scope, data, "task.checkpoint"),
+        ))
+
+
+class ReportView(APIView):
+    """Publish a task's final report atomically, once."""
+
+    @extend_schema(request=s.ReportSerializer, responses={201: s.ReportResultSerializer}, operation_id="tasks_report")
+    def put(self, request, user_id: str, task_id: str):
+        scope = user_scope(request, user_id)
+        task_id = validate_identifier(task_id, "taskId")
+        data = validated(s.ReportSerializer, request.data)
+        return respond(task_report_publish(
+            scope=scope, task_id=task_id, data=data["data"],
+            operation=operation_of(request, scope, data, "task.report"),
+        ))

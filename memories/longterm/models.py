@@ -1,0 +1,201 @@
+"""Long-term user memories (SPEC L1–L7), their embedding index, operation ids, and task checkpoints (L8)."""
+from __future__ import annotations
+
+import secrets
+
+from django.db import models
+from django.db.models import Q
+from pgvector.django import VectorField
+
+from memories.models import Product
+
+
+def new_memory_id() -> str:
+    return f"mem_{secrets.token_hex(8)}"
+
+
+class EmbeddingIndex(models.Model):
+    """A vector index pinned to one embedding identity and backend; exactly one is active at a time."""
+
+    STATUSES = [("building", "building"), ("active", "active"), ("retired", "retired")]
+
+    provider = models.CharField(max_length=64)
+    model = models.CharField(max_length=200)
+    dimension = models.PositiveIntegerField()
+    preprocessing = models.CharField(max_length=64)
+    identity_key = models.CharField(max_length=400, help_text="provider:model:dimension:preprocessing")
+    backend = models.CharField(max_length=32, help_text="pgvector, sqlite-exact or qdrant")
+    storage_name = models.CharField(max_length=200, blank=True, help_text="HNSW index or Qdrant collection name")
+    status = models.CharField(max_length=16, choices=STATUSES, default="building")
+    records_indexed = models.PositiveIntegerField(default=0, help_text="Records carried by this index at the last count.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memories_embeddingindex"  # kept from when this lived in the memories app
+        verbose_name_plural = "embedding indexes"
+        constraints = [
+            models.UniqueConstraint(fields=["identity_key", "backend"], name="embedding_index_identity_unique"),
+            models.UniqueConstraint(fields=["status"], condition=Q(status="active"), name="embedding_index_one_active"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.identity_key} on {self.backend} ({self.status})"
+
+
+class LongTermMemory(models.Model):
+    """One admitted long-term memory of a user (e.g. a communication preference), versioned for CAS."""
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=128)
+    memory_id = models.CharField(max_length=40, default=new_memory_id, editable=False)
+    kind = models.CharField(max_length=64)
+    content = models.JSONField()
+    evidence = models.TextField()
+    source = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=1)
+    search_text = models.TextField(blank=True, help_text="Word-segmented text for keyword search (jieba).")
+    # Untyped `vector` so indexes of different dimensions can coexist during a reindex; each index has
+    # its own partial HNSW index on `embedding::vector(n)` (PostgreSQL). On SQLite the column holds text.
+    embedding = VectorField(null=True, blank=True)
+    embedding_index = models.ForeignKey(EmbeddingIndex, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "memories_longtermmemory"  # kept from when this lived in the memories app
+        verbose_name = "long-term memory"
+        verbose_name_plural = "long-term memories"
+        constraints = [
+            models.UniqueConstraint(fields=["product", "memory_id"], name="longterm_memory_id_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["product", "user_id", "kind", "id"], name="longterm_user_kind_idx"),
+            models.Index(fields=["product", "user_id", "id"], name="longterm_user_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} v{self.version}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.product_id}:{self.user_id}:memory:{self.memory_id}"
+
+
+class LongTermMemoryVersion(models.Model):
+    """One committed state of a long-term memory (created, updated or deleted), with who wrote it."""
+
+    ACTIONS = [("created", "created"), ("updated", "updated"), ("deleted", "deleted")]
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=128)
+    memory_id = models.CharField(max_length=40)
+    version = models.PositiveIntegerField()
+    action = models.CharField(max_length=16, choices=ACTIONS)
+    kind = models.CharField(max_length=64)
+    content = models.JSONField()
+    evidence = models.TextField()
+    source = models.TextField(blank=True)
+    operation_id = models.CharField(max_length=128, blank=True)
+    actor_type = models.CharField(max_length=16)
+    actor = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memories_longtermmemoryversion"  # kept from when this lived in the memories app
+        constraints = [
+            models.UniqueConstraint(
+                fields=["product", "memory_id", "version", "action"], name="longterm_version_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["product", "memory_id", "id"], name="longterm_version_idx")]
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} v{self.version} {self.action}"
+
+
+class AdmissionRefusal(models.Model):
+    """A proposed memory that the admission rules refused, with the reason (a read-only audit log)."""
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=128)
+    kind = models.CharField(max_length=64)
+    code = models.CharField(max_length=64)
+    reason = models.TextField()
+    operation_id = models.CharField(max_length=128, blank=True)
+    memory_id = models.CharField(max_length=40, blank=True, help_text="Set when an update was refused.")
+    # Left empty when the refusal was for a secret: the log must not become a copy of it.
+    evidence = models.TextField(blank=True)
+    content = models.JSONField(null=True, blank=True)
+    actor = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memories_admissionrefusal"  # kept from when this lived in the memories app
+        indexes = [models.Index(fields=["product", "user_id", "id"], name="admission_refusal_user_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.code}"
+
+
+class Task(models.Model):
+    """An agent task of a user: its input snapshot (fixed by the first checkpoint) and its stages."""
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=128)
+    task_id = models.CharField(max_length=128)
+    input = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memories_task"  # kept from when this lived in the memories app
+        constraints = [models.UniqueConstraint(fields=["product", "user_id", "task_id"], name="task_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}/{self.task_id}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.product_id}:{self.user_id}:task:{self.task_id}"
+
+
+class TaskCheckpoint(models.Model):
+    """One committed stage of a task; committed once, never changed."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="checkpoints")
+    stage = models.CharField(max_length=128)
+    data = models.JSONField()
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the stage's data.")
+    operation_id = models.CharField(max_length=128)
+    committed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memories_taskcheckpoint"  # kept from when this lived in the memories app
+        constraints = [models.UniqueConstraint(fields=["task", "stage"], name="task_checkpoint_unique")]
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.task} · {self.stage}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.task.key}:{self.stage}"
+
+
+class TaskReport(models.Model):
+    """A task's final report, published atomically once."""
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="report")
+    report = models.JSONField()
+    fingerprint = models.CharField(max_length=64)
+    operation_id = models.CharField(max_length=128, blank=True)
+    published_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "memories_taskreport"  # kept from when this lived in the memories app
+
+    def __str__(self) -> str:
+        return f"report of {self.task}"

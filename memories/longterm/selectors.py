@@ -1,0 +1,159 @@
+"""Reads of long-term memories and tasks; every query is scoped to the product and the user.
+
+Search is honest about what it is: `keyword` matches jieba-segmented words in SQL (a GIN-indexed
+`simple` tsvector on PostgreSQL, LIKE over the same tokens on SQLite), `semantic` ranks by cosine
+distance of real embeddings in the vector backend. Only searchable kinds (`preference`) take part;
+task checkpoints are other tables and never appear.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Case, IntegerField, Value, When
+
+from memories.longterm import keyword
+from memories.longterm.models import LongTermMemory, Task, TaskReport
+from memories.longterm.services.embedding_index import index_in_use
+from memories.longterm.services.memories import UserScope, searchable_kinds
+from memories.longterm.services.vectors import TABLE
+from memoryhub.errors import InvalidRequest, NotFound
+from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
+
+KEYWORD, SEMANTIC = "keyword", "semantic"
+MAX_RESULTS = 1000  # deepest position a search cursor may reach
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    mode: str
+    results: list[tuple[LongTermMemory, float]]
+    next: str | None
+    embedding_identity: str | None = None
+
+
+def _scoped(scope: UserScope):
+    # The vector (kilobytes of text to parse per row) and the token list are never part of an answer.
+    return LongTermMemory.objects.filter(product=scope.product, user_id=scope.user_id).defer("embedding", "search_text")
+
+
+def memory_get(scope: UserScope, memory_id: str) -> LongTermMemory:
+    memory = _scoped(scope).filter(memory_id=memory_id).first()
+    if memory is None:
+        raise NotFound(f"no memory {memory_id!r} for this user")
+    return memory
+
+
+def memory_list_page(scope: UserScope, *, kind: str | None, cursor: str | None, limit: int):
+    queryset = _scoped(scope)
+    if kind:
+        queryset = queryset.filter(kind=kind)
+    return keyset_page(queryset, field="pk", descending=True, cursor=cursor, limit=limit)
+
+
+# ---------------------------------------------------------------------------------------------
+# Search
+# ---------------------------------------------------------------------------------------------
+
+
+def _query_tag(mode: str, query: str) -> str:
+    return hashlib.sha256(f"{mode}\x00{query}".encode()).hexdigest()[:12]
+
+
+def _offset(cursor: str | None, mode: str, query: str) -> int:
+    """A cursor is bound to its mode and query: another search's cursor is a 400, not a wrong page."""
+    state = decode_cursor(cursor)
+    if state is None:
+        return 0
+    valid = isinstance(state, dict) and state.get("q") == _query_tag(mode, query)
+    offset = state.get("o") if valid else None
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 < offset < MAX_RESULTS:
+        raise InvalidRequest("cursor does not belong to this search", details={"field": "cursor"})
+    return offset
+
+
+def _next(mode: str, query: str, offset: int, limit: int, more: bool) -> str | None:
+    if not more or offset + limit >= MAX_RESULTS:
+        return None
+    return encode_cursor({"o": offset + limit, "q": _query_tag(mode, query)})
+
+
+def memory_search(scope: UserScope, *, mode: str, query: str, limit: int, cursor: str | None) -> SearchPage:
+    offset = _offset(cursor, mode, query)
+    if mode == SEMANTIC:
+        return _semantic(scope, query, limit, offset)
+    return _keyword(scope, query, limit, offset)
+
+
+def _keyword(scope: UserScope, query: str, limit: int, offset: int) -> SearchPage:
+    terms = keyword.query_terms(query)
+    if not terms:
+        return SearchPage(KEYWORD, [], None)
+    search = _keyword_postgres if connection.vendor == "postgresql" else _keyword_portable
+    ranked = search(scope, terms, limit + 1, offset)
+    rows = _scoped(scope).in_bulk([pk for pk, _ in ranked])
+    results = [(rows[pk], score) for pk, score in ranked[:limit] if pk in rows]
+    return SearchPage(KEYWORD, results, _next(KEYWORD, query, offset, limit, len(ranked) > limit))
+
+
+def _keyword_postgres(scope: UserScope, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
+    # OR of the terms, each parsed by plainto_tsquery: every term is a bound parameter, never SQL text.
+    tsquery = "(" + " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * len(terms)) + ")"
+    kinds = searchable_kinds()
+    sql = (
+        f"SELECT id, ts_rank({keyword.TSVECTOR_SQL}, {tsquery}) AS score FROM {TABLE} "
+        f"WHERE product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
+        f"AND {keyword.TSVECTOR_SQL} @@ {tsquery} ORDER BY score DESC, id DESC LIMIT %s OFFSET %s"
+    )
+    params = [*terms, scope.product.pk, scope.user_id, *kinds, *terms, limit, offset]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(pk, float(score)) for pk, score in cursor.fetchall()]
+
+
+def _keyword_portable(scope: UserScope, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
+    """SQLite: count the query's tokens present in the space-padded token list (LIKE, escaped by Django)."""
+    hits = sum(
+        (Case(When(search_text__contains=f" {term} ", then=Value(1)), default=Value(0), output_field=IntegerField())
+         for term in terms),
+        Value(0),
+    )
+    rows = (
+        _scoped(scope).filter(kind__in=searchable_kinds()).annotate(hits=hits).filter(hits__gt=0)
+        .order_by("-hits", "-pk").values_list("pk", "hits")[offset: offset + limit]
+    )
+    return [(pk, matched / len(terms)) for pk, matched in rows]
+
+
+def _semantic(scope: UserScope, query: str, limit: int, offset: int) -> SearchPage:
+    in_use = index_in_use()  # 503 when the index was built for another identity
+    vector = in_use.embed_one(query)  # 503/502 when the embedder is down or answers wrongly
+    hits = in_use.backend.search(
+        in_use.index, product_id=scope.product.pk, user_id=scope.user_id, kinds=searchable_kinds(),
+        vector=vector, limit=limit + 1, offset=offset,
+    )
+    rows = _scoped(scope).in_bulk([hit.pk for hit in hits])
+    # A vector whose stored version is not the row's (Qdrant ahead of a rolled-back write) is not served.
+    results = [(rows[h.pk], h.score) for h in hits[:limit] if h.pk in rows and h.version in (None, rows[h.pk].version)]
+    return SearchPage(SEMANTIC, results, _next(SEMANTIC, query, offset, limit, len(hits) > limit),
+                      in_use.index.identity_key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks
+# ---------------------------------------------------------------------------------------------
+
+
+def task_get(scope: UserScope, task_id: str) -> dict:
+    """The task with its committed stages in commit order; a never-written task is the empty shape."""
+    from memories.longterm.services.checkpoints import checkpoint_to_dict, report_to_dict
+
+    task = Task.objects.filter(product=scope.product, user_id=scope.user_id, task_id=task_id).first()
+    key = f"{scope.product.pk}:{scope.user_id}:task:{task_id}"
+    if task is None:
+        return {"taskId": task_id, "key": key, "input": None, "stages": [], "report": None}
+    stages = [checkpoint_to_dict(c) for c in task.checkpoints.select_related("task").order_by("id")]
+    report = TaskReport.objects.filter(task=task).first()
+    return {"taskId": task_id, "key": key, "input": task.input, "stages": stages,
+            "report": report_to_dict(report) if report else None}

@@ -1,0 +1,136 @@
+"""The embedding index lifecycle (SPEC L6): exactly one active index, pinned to an embedding identity.
+
+Semantic search and writes use the active index only if the configured embedder has the same
+identity (provider, model, dimension, preprocessing) and the configured vector backend is the one
+the index lives in. Anything else — even a new model with the same dimension — is refused with 503
+`embedding_index_mismatch` until `manage.py reindex_embeddings` has built and activated an index
+for the new identity. Vectors of two indexes are never compared: every vector carries its index.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from memories.longterm.models import EmbeddingIndex, LongTermMemory
+from memoryhub import working_set
+from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder
+from memoryhub.clients.errors import DependencyUnavailable
+
+from .vectors import VectorBackend, configured_backend
+
+REINDEX_COMMAND = "python manage.py reindex_embeddings"
+
+
+class EmbeddingIndexMismatch(DependencyUnavailable):
+    """The configured embedder or backend is not the one the active vector index was built with.
+
+    A dependency error (503), so that it fails a turn too instead of becoming an empty source.
+    """
+
+    code = "embedding_index_mismatch"
+
+
+@dataclass(frozen=True)
+class IndexInUse:
+    """The active index together with the embedder and backend that may read and write it."""
+
+    index: EmbeddingIndex
+    embedder: Embedder
+    backend: VectorBackend
+
+    def embed_one(self, text: str) -> list[float]:
+        return self.embedder.embed([text])[0]
+
+
+def active_index() -> EmbeddingIndex | None:
+    return EmbeddingIndex.objects.filter(status="active").first()
+
+
+# The active index's pk as a working-set entry (0: none), so a prepare need not query for it.
+ACTIVE_INDEX_SCOPE = working_set.Scope("*", "", "", "activeEmbeddingIndex")
+
+
+def active_index_pk() -> int | None:
+    pk, _ = working_set.get_or_build(
+        ACTIVE_INDEX_SCOPE,
+        lambda: EmbeddingIndex.objects.filter(status="active").values_list("pk", flat=True).first() or 0,
+    )
+    return pk or None
+
+
+def forget_active_index() -> None:
+    """Call inside the transaction that changes which index is active."""
+    working_set.invalidate(ACTIVE_INDEX_SCOPE)
+
+
+def _mismatch(active: EmbeddingIndex | None, identity: EmbeddingIdentity, backend: VectorBackend) -> Exception:
+    current = f"{active.identity_key} on {active.backend}" if active else "none"
+    return EmbeddingIndexMismatch(
+        f"the vector index was built for {current}, but {identity.key} on {backend.name} is configured; "
+        f"semantic search and writes are refused until `{REINDEX_COMMAND}` has rebuilt the index",
+        details={
+            "activeIndex": {"identity": active.identity_key, "backend": active.backend} if active else None,
+            "configured": {"identity": identity.key, "backend": backend.name},
+            "command": REINDEX_COMMAND,
+        },
+        service="embedder",
+    )
+
+
+def index_in_use() -> IndexInUse:
+    """The active index if it matches the configuration; bootstraps the first one on an empty store."""
+    embedder, backend = get_embedder(), configured_backend()
+    identity = embedder.identity
+    active = active_index() or _bootstrap(identity, backend)
+    if active is None or active.identity_key != identity.key or active.backend != backend.name:
+        raise _mismatch(active, identity, backend)
+    return IndexInUse(active, embedder, backend)
+
+
+def index_get_or_create(identity: EmbeddingIdentity, backend: VectorBackend) -> EmbeddingIndex:
+    """The index row of this identity on this backend (a new one starts as `building`)."""
+    fields = dict(provider=identity.provider, model=identity.model, dimension=identity.dimension,
+                  preprocessing=identity.preprocessing)
+    try:
+        with transaction.atomic():
+            index, created = EmbeddingIndex.objects.get_or_create(
+                identity_key=identity.key, backend=backend.name, defaults=fields
+            )
+    except IntegrityError:  # a concurrent creator won
+        index, created = EmbeddingIndex.objects.get(identity_key=identity.key, backend=backend.name), False
+    if created or not index.storage_name:
+        EmbeddingIndex.objects.filter(pk=index.pk).update(storage_name=backend.storage_name(index))
+        index.refresh_from_db()
+    return index
+
+
+def _bootstrap(identity: EmbeddingIdentity, backend: VectorBackend) -> EmbeddingIndex | None:
+    """With no active index and no records there is nothing to rebuild: activate the configured identity."""
+    if LongTermMemory.objects.exists():
+        return None  # records exist without an active index: only a reindex may decide what they mean
+    index = index_get_or_create(identity, backend)
+    backend.prepare(index)
+    try:
+        with transaction.atomic():
+            EmbeddingIndex.objects.filter(pk=index.pk).exclude(status="active").update(
+                status="active", activated_at=timezone.now(), retired_at=None
+            )
+            forget_active_index()
+    except IntegrityError:  # another process activated an index first; use whatever is active now
+        pass
+    return active_index()
+
+
+def lock_for_write(index: EmbeddingIndex) -> None:
+    """Inside a write's transaction: hold the index active until commit (the reindex flip waits for us)."""
+    with connection.cursor() as cursor:
+        lock = " FOR SHARE" if connection.vendor == "postgresql" else ""  # SQLite writers are serialised
+        cursor.execute(f"SELECT status FROM {EmbeddingIndex._meta.db_table} WHERE id = %s{lock}", [index.pk])
+        row = cursor.fetchone()
+    if row is None or row[0] != "active":
+        raise EmbeddingIndexMismatch(
+            "the vector index was replaced while this write was prepared; retry the request",
+            service="embedder", details={"command": REINDEX_COMMAND},
+        )

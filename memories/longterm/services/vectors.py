@@ -1,0 +1,307 @@
+"""Vector backends: where a long-term memory's vector lives and how it is searched (SPEC L5, L6).
+
+- pgvector (PostgreSQL): the vector is a column of the memory row, written in the same UPDATE as the
+  content. Each embedding index has its own partial HNSW index (`vector_cosine_ops`) on
+  `embedding::vector(n)` restricted to its rows, so vectors of two identities are never compared.
+- sqlite-exact (the embedded default): the same column, as text; search is an exact cosine scan of
+  the user's rows in numpy.
+- qdrant (QDRANT_URL): one collection per embedding identity; each point's payload is the full record
+  and only searchable kinds carry a vector. Writes wait (`wait=True`) before the SQL transaction
+  commits; a Qdrant failure rolls the SQL write back (503). The two are not one transaction: a crash
+  between them leaves Qdrant ahead, which search detects by comparing versions.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+
+from memories.longterm.models import EmbeddingIndex, LongTermMemory
+from memoryhub.clients.embeddings import EmbeddingIdentity
+from memoryhub.clients.errors import DependencyUnavailable
+
+PGVECTOR, SQLITE_EXACT, QDRANT = "pgvector", "sqlite-exact", "qdrant"
+TABLE = LongTermMemory._meta.db_table
+# HNSW graph and search breadth. bench/search.py measures recall@10 against an exact scan on 100,000
+# densely clustered preferences: m=16/ef_construction=64 plateaus near 0.91 however wide the search;
+# m=32/ef_construction=128 with ef_search=300 reaches 0.96 for about 12 ms of SQL.
+HNSW_M, HNSW_EF_CONSTRUCTION, EF_SEARCH = 32, 128, 300
+QDRANT_VECTOR = "text"
+
+
+@dataclass(frozen=True)
+class Hit:
+    pk: int
+    score: float  # cosine similarity, 1 = same direction
+    version: int | None = None  # the record version stored with the vector, when the backend keeps one
+
+
+def identity_of(index: EmbeddingIndex) -> EmbeddingIdentity:
+    return EmbeddingIdentity(index.provider, index.model, index.dimension, index.preprocessing)
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(value):.8g}" for value in vector) + "]"
+
+
+class VectorBackend(Protocol):
+    name: str
+    stores_in_row: bool
+
+    def storage_name(self, index: EmbeddingIndex) -> str: ...
+    def prepare(self, index: EmbeddingIndex) -> None: ...
+    def drop(self, index: EmbeddingIndex) -> None: ...
+    def upsert(self, index: EmbeddingIndex, memory: LongTermMemory, vector: list[float] | None) -> None: ...
+    def delete(self, index: EmbeddingIndex, pks: list[int]) -> None: ...
+    def vectors(self, index: EmbeddingIndex, pks: list[int]) -> dict[int, list[float]]: ...
+    def search(self, index: EmbeddingIndex, *, product_id: str, user_id: str, kinds: Sequence[str],
+               vector: Sequence[float], limit: int, offset: int) -> list[Hit]: ...
+
+
+class _RowBackend:
+    """The vector is the memory row's `embedding` column, written by the same SQL statement as the content."""
+
+    stores_in_row = True
+
+    def upsert(self, index: EmbeddingIndex, memory: LongTermMemory, vector: list[float] | None) -> None:
+        return None  # already written with the row
+
+    def delete(self, index: EmbeddingIndex, pks: list[int]) -> None:
+        return None  # gone with the row
+
+    def vectors(self, index: EmbeddingIndex, pks: list[int]) -> dict[int, list[float]]:
+        rows = LongTermMemory.objects.filter(pk__in=pks, embedding_index=index, embedding__isnull=False)
+        return {pk: list(vector) for pk, vector in rows.values_list("pk", "embedding")}
+
+
+def _fire_deferred_checks() -> None:
+    """PostgreSQL refuses DDL on a table with pending deferred-constraint events in the same transaction."""
+    if connection.in_atomic_block:
+        connection.check_constraints()  # SET CONSTRAINTS ALL IMMEDIATE, then back to DEFERRED
+
+
+# Raw connections whose session already carries the HNSW settings (set once, outside any transaction).
+_configured_sessions: weakref.WeakSet = weakref.WeakSet()
+_HNSW_SETTINGS = (
+    f"SET {{scope}}hnsw.ef_search = {EF_SEARCH}; "
+    # pgvector >= 0.8: keep scanning the graph until enough rows pass the product/user filter.
+    "SET {scope}hnsw.iterative_scan = strict_order"
+)
+
+
+def _hnsw_session(cursor) -> None:
+    """Search settings for this connection: once per session in autocommit, per transaction inside one.
+
+    A session-level SET inside a transaction would be undone by a rollback, so only an autocommit
+    connection is remembered as configured; saving the round trips matters for every search.
+    """
+    if connection.in_atomic_block:
+        cursor.execute(_HNSW_SETTINGS.format(scope="LOCAL "))
+    elif connection.connection not in _configured_sessions:
+        cursor.execute(_HNSW_SETTINGS.format(scope=""))
+        _configured_sessions.add(connection.connection)
+
+
+class PgvectorBackend(_RowBackend):
+    name = PGVECTOR
+
+    def storage_name(self, index: EmbeddingIndex) -> str:
+        return f"longterm_hnsw_{int(index.pk)}"
+
+    def prepare(self, index: EmbeddingIndex) -> None:
+        # A partial index per embedding index: its rows only, at its own dimension.
+        _fire_deferred_checks()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS {self.storage_name(index)} ON {TABLE} USING hnsw "
+                f"((embedding::vector({int(index.dimension)})) vector_cosine_ops) "
+                f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+                f"WHERE embedding_index_id = {int(index.pk)}"
+            )
+
+    def drop(self, index: EmbeddingIndex) -> None:
+        _fire_deferred_checks()
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP INDEX IF EXISTS {self.storage_name(index)}")
+
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset) -> list[Hit]:
+        dim, kind_marks = int(index.dimension), ", ".join(["%s"] * len(kinds))
+        # The index id and dimension are integers from our own row, inlined so the planner can match
+        # the partial index predicate; everything that comes from a request is a parameter.
+        sql = (
+            f"SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance FROM {TABLE} "
+            f"WHERE embedding_index_id = {int(index.pk)} AND product_id = %s AND user_id = %s "
+            f"AND kind IN ({kind_marks}) ORDER BY distance LIMIT %s OFFSET %s"
+        )  # no tie-breaker column: `ORDER BY distance, id` makes the planner sort instead of using HNSW
+        with connection.cursor() as cursor:
+            _hnsw_session(cursor)
+            cursor.execute(sql, [vector_literal(vector), product_id, user_id, *kinds, limit, offset])
+            return [Hit(pk, 1.0 - float(distance)) for pk, distance in cursor.fetchall()]
+
+
+class SqliteExactBackend(_RowBackend):
+    name = SQLITE_EXACT
+
+    def storage_name(self, index: EmbeddingIndex) -> str:
+        return ""
+
+    def prepare(self, index: EmbeddingIndex) -> None:
+        return None
+
+    def drop(self, index: EmbeddingIndex) -> None:
+        return None
+
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset) -> list[Hit]:
+        rows = list(
+            LongTermMemory.objects.filter(
+                embedding_index=index, product_id=product_id, user_id=user_id, kind__in=list(kinds),
+                embedding__isnull=False,
+            ).values_list("pk", "embedding")
+        )
+        if not rows:
+            return []
+        matrix = np.asarray([embedding for _, embedding in rows], dtype=np.float64)
+        query = np.asarray(vector, dtype=np.float64)
+        scores = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
+        ranked = sorted(zip(scores.tolist(), (pk for pk, _ in rows)), key=lambda item: (-item[0], item[1]))
+        return [Hit(pk, score) for score, pk in ranked[offset: offset + limit]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Qdrant
+# ---------------------------------------------------------------------------------------------
+
+_qdrant_lock = threading.Lock()
+_qdrant_clients: dict[str, object] = {}
+
+
+def qdrant_client(url: str):
+    """One client per URL per process; ":memory:" is qdrant-client's in-process mode (tests)."""
+    from qdrant_client import QdrantClient
+
+    with _qdrant_lock:
+        if url not in _qdrant_clients:
+            # No version probe at start-up: an unreachable Qdrant must fail the request that needs it (503).
+            kwargs = {"location": ":memory:"} if url == ":memory:" else {"url": url, "timeout": 5,
+                                                                         "check_compatibility": False}
+            _qdrant_clients[url] = QdrantClient(**kwargs)
+        return _qdrant_clients[url]
+
+
+def reset_qdrant_clients() -> None:
+    with _qdrant_lock:
+        _qdrant_clients.clear()
+
+
+@contextmanager
+def _qdrant_errors() -> Iterator[None]:
+    import httpx
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    try:
+        yield
+    except (UnexpectedResponse, ResponseHandlingException, httpx.HTTPError, OSError) as exc:
+        raise DependencyUnavailable(
+            f"the vector store (Qdrant) is unavailable: {exc.__class__.__name__}", service="qdrant"
+        ) from exc
+
+
+def record_payload(memory: LongTermMemory) -> dict:
+    from memories.api.common import iso
+
+    return {
+        "product": memory.product_id, "userId": memory.user_id, "id": memory.memory_id, "key": memory.key,
+        "kind": memory.kind, "content": memory.content, "evidence": memory.evidence, "source": memory.source,
+        "version": memory.version, "createdAt": iso(memory.created_at), "updatedAt": iso(memory.updated_at),
+    }
+
+
+class QdrantBackend:
+    name = QDRANT
+    stores_in_row = False
+
+    def __init__(self, url: str):
+        self.url = url
+
+    @property
+    def client(self):
+        return qdrant_client(self.url)
+
+    def storage_name(self, index: EmbeddingIndex) -> str:
+        return f"memoryhub_{identity_of(index).slug}"
+
+    def prepare(self, index: EmbeddingIndex) -> None:
+        from qdrant_client import models
+
+        name = self.storage_name(index)
+        with _qdrant_errors():
+            if self.client.collection_exists(name):
+                return
+            self.client.create_collection(name, vectors_config={
+                QDRANT_VECTOR: models.VectorParams(size=int(index.dimension), distance=models.Distance.COSINE)
+            })
+            if self.url != ":memory:":  # payload indexes are a server feature; local mode ignores them
+                for field in ("product", "userId", "kind"):
+                    self.client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD, wait=True)
+
+    def drop(self, index: EmbeddingIndex) -> None:
+        with _qdrant_errors():
+            self.client.delete_collection(self.storage_name(index))
+
+    def upsert(self, index: EmbeddingIndex, memory: LongTermMemory, vector: list[float] | None) -> None:
+        from qdrant_client import models
+
+        point = models.PointStruct(
+            id=int(memory.pk), vector={QDRANT_VECTOR: list(vector)} if vector is not None else {},
+            payload=record_payload(memory),
+        )
+        with _qdrant_errors():
+            self.client.upsert(self.storage_name(index), points=[point], wait=True)
+
+    def delete(self, index: EmbeddingIndex, pks: list[int]) -> None:
+        from qdrant_client import models
+
+        with _qdrant_errors():
+            self.client.delete(self.storage_name(index), points_selector=models.PointIdsList(points=pks), wait=True)
+
+    def vectors(self, index: EmbeddingIndex, pks: list[int]) -> dict[int, list[float]]:
+        with _qdrant_errors():
+            points = self.client.retrieve(self.storage_name(index), ids=pks, with_vectors=[QDRANT_VECTOR])
+        return {int(p.id): list(p.vector[QDRANT_VECTOR]) for p in points if p.vector and QDRANT_VECTOR in p.vector}
+
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset) -> list[Hit]:
+        from qdrant_client import models
+
+        must = [
+            models.FieldCondition(key="product", match=models.MatchValue(value=product_id)),
+            models.FieldCondition(key="userId", match=models.MatchValue(value=user_id)),
+            models.FieldCondition(key="kind", match=models.MatchAny(any=list(kinds))),
+        ]
+        with _qdrant_errors():
+            response = self.client.query_points(
+                self.storage_name(index), query=list(vector), using=QDRANT_VECTOR,
+                query_filter=models.Filter(must=must), limit=limit, offset=offset, with_payload=["version"],
+            )
+        return [Hit(int(p.id), float(p.score), (p.payload or {}).get("version")) for p in response.points]
+
+
+def backend_named(name: str) -> VectorBackend:
+    if name == QDRANT:
+        if not settings.QDRANT_URL:
+            raise DependencyUnavailable("this index lives in Qdrant, but QDRANT_URL is not set", service="qdrant")
+        return QdrantBackend(settings.QDRANT_URL)
+    return PgvectorBackend() if name == PGVECTOR else SqliteExactBackend()
+
+
+def configured_backend() -> VectorBackend:
+    """Qdrant when QDRANT_URL is set; otherwise the database's own (pgvector or the SQLite exact scan)."""
+    if settings.QDRANT_URL:
+        return QdrantBackend(settings.QDRANT_URL)
+    return PgvectorBackend() if connection.vendor == "postgresql" else SqliteExactBackend()

