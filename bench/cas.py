@@ -99,14 +99,14 @@ class Writers:
         import psycopg
         from django.test import Client
 
-        from memories.actors import Actor
-        from memories.services.documents import DocumentAddress
+        from memoryhub.actors import Actor
+        from memoryhub.addresses import ConversationAddress
         from memories.services.products import product_create
 
         self.size = size
         self.product, issued = product_create(name=f"cas-bench {time.strftime('%Y-%m-%d %H:%M:%S')}")
         run = f"run-{time.time_ns()}"
-        self.address = DocumentAddress(self.product, "bench-service", run)
+        self.address = ConversationAddress(self.product, "bench-service", run)
         self.actor = Actor("api_key", issued.api_key.prefix)
         self.http_url = f"/v1/users/bench-http/conversations/{run}/memory"
         self.client = Client(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
@@ -123,9 +123,10 @@ class Writers:
             cursor.execute(f"SET synchronous_commit = {value}")
 
     def _create_raw_row(self) -> None:
-        from memories.services.documents import DocumentAddress, memory_document_replace
+        from memoryhub.addresses import ConversationAddress
+        from memories.services.documents import memory_document_replace
 
-        address = DocumentAddress(self.product, *self.raw_key[1:])
+        address = ConversationAddress(self.product, *self.raw_key[1:])
         memory_document_replace(address=address, expected_revision=0, memory=document(0, self.size), actor=self.actor)
         self.revisions["raw"] = 1
 

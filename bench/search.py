@@ -150,7 +150,7 @@ def load_memoryhub(texts: list[str], vectors: np.ndarray):
 
     from memories.longterm.models import LongTermMemory
     from memories.longterm.services.embedding_index import index_in_use
-    from memories.longterm.services.memories import UserScope
+    from memoryhub.addresses import UserAddress
     from memories.services.products import product_create
 
     call_command("migrate", verbosity=0)
@@ -165,7 +165,7 @@ def load_memoryhub(texts: list[str], vectors: np.ndarray):
         cursor.execute("SET maintenance_work_mem = '1GB'")
         in_use.backend.prepare(in_use.index)
         cursor.execute(f"ANALYZE {LongTermMemory._meta.db_table}")
-    return UserScope(product, USER_ID), in_use, load_seconds, time.perf_counter() - started
+    return UserAddress(product, USER_ID), in_use, load_seconds, time.perf_counter() - started
 
 
 def _copy_rows(product, in_use, texts: list[str], vectors: np.ndarray) -> float:

@@ -257,10 +257,10 @@ def breakdown(client: APIClient, iterations: int) -> None:
 def explain(filler: Product) -> None:
     """The plan of the one query a prepare runs against the documents on a working-set miss."""
     from memories.selectors.documents import memory_document_get
-    from memories.services.documents import DocumentAddress
+    from memoryhub.addresses import ConversationAddress
 
     with CaptureQueriesContext(connection) as captured:
-        memory_document_get(DocumentAddress(filler, "filler-1", "c1"))
+        memory_document_get(ConversationAddress(filler, "filler-1", "c1"))
     sql = captured.captured_queries[0]["sql"]
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql)

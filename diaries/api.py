@@ -6,7 +6,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.api.common import conversation_address
+from memoryhub.api.common import conversation_address
 from memoryhub.errors import InvalidRequest
 from memoryhub.api.pagination import page_params
 

@@ -8,12 +8,13 @@ from memoryhub.runtimes.sources import register_producer
 
 def produce_json_memory(request: RecallRequest) -> SourceResult:
     from memories.selectors.documents import memory_document_get
-    from memories.services.documents import DocumentAddress
+    from memories.services.documents import json_memory_scope
+    from memoryhub.addresses import ConversationAddress
     from memories.validation import compact_json
 
-    address = DocumentAddress(request.product, request.user_id, request.conversation_id)
+    address = ConversationAddress(request.product, request.user_id, request.conversation_id)
     (revision, memory), cached = working_set.get_or_build(
-        address.working_set_scope, lambda: memory_document_get(address)
+        json_memory_scope(address), lambda: memory_document_get(address)
     )
     if memory is None:
         return SourceResult(text="", status="empty", revision=0, details={"reason": "no memory written yet"}, cached=cached)
@@ -21,9 +22,10 @@ def produce_json_memory(request: RecallRequest) -> SourceResult:
 
 
 def json_memory_scopes(request: RecallRequest) -> list[working_set.Scope]:
-    from memories.services.documents import DocumentAddress
+    from memories.services.documents import json_memory_scope
+    from memoryhub.addresses import ConversationAddress
 
-    return [DocumentAddress(request.product, request.user_id, request.conversation_id).working_set_scope]
+    return [json_memory_scope(ConversationAddress(request.product, request.user_id, request.conversation_id))]
 
 
 register_producer("jsonMemory", produce_json_memory, scopes=json_memory_scopes)

@@ -1,9 +1,11 @@
 """One env-driven settings module. With nothing set: SQLite, local-memory cache, Celery in-process."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
 from .env import env_bool, env_int, env_list, env_str, env_url
@@ -81,6 +83,19 @@ else:
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Fault injection (memoryhub/faults.py): lets the test suite SIGKILL a server right after a commit and
+# inject a concurrent write into a worker. Refused unless DEBUG is on or the process runs under the tests:
+# pytest itself, or a server or worker the suite started on its test database (Django and pytest-django
+# name every test database "test_…"; no deployment points at one).
+FAULT_INJECTION = env_bool("MEMORYHUB_FAULT_INJECTION", False)
+FAULT_CRASH_AFTER_COMMIT = env_list("MEMORYHUB_CRASH_AFTER_COMMIT", [])  # operation ids
+if FAULT_CRASH_AFTER_COMMIT and not FAULT_INJECTION:
+    raise ImproperlyConfigured("MEMORYHUB_CRASH_AFTER_COMMIT needs MEMORYHUB_FAULT_INJECTION=1")
+if FAULT_INJECTION and not (
+    DEBUG or "pytest" in sys.modules or Path(str(DATABASES["default"]["NAME"])).name.startswith("test_")
+):
+    raise ImproperlyConfigured("MEMORYHUB_FAULT_INJECTION is for the test suite: it needs DEBUG=1 or a test database")
+
 # --- Cache: Redis holds only the working set. Exceptions are never ignored: an outage must be a 503.
 REDIS_URL = env_url("REDIS_URL", ("redis", "rediss", "unix"))
 WORKING_SET_TTL_SECONDS = env_int("WORKING_SET_TTL_SECONDS", 300, minimum=1)
@@ -134,7 +149,7 @@ TOOL_TOKEN_DEFAULT_TTL_SECONDS = 15 * 60
 IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 48, minimum=24)
 RATE_LIMIT_PER_KEY = env_str("MEMORYHUB_RATE_LIMIT", "6000/min")
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["memoryhub.api.authentication.ProductKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["memories.api.authentication.ProductKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["memoryhub.api.authentication.IsProductClient"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.StrictJSONParser"],

@@ -5,12 +5,13 @@ from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.utils.html import format_html, format_html_join
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memoryhub.errors import DomainError
 from tables.forms import MemoryTableForm
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.selectors import table_edit_records, tables_list
-from tables.services import TableAddress, table_edit_manually
+from memoryhub.addresses import ConversationAddress
+from tables.services import table_edit_manually
 
 
 def html_table(columns: list[str], rows: list[list[str]]) -> str:
@@ -37,8 +38,8 @@ def html_calls(entries: list[dict]) -> str:
                        "{}</table>", rows)
 
 
-def _address(table: MemoryTable) -> TableAddress:
-    return TableAddress(table.product, table.user_id, table.conversation_id)
+def _address(table: MemoryTable) -> ConversationAddress:
+    return ConversationAddress(table.product, table.user_id, table.conversation_id)
 
 
 @admin.register(MemoryTable)

@@ -8,13 +8,16 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.api.common import conversation_address, iso, validated
+from memoryhub.timefmt import iso
+
+from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.fields import StrictIntegerField, StrictSerializer
 from memoryhub.api.pagination import page_params
 from tables.models import MemoryTable, MemoryTableVersion
 from tables.rendering import render_tables
 from tables.selectors import table_get, table_versions_page, tables_list
-from tables.services import TableAddress, table_edit_manually, table_state
+from memoryhub.addresses import ConversationAddress
+from tables.services import table_edit_manually, table_state
 
 
 class TableEditSerializer(StrictSerializer):
@@ -22,9 +25,9 @@ class TableEditSerializer(StrictSerializer):
     rows = serializers.JSONField(help_text="The complete new rows: a list of rows, one string per column each.")
 
 
-def table_address(request, user_id: str, conversation_id: str) -> TableAddress:
+def table_address(request, user_id: str, conversation_id: str) -> ConversationAddress:
     address = conversation_address(request, user_id, conversation_id)
-    return TableAddress(address.product, address.user_id, address.conversation_id)
+    return ConversationAddress(address.product, address.user_id, address.conversation_id)
 
 
 def table_to_dict(table: MemoryTable, index: int | None = None) -> dict[str, Any]:

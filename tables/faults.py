@@ -14,22 +14,24 @@ from django.core.cache import cache
 from django.db import connection, connections
 
 from memories.models import Turn
-from tables.services import TableAddress, WriteCause, table_replace
+from memoryhub.addresses import ConversationAddress
+from tables.selectors import conversation_tables
+from tables.services import WriteCause, table_replace, turn_address
 
 FAULT_MARKER = "fault-injection"
 
 
-def _key(address: TableAddress) -> str:
+def _key(address: ConversationAddress) -> str:
     return f"tables:fault:concurrent-writes:{address.product.pk}:{address.user_id}:{address.conversation_id}"
 
 
-def request_concurrent_writes(address: TableAddress, count: int) -> None:
+def request_concurrent_writes(address: ConversationAddress, count: int) -> None:
     """Ask the worker to commit `count` concurrent writes, one per apply attempt, on this conversation."""
     cache.set(_key(address), count, 300)
 
 
 def concurrent_write_when_asked(turn: Turn, attempt: int) -> None:
-    address = TableAddress.of_turn(turn)
+    address = turn_address(turn)
     remaining = cache.get(_key(address))
     if not remaining:
         return
@@ -63,8 +65,8 @@ def run_concurrently(write: Callable[[], None]) -> None:
         raise errors[0]
 
 
-def append_marker_rows(address: TableAddress, marker: str) -> None:
+def append_marker_rows(address: ConversationAddress, marker: str) -> None:
     """A concurrent writer: append a row starting with `marker` to every table of the conversation."""
-    for table in address.tables().order_by("position", "pk"):
+    for table in conversation_tables(address).order_by("position", "pk"):
         rows = [*table.rows, [marker] + [""] * (len(table.columns) - 1)]
         table_replace(table=table, expected_version=table.version, rows=rows, cause=WriteCause("operator", marker))

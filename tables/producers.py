@@ -19,14 +19,15 @@ from tables.applying import TableState
 from tables.models import MemoryTableVersion
 from tables.rendering import render_tables
 from tables.selectors import round_base_record, tables_snapshot
-from tables.services import TableAddress, scenario_templates, tables_ensure
+from memoryhub.addresses import ConversationAddress
+from tables.services import scenario_templates, tables_ensure, tables_scope
 
 
 def produce_memory_table(request: RecallRequest) -> SourceResult:
     templates = scenario_templates(request.scenario)
     if not templates:
         return empty_result("the scenario configures no tables")
-    address = TableAddress(request.product, request.user_id, request.conversation_id)
+    address = ConversationAddress(request.product, request.user_id, request.conversation_id)
     snapshot, cached = _snapshot(address, templates)
     by_name = {table["name"]: table for table in snapshot}
     tables = [by_name[template["name"]] for template in templates]
@@ -36,8 +37,8 @@ def produce_memory_table(request: RecallRequest) -> SourceResult:
     return _result(tables, cached=cached and not regenerated, regenerated=regenerated)
 
 
-def _snapshot(address: TableAddress, templates: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
-    snapshot, cached = working_set.get_or_build(address.working_set_scope, lambda: tables_snapshot(address))
+def _snapshot(address: ConversationAddress, templates: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    snapshot, cached = working_set.get_or_build(tables_scope(address), lambda: tables_snapshot(address))
     names = {table["name"] for table in snapshot}
     if any(template["name"] not in names for template in templates):
         tables_ensure(address, templates)  # first use: instantiate (and invalidate) before rendering
@@ -45,7 +46,7 @@ def _snapshot(address: TableAddress, templates: list[dict[str, Any]]) -> tuple[l
     return snapshot, cached
 
 
-def _as_before_round(address: TableAddress, round_number: int, tables: list[dict[str, Any]]) -> tuple[list, bool]:
+def _as_before_round(address: ConversationAddress, round_number: int, tables: list[dict[str, Any]]) -> tuple[list, bool]:
     """A reply being regenerated is prompted with the tables as they were before its round (plugin #41)."""
     record = round_base_record(address, round_number)
     if record is None:
@@ -78,7 +79,7 @@ def _result(tables: list[dict[str, Any]], *, cached: bool, regenerated: bool) ->
 
 
 def memory_table_scopes(request: RecallRequest) -> list[working_set.Scope]:
-    return [TableAddress(request.product, request.user_id, request.conversation_id).working_set_scope]
+    return [tables_scope(ConversationAddress(request.product, request.user_id, request.conversation_id))]
 
 
 register_producer("memoryTable", produce_memory_table, scopes=memory_table_scopes)

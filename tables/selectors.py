@@ -4,21 +4,27 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from memoryhub.errors import NotFound
 from memoryhub.pagination import keyset_page
+from memoryhub.addresses import ConversationAddress
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
-from tables.services import TableAddress
 
 
-def tables_list(address: TableAddress) -> list[MemoryTable]:
+def conversation_tables(address: ConversationAddress) -> QuerySet[MemoryTable]:
+    return MemoryTable.objects.filter(
+        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
+    )
+
+
+def tables_list(address: ConversationAddress) -> list[MemoryTable]:
     """The conversation's tables in index order ([] for a conversation that never used tables)."""
-    return list(address.tables().order_by("position", "pk"))
+    return list(conversation_tables(address).order_by("position", "pk"))
 
 
-def table_get(address: TableAddress, table_id: int) -> MemoryTable:
-    table = address.tables().select_related("product").filter(pk=table_id).first()
+def table_get(address: ConversationAddress, table_id: int) -> MemoryTable:
+    table = conversation_tables(address).select_related("product").filter(pk=table_id).first()
     if table is None:
         raise NotFound(f"no table {table_id} in this conversation")
     return table
@@ -37,7 +43,7 @@ def table_rows_at(table: MemoryTable, version: int) -> list:
     return table.rows if rows is None else rows
 
 
-def tables_snapshot(address: TableAddress) -> list[dict[str, Any]]:
+def tables_snapshot(address: ConversationAddress) -> list[dict[str, Any]]:
     """Plain data of every table of the conversation: what the working set caches for `memoryTable`."""
     return [
         {
@@ -49,7 +55,7 @@ def tables_snapshot(address: TableAddress) -> list[dict[str, Any]]:
 
 
 def round_base_record(
-    address: TableAddress, round_number: int, *, also_turns: Iterable[int] = (), exclude_turn: int | None = None
+    address: ConversationAddress, round_number: int, *, also_turns: Iterable[int] = (), exclude_turn: int | None = None
 ) -> TableEditRecord | None:
     """The first applied record of a round: its base versions are the tables as they were before the round.
 
@@ -64,7 +70,7 @@ def round_base_record(
     return records.exclude(outcome="superseded").order_by("pk").first()
 
 
-def table_edit_records(address: TableAddress, *, limit: int = 50) -> list[TableEditRecord]:
+def table_edit_records(address: ConversationAddress, *, limit: int = 50) -> list[TableEditRecord]:
     """The newest records of the conversation (for the admin)."""
     return list(
         TableEditRecord.objects.filter(

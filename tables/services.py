@@ -14,38 +14,26 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.models import Product, Turn
 from memories.services.events import event_emit
 from memoryhub import metrics, working_set
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import NotFound, RevisionConflict
 from tables.applying import TableState
 from tables.models import MemoryTable, MemoryTableVersion
+from tables.selectors import conversation_tables
 from tables.validation import validate_rows
 
 MEMORY_TABLE_VARIABLE = "memoryTable"
 
 
-@dataclass(frozen=True)
-class TableAddress:
-    """The (product, user, conversation) a set of tables belongs to."""
+def tables_scope(address: ConversationAddress) -> working_set.Scope:
+    return address.scope(MEMORY_TABLE_VARIABLE)
 
-    product: Product
-    user_id: str
-    conversation_id: str
 
-    @property
-    def working_set_scope(self) -> working_set.Scope:
-        return working_set.Scope(self.product.pk, self.user_id, self.conversation_id, MEMORY_TABLE_VARIABLE)
-
-    def tables(self) -> QuerySet[MemoryTable]:
-        return MemoryTable.objects.filter(
-            product=self.product, user_id=self.user_id, conversation_id=self.conversation_id
-        )
-
-    @classmethod
-    def of_turn(cls, turn: Turn) -> TableAddress:
-        return cls(turn.product, turn.user_id, turn.conversation_key)
+def turn_address(turn: Turn) -> ConversationAddress:
+    return ConversationAddress(turn.product, turn.user_id, turn.conversation_key)
 
 
 @dataclass(frozen=True)
@@ -86,29 +74,29 @@ def table_state(table: MemoryTable, rows: list | None = None) -> TableState:
     })
 
 
-def tables_ensure(address: TableAddress, templates: list[dict[str, Any]]) -> list[MemoryTable]:
+def tables_ensure(address: ConversationAddress, templates: list[dict[str, Any]]) -> list[MemoryTable]:
     """The conversation's tables for `templates`, in template order; missing ones are created empty at version 1.
 
     Tables are matched by name, so a template added to the scenario later is instantiated on next use and
     an existing table keeps its rows (and the columns it was created with).
     """
-    existing = {table.name: table for table in address.tables()}
+    existing = {table.name: table for table in conversation_tables(address)}
     missing = [(index, t) for index, t in enumerate(templates) if t["name"] not in existing]
     if missing:
         existing.update(_create_tables(address, missing))
     return [existing[template["name"]] for template in templates]
 
 
-def _create_tables(address: TableAddress, missing: list[tuple[int, dict[str, Any]]]) -> dict[str, MemoryTable]:
+def _create_tables(address: ConversationAddress, missing: list[tuple[int, dict[str, Any]]]) -> dict[str, MemoryTable]:
     created: dict[str, MemoryTable] = {}
     with transaction.atomic():
         for position, template in missing:
             created[template["name"]] = _create_table(address, position, template)
-        working_set.invalidate(address.working_set_scope)
+        working_set.invalidate(tables_scope(address))
     return created
 
 
-def _create_table(address: TableAddress, position: int, template: dict[str, Any]) -> MemoryTable:
+def _create_table(address: ConversationAddress, position: int, template: dict[str, Any]) -> MemoryTable:
     try:
         with transaction.atomic():  # a savepoint: a concurrent first use may win the unique constraint
             table = MemoryTable.objects.create(
@@ -120,7 +108,7 @@ def _create_table(address: TableAddress, position: int, template: dict[str, Any]
             MemoryTableVersion.objects.create(product=address.product, table=table, version=1, rows=[], cause="created")
             return table
     except IntegrityError:
-        return address.tables().get(name=template["name"])
+        return conversation_tables(address).get(name=template["name"])
 
 
 def table_replace(*, table: MemoryTable, expected_version: int, rows: list[list[str]], cause: WriteCause) -> ReplaceOutcome:
@@ -146,7 +134,7 @@ def table_replace(*, table: MemoryTable, expected_version: int, rows: list[list[
             cause=cause.kind, actor=cause.actor, turn=cause.turn,
         )
         # Inside the transaction: with the cache down the write fails (503) instead of leaving a stale entry.
-        working_set.invalidate(TableAddress(table.product, table.user_id, table.conversation_id).working_set_scope)
+        working_set.invalidate(tables_scope(ConversationAddress(table.product, table.user_id, table.conversation_id)))
     return ReplaceOutcome(expected_version + 1, True)
 
 

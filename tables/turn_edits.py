@@ -25,7 +25,9 @@ from tables.applying import ApplyResult, apply_calls
 from tables.models import MemoryTable, TableEditRecord
 from tables.parsing import ParseResult, parse_table_edits
 from tables.selectors import round_base_record, table_rows_at
-from tables.services import TableAddress, WriteCause, scenario_templates, table_replace, table_state, tables_ensure
+from tables.services import turn_address
+from memoryhub.addresses import ConversationAddress
+from tables.services import WriteCause, scenario_templates, table_replace, table_state, tables_ensure
 
 MAX_ATTEMPTS = 2  # TB3: the first try and at most one re-read
 CONFLICT_REASON = "not applied: the table changed while this reply's edits were written, twice (version conflict)"
@@ -67,7 +69,7 @@ def turn_table_edits_apply(*, turn_pk: int) -> TableEditRecord | None:
 
 
 def _apply(turn: Turn, templates: list[dict[str, Any]], parsed: ParseResult) -> TableEditRecord:
-    address = TableAddress.of_turn(turn)
+    address = turn_address(turn)
     base = _round_base(turn, address)
     attempt, number = None, 0
     for number in range(1, MAX_ATTEMPTS + 1):
@@ -78,7 +80,7 @@ def _apply(turn: Turn, templates: list[dict[str, Any]], parsed: ParseResult) -> 
     return _record(turn, parsed, attempt, number)
 
 
-def _round_base(turn: Turn, address: TableAddress) -> dict[str, int]:
+def _round_base(turn: Turn, address: ConversationAddress) -> dict[str, int]:
     record = round_base_record(address, turn.round, also_turns=_replaced_chain(turn), exclude_turn=turn.pk)
     return dict(record.base_versions) if record else {}
 
@@ -92,7 +94,7 @@ def _replaced_chain(turn: Turn, limit: int = 50) -> list[int]:
 
 
 def _attempt(
-    turn: Turn, address: TableAddress, templates: list[dict[str, Any]], parsed: ParseResult,
+    turn: Turn, address: ConversationAddress, templates: list[dict[str, Any]], parsed: ParseResult,
     base: dict[str, int], number: int,
 ) -> _Attempt:
     tables = tables_ensure(address, templates)

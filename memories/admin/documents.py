@@ -4,10 +4,11 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
-from memories.services.documents import DocumentAddress, memory_document_replace
+from memoryhub.addresses import ConversationAddress
+from memories.services.documents import memory_document_replace
 from memories.services.products import api_key_create, api_key_revoke
 from memoryhub.errors import DomainError
 
@@ -95,7 +96,7 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
         )
 
     def save_model(self, request, obj, form, change):
-        address = DocumentAddress(obj.product, obj.user_id, obj.conversation_id)
+        address = ConversationAddress(obj.product, obj.user_id, obj.conversation_id)
         try:
             memory_document_replace(
                 address=address,

@@ -9,7 +9,7 @@ from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.models import Conversation, Event, MemorySource, Message, Scenario, ScenarioVersion, Turn
 from memories.scenario_validation import ScenarioInvalid, validate_scenario
 from memories.services.scenarios import _MODEL_FIELDS, scenario_create, scenario_update

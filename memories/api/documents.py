@@ -9,7 +9,7 @@ from memories.services.documents import memory_document_replace
 from memories.services.idempotency import idempotent_call, request_fingerprint
 from memoryhub.api.pagination import page_params
 
-from .common import conversation_address, validated
+from memoryhub.api.common import conversation_address, validated
 from .serializers.documents import (
     MemoryReadSerializer,
     MemoryRevisionPageSerializer,

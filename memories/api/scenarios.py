@@ -15,7 +15,7 @@ from memories.services.scenarios import (
 from memoryhub.api.pagination import page_params
 from memoryhub.pagination import keyset_page
 
-from .common import iso
+from memoryhub.timefmt import iso
 from .serializers.turns import ScenarioSerializer
 
 

@@ -5,14 +5,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.services.tools import tool_call, tool_token_mint, tools_available
-from memoryhub.api.authentication import (
-    IsProductOrToolClient,
-    IsToolClient,
-    ProductKeyAuthentication,
-    ToolTokenAuthentication,
-)
+from memoryhub.api.authentication import IsProductOrToolClient, IsToolClient
 
-from .common import conversation_address, iso, validated
+from .authentication import ProductKeyAuthentication, ToolTokenAuthentication
+
+from memoryhub.timefmt import iso
+
+from memoryhub.api.common import conversation_address, validated
 from .serializers.turns import ToolCallSerializer, ToolTokenSerializer
 
 

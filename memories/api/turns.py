@@ -8,7 +8,9 @@ from memories.selectors.turns import events_page, messages_page
 from memories.services.turns import TurnRequest, turn_accept, turn_complete, turn_get, turn_prepare
 from memoryhub.api.pagination import page_params
 
-from .common import conversation_address, iso, validated
+from memoryhub.timefmt import iso
+
+from memoryhub.api.common import conversation_address, validated
 from .serializers.turns import EmptySerializer, TurnCompleteSerializer, TurnPrepareSerializer, completion_to_dict, turn_to_dict
 
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.longterm.models import (
     AdmissionRefusal,
     EmbeddingIndex,
@@ -20,7 +20,8 @@ from memories.longterm.models import (
     TaskReport,
 )
 from memories.models import MemoryOperation
-from memories.longterm.services.memories import UserScope, memory_delete
+from memoryhub.addresses import UserAddress
+from memories.longterm.services.memories import memory_delete
 from memories.longterm.services.reindex import reindex_pending
 from memoryhub.errors import DomainError
 from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
@@ -85,7 +86,7 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
         ))
 
     def delete_model(self, request, obj) -> None:
-        memory_delete(scope=UserScope(obj.product, obj.user_id), memory_id=obj.memory_id,
+        memory_delete(scope=UserAddress(obj.product, obj.user_id), memory_id=obj.memory_id,
                       actor=Actor.operator(request.user.get_username()))
 
     @admin.action(description="Delete the selected memories (with history and vectors)", permissions=["delete"])

@@ -12,7 +12,8 @@ import numpy as np
 
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
-from memories.longterm.services.memories import UserScope
+from memoryhub.addresses import UserAddress
+from memories.longterm.services.memories import preferences_scope
 from memories.longterm.services.vectors import backend_named
 from memoryhub import working_set
 from memoryhub.runtimes import hooks
@@ -53,7 +54,7 @@ def _active_index_pk() -> int | None:
     return active_index_pk()
 
 
-def build_snapshot(scope: UserScope) -> dict:
+def build_snapshot(scope: UserAddress) -> dict:
     """From the database: the newest preferences with their vectors in the active index (float32 bytes)."""
     index = EmbeddingIndex.objects.filter(status="active").first()
     rows = list(
@@ -70,11 +71,11 @@ def build_snapshot(scope: UserScope) -> dict:
     return {"index": index.pk if index else None, "items": items}
 
 
-def _snapshot(scope: UserScope) -> tuple[dict, bool]:
+def _snapshot(scope: UserAddress) -> tuple[dict, bool]:
     # A Redis outage propagates: the turn pipeline answers 503 (C3), never a turn without the cache.
-    snapshot, cached = working_set.get_or_build(scope.working_set_scope, lambda: build_snapshot(scope))
+    snapshot, cached = working_set.get_or_build(preferences_scope(scope), lambda: build_snapshot(scope))
     if snapshot["index"] != _active_index_pk():  # a reindex activated another index since
-        working_set.invalidate(scope.working_set_scope)
+        working_set.invalidate(preferences_scope(scope))
         snapshot, cached = build_snapshot(scope), False
     return snapshot, cached
 
@@ -84,7 +85,7 @@ def _snapshot(scope: UserScope) -> tuple[dict, bool]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _rank(scope: UserScope, snapshot: dict, message: str, top_k: int) -> list[tuple[dict, float | None]]:
+def _rank(scope: UserAddress, snapshot: dict, message: str, top_k: int) -> list[tuple[dict, float | None]]:
     items = snapshot["items"]
     if not message.strip():
         return [(item, None) for item in items[:top_k]]
@@ -114,7 +115,7 @@ def render(chosen: list[tuple[dict, float | None]]) -> str:
 
 
 def produce_preferences(request: RecallRequest) -> SourceResult:
-    scope = UserScope(request.product, request.user_id)
+    scope = UserAddress(request.product, request.user_id)
     snapshot, cached = _snapshot(scope)
     items = snapshot["items"]
     if not items:
@@ -130,7 +131,7 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
 
 
 def preference_scopes(request: RecallRequest) -> list[working_set.Scope]:
-    return [UserScope(request.product, request.user_id).working_set_scope, ACTIVE_INDEX_SCOPE]
+    return [preferences_scope(UserAddress(request.product, request.user_id)), ACTIVE_INDEX_SCOPE]
 
 
 register_producer("preferences", produce_preferences, scopes=preference_scopes)

@@ -16,7 +16,8 @@ from django.db.models import Case, IntegerField, Value, When
 from memories.longterm import keyword
 from memories.longterm.models import LongTermMemory, Task, TaskReport
 from memories.longterm.services.embedding_index import index_in_use
-from memories.longterm.services.memories import UserScope, searchable_kinds
+from memoryhub.addresses import UserAddress
+from memories.longterm.services.memories import searchable_kinds
 from memories.longterm.services.vectors import TABLE
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
@@ -33,19 +34,19 @@ class SearchPage:
     embedding_identity: str | None = None
 
 
-def _scoped(scope: UserScope):
+def _scoped(scope: UserAddress):
     # The vector (kilobytes of text to parse per row) and the token list are never part of an answer.
     return LongTermMemory.objects.filter(product=scope.product, user_id=scope.user_id).defer("embedding", "search_text")
 
 
-def memory_get(scope: UserScope, memory_id: str) -> LongTermMemory:
+def memory_get(scope: UserAddress, memory_id: str) -> LongTermMemory:
     memory = _scoped(scope).filter(memory_id=memory_id).first()
     if memory is None:
         raise NotFound(f"no memory {memory_id!r} for this user")
     return memory
 
 
-def memory_list_page(scope: UserScope, *, kind: str | None, cursor: str | None, limit: int):
+def memory_list_page(scope: UserAddress, *, kind: str | None, cursor: str | None, limit: int):
     queryset = _scoped(scope)
     if kind:
         queryset = queryset.filter(kind=kind)
@@ -79,14 +80,14 @@ def _next(mode: str, query: str, offset: int, limit: int, more: bool) -> str | N
     return encode_cursor({"o": offset + limit, "q": _query_tag(mode, query)})
 
 
-def memory_search(scope: UserScope, *, mode: str, query: str, limit: int, cursor: str | None) -> SearchPage:
+def memory_search(scope: UserAddress, *, mode: str, query: str, limit: int, cursor: str | None) -> SearchPage:
     offset = _offset(cursor, mode, query)
     if mode == SEMANTIC:
         return _semantic(scope, query, limit, offset)
     return _keyword(scope, query, limit, offset)
 
 
-def _keyword(scope: UserScope, query: str, limit: int, offset: int) -> SearchPage:
+def _keyword(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
     terms = keyword.query_terms(query)
     if not terms:
         return SearchPage(KEYWORD, [], None)
@@ -97,7 +98,7 @@ def _keyword(scope: UserScope, query: str, limit: int, offset: int) -> SearchPag
     return SearchPage(KEYWORD, results, _next(KEYWORD, query, offset, limit, len(ranked) > limit))
 
 
-def _keyword_postgres(scope: UserScope, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
+def _keyword_postgres(scope: UserAddress, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
     # OR of the terms, each parsed by plainto_tsquery: every term is a bound parameter, never SQL text.
     tsquery = "(" + " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * len(terms)) + ")"
     kinds = searchable_kinds()
@@ -112,7 +113,7 @@ def _keyword_postgres(scope: UserScope, terms: list[str], limit: int, offset: in
         return [(pk, float(score)) for pk, score in cursor.fetchall()]
 
 
-def _keyword_portable(scope: UserScope, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
+def _keyword_portable(scope: UserAddress, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
     """SQLite: count the query's tokens present in the space-padded token list (LIKE, escaped by Django)."""
     hits = sum(
         (Case(When(search_text__contains=f" {term} ", then=Value(1)), default=Value(0), output_field=IntegerField())
@@ -126,7 +127,7 @@ def _keyword_portable(scope: UserScope, terms: list[str], limit: int, offset: in
     return [(pk, matched / len(terms)) for pk, matched in rows]
 
 
-def _semantic(scope: UserScope, query: str, limit: int, offset: int) -> SearchPage:
+def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
     in_use = index_in_use()  # 503 when the index was built for another identity
     vector = in_use.embed_one(query)  # 503/502 when the embedder is down or answers wrongly
     hits = in_use.backend.search(
@@ -145,7 +146,7 @@ def _semantic(scope: UserScope, query: str, limit: int, offset: int) -> SearchPa
 # ---------------------------------------------------------------------------------------------
 
 
-def task_get(scope: UserScope, task_id: str) -> dict:
+def task_get(scope: UserAddress, task_id: str) -> dict:
     """The task with its committed stages in commit order; a never-written task is the empty shape."""
     from memories.longterm.services.checkpoints import checkpoint_to_dict, report_to_dict
 

@@ -5,7 +5,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from memories.models import Conversation
-from memories.services.documents import DocumentAddress
+from memoryhub.addresses import ConversationAddress
 from memoryhub import working_set
 
 # Not a template variable: the working-set slot of the conversation's (pk, completed rounds).
@@ -16,7 +16,7 @@ def conversation_scope(product_id: str, user_id: str, conversation_id: str) -> w
     return working_set.Scope(product_id, user_id, conversation_id, ROUND_COUNTER)
 
 
-def conversation_state(address: DocumentAddress) -> tuple[int, int]:
+def conversation_state(address: ConversationAddress) -> tuple[int, int]:
     """Return (conversation pk, completed rounds), creating the conversation on first use."""
 
     def build() -> tuple[int, int]:

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.models import MemoryDocument, MemoryRevision, Product
 from memories.schemas import check_memory_against_schema
 from memories.validation import validate_memory, validate_revision
 from memoryhub import metrics, working_set
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import InternalInconsistency, RevisionConflict
 
 JSON_MEMORY_VARIABLE = "jsonMemory"
@@ -20,19 +21,12 @@ _REV = MemoryRevision._meta.db_table
 _REV_COLUMNS = "product_id, user_id, conversation_id, revision, memory, actor_type, actor, created_at"
 
 
-@dataclass(frozen=True)
-class DocumentAddress:
-    product: Product
-    user_id: str
-    conversation_id: str
-
-    @property
-    def working_set_scope(self) -> working_set.Scope:
-        return working_set.Scope(self.product.pk, self.user_id, self.conversation_id, JSON_MEMORY_VARIABLE)
+def json_memory_scope(address: ConversationAddress) -> working_set.Scope:
+    return address.scope(JSON_MEMORY_VARIABLE)
 
 
 def memory_document_replace(
-    *, address: DocumentAddress, expected_revision: int, memory: object, actor: Actor, schema: dict | None = None
+    *, address: ConversationAddress, expected_revision: int, memory: object, actor: Actor, schema: dict | None = None
 ) -> int:
     """Replace the whole document iff its stored revision is `expected_revision`; return the new revision."""
     validate_revision(expected_revision)
@@ -40,7 +34,7 @@ def memory_document_replace(
     check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
     # Invalidate first: a cache outage then fails the request before anything is written (503), and the
     # tombstone keeps readers that loaded the old document from caching it again (see working_set).
-    working_set.invalidate(address.working_set_scope)
+    working_set.invalidate(json_memory_scope(address))
     new_revision = _compare_and_set(address, expected_revision, serialized, actor)
     if new_revision is None:
         metrics.CONFLICTS.labels(kind="memory_document").inc()
@@ -53,7 +47,7 @@ def memory_document_replace(
     return new_revision
 
 
-def _current_revision(address: DocumentAddress) -> int:
+def _current_revision(address: ConversationAddress) -> int:
     row = (
         MemoryDocument.objects.filter(
             product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
@@ -64,7 +58,7 @@ def _current_revision(address: DocumentAddress) -> int:
     return row or 0
 
 
-def _compare_and_set(address: DocumentAddress, expected: int, serialized: str, actor: Actor) -> int | None:
+def _compare_and_set(address: ConversationAddress, expected: int, serialized: str, actor: Actor) -> int | None:
     now = timezone.now()
     key = (address.product.pk, address.user_id, address.conversation_id)
     history = (*key, serialized, actor.type, actor.id[:200], now)

@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.models import MemorySource, Product, Scenario, ScenarioVersion
 from memories.scenario_validation import CORE_FIELDS, ScenarioInvalid, validate_scenario
 from memoryhub import working_set

@@ -10,10 +10,11 @@ from django.core import signing
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.models import Product, Scenario
 from memories.selectors.documents import memory_document_get
-from memories.services.documents import DocumentAddress, memory_document_replace
+from memoryhub.addresses import ConversationAddress
+from memories.services.documents import memory_document_replace
 from memoryhub.errors import Forbidden, InvalidRequest, NotFound, RevisionConflict
 
 TOKEN_PREFIX = "mht_"
@@ -59,7 +60,7 @@ class ToolToken:
     expires_at: datetime
 
 
-def tool_token_mint(*, address: DocumentAddress, scenario_slug: str | None, ttl_seconds: int | None) -> tuple[str, datetime]:
+def tool_token_mint(*, address: ConversationAddress, scenario_slug: str | None, ttl_seconds: int | None) -> tuple[str, datetime]:
     ttl = settings.TOOL_TOKEN_DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
     if scenario_slug is not None and not Scenario.objects.filter(product=address.product, slug=scenario_slug).exists():
         raise NotFound(f"no scenario {scenario_slug!r}")
@@ -109,7 +110,7 @@ def tool_call(*, product: Product, token: ToolToken, name: str, arguments: objec
     if not _may_call(product, token, name):
         raise Forbidden("this scenario does not let the model call update_memory; the product commits changes")
     _check_arguments(name, arguments)
-    address = DocumentAddress(product, token.user_id, token.conversation_id)
+    address = ConversationAddress(product, token.user_id, token.conversation_id)
     if name == "get_memory":
         revision, memory = memory_document_get(address)
         return {"revision": revision, "memory": memory}
@@ -124,7 +125,7 @@ def _check_arguments(name: str, arguments: object) -> None:
         raise InvalidRequest(f"invalid arguments for {name}: {error.message}", details={"field": f"arguments.{where}"})
 
 
-def _update(address: DocumentAddress, token: ToolToken, arguments: dict) -> int:
+def _update(address: ConversationAddress, token: ToolToken, arguments: dict) -> int:
     scenario = _scenario(address.product, token)
     try:
         return memory_document_replace(

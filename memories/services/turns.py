@@ -10,7 +10,7 @@ from django.utils import timezone
 from memories.models import Conversation, Message, Scenario, Turn
 from memories.scenario_validation import PLACEHOLDER
 from memories.services.conversations import conversation_scope, conversation_state
-from memories.services.documents import DocumentAddress
+from memoryhub.addresses import ConversationAddress
 from memories.services.events import event_emit_for_turn
 from memories.services.scenarios import scenario_for_turn, scenario_scope, scenario_sources
 from memoryhub import working_set
@@ -35,7 +35,7 @@ def render_template(template: str, values: dict[str, str]) -> str:
     return PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), template)
 
 
-def turn_prepare(*, address: DocumentAddress, request: TurnRequest) -> Turn:
+def turn_prepare(*, address: ConversationAddress, request: TurnRequest) -> Turn:
     category = _category(request.subscription_category)
     entries = [scenario_scope(address.product.pk, request.scenario_slug),
                conversation_scope(address.product.pk, address.user_id, address.conversation_id)]
@@ -67,7 +67,7 @@ def _category(raw: str | None) -> str | None:
     return raw
 
 
-def _replaced_turn(address: DocumentAddress, turn_id: int | None) -> Turn | None:
+def _replaced_turn(address: ConversationAddress, turn_id: int | None) -> Turn | None:
     if turn_id is None:
         return None
     turn = _turns(address).filter(pk=turn_id, status__in=["completed", "committed"]).first()
@@ -76,7 +76,7 @@ def _replaced_turn(address: DocumentAddress, turn_id: int | None) -> Turn | None
     return turn
 
 
-def _history(address: DocumentAddress, *, before_round: int) -> list[dict]:
+def _history(address: ConversationAddress, *, before_round: int) -> list[dict]:
     rows = Message.objects.filter(
         product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
         superseded=False, round__lt=before_round,
@@ -100,20 +100,20 @@ def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext,
     )
 
 
-def _turns(address: DocumentAddress):
+def _turns(address: ConversationAddress):
     return Turn.objects.filter(
         product=address.product, user_id=address.user_id, conversation_key=address.conversation_id
     )
 
 
-def turn_get(*, address: DocumentAddress, turn_id: int) -> Turn:
+def turn_get(*, address: ConversationAddress, turn_id: int) -> Turn:
     turn = _turns(address).select_related("scenario", "product").filter(pk=turn_id).first()
     if turn is None:
         raise NotFound(f"no turn {turn_id} in this conversation")
     return turn
 
 
-def turn_complete(*, address: DocumentAddress, turn_id: int, assistant_message: str) -> Turn:
+def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_message: str) -> Turn:
     """Store the reply (always), then commit when the scenario commits on completion."""
     with transaction.atomic():
         turn = _turns(address).select_for_update(of=("self",)).select_related("scenario").filter(pk=turn_id).first()
@@ -129,7 +129,7 @@ def turn_complete(*, address: DocumentAddress, turn_id: int, assistant_message: 
     return turn_commit(turn=turn)
 
 
-def turn_accept(*, address: DocumentAddress, turn_id: int) -> Turn:
+def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
     turn = turn_get(address=address, turn_id=turn_id)
     if turn.status != "completed":
         raise Conflict(f"turn {turn_id} is {turn.status}; only a completed turn can be accepted", code="turn_not_acceptable")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memories.validation import MAX_SAFE_INTEGER, validate_identifier
+from memoryhub.identifiers import MAX_SAFE_INTEGER, validate_identifier
 
 
 class StrictIntegerField(serializers.Field):

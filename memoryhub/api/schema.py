@@ -7,7 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 
 
 class ProductKeyScheme(OpenApiAuthenticationExtension):
-    target_class = "memoryhub.api.authentication.ProductKeyAuthentication"
+    target_class = "memories.api.authentication.ProductKeyAuthentication"
     name = "productKey"
 
     def get_security_definition(self, auto_schema):
@@ -15,7 +15,7 @@ class ProductKeyScheme(OpenApiAuthenticationExtension):
 
 
 class ToolTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "memoryhub.api.authentication.ToolTokenAuthentication"
+    target_class = "memories.api.authentication.ToolTokenAuthentication"
     name = "toolToken"
 
     def get_security_definition(self, auto_schema):

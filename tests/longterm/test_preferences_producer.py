@@ -12,7 +12,8 @@ from memories.models import Scenario
 
 from memories.longterm.models import LongTermMemory
 from memories.longterm.producers import produce_preferences
-from memories.longterm.services.memories import Proposal, UserScope, memory_create
+from memories.longterm.services.memories import Proposal, memory_create, preferences_scope
+from memoryhub.addresses import UserAddress
 from memoryhub.clients.embedding_server import ServerOptions, make_server, serve_in_thread
 from memoryhub.runtimes.base import RecallRequest, SourceConfig
 from tests.conftest import assert_envelope
@@ -37,7 +38,7 @@ COFFEE = proposal(content={"detail": "brief", "text": "回答要简短"}, eviden
 
 def tombstone_expired(api, user: str = "u1") -> None:
     """As if the write's short invalidation tombstone had expired: the next read may store again."""
-    cache.delete(UserScope(api.product, user).working_set_scope.key)
+    cache.delete(preferences_scope(UserAddress(api.product, user)).key)
 
 
 def scenario(api, **sections) -> None:
@@ -136,7 +137,7 @@ def test_the_working_set_is_rebuilt_from_the_database_on_a_miss(alice):
     tombstone_expired(alice)
     assert recall(alice).cached is False
     assert recall(alice).cached is True
-    cache.delete(UserScope(alice.product, "u1").working_set_scope.key)  # expiry
+    cache.delete(preferences_scope(UserAddress(alice.product, "u1")).key)  # expiry
     rebuilt = recall(alice)
     assert rebuilt.cached is False and rebuilt.details["memories"] == [{"id": record["id"], "version": 1}]
 
@@ -168,7 +169,7 @@ def test_redis_down_fails_the_recall_and_the_write_and_writes_nothing(alice, set
         recall(alice)
     assert "Connection" in type(recalled.value).__name__
     with pytest.raises(Exception) as written:
-        memory_create(scope=UserScope(alice.product, "u1"), kind="preference", actor=alice_actor(),
+        memory_create(scope=UserAddress(alice.product, "u1"), kind="preference", actor=alice_actor(),
                       proposal=Proposal(PREFERENCE_ZH["content"], PREFERENCE_ZH["evidence"],
                                         PREFERENCE_ZH["source"], True))
     assert "Connection" in type(written.value).__name__
@@ -177,7 +178,7 @@ def test_redis_down_fails_the_recall_and_the_write_and_writes_nothing(alice, set
 
 
 def alice_actor():
-    from memories.actors import Actor
+    from memoryhub.actors import Actor
 
     return Actor("api_key", "test")
 
@@ -218,7 +219,7 @@ def test_a_snapshot_cached_before_a_reindex_is_never_compared_with_the_new_ident
         {"id": "mem_old", "version": 1, "content": {"language": "zh", "text": "stale"}, "vector": old_vector},
         {"id": "mem_old2", "version": 1, "content": {"language": "en", "text": "stale"}, "vector": old_vector},
     ]}
-    cache.set(UserScope(alice.product, "u1").working_set_scope.key, stale)
+    cache.set(preferences_scope(UserAddress(alice.product, "u1")).key, stale)
     cache.set(ACTIVE_INDEX_SCOPE.key, stale_pk)
     row = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1}})
     result = recall(alice, "请用简洁的中文回复我", scenario_row=row)

@@ -6,9 +6,11 @@ import time
 import pytest
 from django.core.cache import cache
 
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.selectors.documents import memory_document_get
-from memories.services.documents import DocumentAddress, memory_document_replace
+from memoryhub.addresses import ConversationAddress
+from memories.services.documents import json_memory_scope
+from memories.services.documents import memory_document_replace
 from memoryhub import working_set
 from tests.conftest import assert_envelope
 
@@ -123,8 +125,8 @@ def test_the_cache_holds_what_the_database_holds(alice, gate):
     write(alice, 0, {"v": 1})
     cache.clear()
     prepare(alice)
-    address = DocumentAddress(alice.product, "u1", "c1")
-    assert cache.get(address.working_set_scope.key) == memory_document_get(address) == (1, {"v": 1})
+    address = ConversationAddress(alice.product, "u1", "c1")
+    assert cache.get(json_memory_scope(address).key) == memory_document_get(address) == (1, {"v": 1})
 
 
 def test_caching_resumes_once_the_invalidation_marker_expires(alice, gate, monkeypatch):
@@ -137,7 +139,7 @@ def test_caching_resumes_once_the_invalidation_marker_expires(alice, gate, monke
 
 def test_a_reader_that_loaded_before_a_write_cannot_put_its_stale_value_back(alice, gate):
     """The race C2 is about: a slow reader's database load, then a write commits, then the reader stores."""
-    address = DocumentAddress(alice.product, "u1", "c1")
+    address = ConversationAddress(alice.product, "u1", "c1")
     memory_document_replace(address=address, expected_revision=0, memory={"v": 1}, actor=Actor("api_key", "t"))
     cache.clear()
 
@@ -146,7 +148,7 @@ def test_a_reader_that_loaded_before_a_write_cannot_put_its_stale_value_back(ali
         memory_document_replace(address=address, expected_revision=1, memory={"v": 2}, actor=Actor("api_key", "t"))
         return stale
 
-    value, was_cached = working_set.get_or_build(address.working_set_scope, slow_build)
+    value, was_cached = working_set.get_or_build(json_memory_scope(address), slow_build)
     assert value == (1, {"v": 1}) and was_cached is False
     turn = prepare(alice)
     assert json_source(turn)["revision"] == 2 and '{"v":2}' in turn["prompt"]

@@ -5,7 +5,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memories.models import Conversation, Event, MemorySource, Product, Scenario, Turn
-from tables.services import TableAddress
+from memoryhub.addresses import ConversationAddress
 from tables.validation import validate_tables_section
 
 TEMPLATES = [
@@ -53,8 +53,8 @@ def commit_turn(
     )
 
 
-def address(product: Product, user_id: str = "u1", conversation_id: str = "c1") -> TableAddress:
-    return TableAddress(product, user_id, conversation_id)
+def address(product: Product, user_id: str = "u1", conversation_id: str = "c1") -> ConversationAddress:
+    return ConversationAddress(product, user_id, conversation_id)
 
 
 def events(product: Product, type: str | None = None, conversation_id: str = "c1") -> list[Event]:

@@ -11,11 +11,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.hinos.services.server import PrepareRequest, hinos_commit, hinos_prepare
-from memories.validation import validate_identifier
+from memoryhub.identifiers import validate_identifier
 from memoryhub.errors import InvalidRequest
 from memoryhub.api.fields import IdentifierField, StrictCharField, StrictSerializer
 
-from memories.api.common import validated
+from memoryhub.api.common import validated
 
 CONVERSATION_HEADER = "x-flow-conversation-id"
 MAX_TEXT = 200_000

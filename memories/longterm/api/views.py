@@ -10,28 +10,28 @@ from memories.longterm.services.checkpoints import checkpoint_commit, task_repor
 from memories.services.idempotency import request_fingerprint
 from memories.longterm.services.memories import (
     Proposal,
-    UserScope,
+    UserAddress,
     memory_create,
     memory_delete,
     memory_to_dict,
     memory_update,
 )
 from memories.services.operations import Operation, Outcome
-from memories.validation import validate_identifier
+from memoryhub.identifiers import validate_identifier
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.api.pagination import page_params
 
 from . import serializers as s
-from memories.api.common import validated
+from memoryhub.api.common import validated
 
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
 
 
-def user_scope(request, user_id: str) -> UserScope:
-    return UserScope(request.user.product, validate_identifier(user_id, "userId"))
+def user_scope(request, user_id: str) -> UserAddress:
+    return UserAddress(request.user.product, validate_identifier(user_id, "userId"))
 
 
-def operation_of(request, scope: UserScope, data: dict, action: str) -> Operation | None:
+def operation_of(request, scope: UserAddress, data: dict, action: str) -> Operation | None:
     if not data.get("operationId"):
         return None
     return Operation(scope.product, scope.user_id, data["operationId"], action,

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from memories.longterm.models import Task, TaskCheckpoint, TaskReport
 from memoryhub.errors import Conflict, InvalidRequest
 
-from .memories import UserScope
+from memoryhub.addresses import UserAddress
 from memories.services.operations import Operation, Outcome, operation_commit, operation_replay
 
 
@@ -26,13 +26,13 @@ def _fingerprint(value: object) -> str:
 
 
 def checkpoint_to_dict(checkpoint: TaskCheckpoint) -> dict:
-    from memories.api.common import iso
+    from memoryhub.timefmt import iso
 
     return {"stage": checkpoint.stage, "key": checkpoint.key, "data": checkpoint.data,
             "committedAt": iso(checkpoint.committed_at)}
 
 
-def _task_for_checkpoint(scope: UserScope, task_id: str, task_input: dict | None) -> Task:
+def _task_for_checkpoint(scope: UserAddress, task_id: str, task_input: dict | None) -> Task:
     """The task row, locked; created with its input snapshot by the first checkpoint."""
     lookup = dict(product=scope.product, user_id=scope.user_id, task_id=task_id)
     task = Task.objects.select_for_update().filter(**lookup).first()
@@ -51,7 +51,7 @@ def _task_for_checkpoint(scope: UserScope, task_id: str, task_input: dict | None
     return task
 
 
-def checkpoint_commit(*, scope: UserScope, task_id: str, stage: str, data: dict, task_input: dict | None,
+def checkpoint_commit(*, scope: UserAddress, task_id: str, stage: str, data: dict, task_input: dict | None,
                       operation: Operation | None) -> Outcome:
     """Commit `stage` once: 201 the first time, 200 for the same data again, 409 for different data."""
     replay = operation_replay(operation)
@@ -76,12 +76,12 @@ def checkpoint_commit(*, scope: UserScope, task_id: str, stage: str, data: dict,
 
 
 def report_to_dict(report: TaskReport) -> dict:
-    from memories.api.common import iso
+    from memoryhub.timefmt import iso
 
     return {"data": report.report, "publishedAt": iso(report.published_at)}
 
 
-def task_report_publish(*, scope: UserScope, task_id: str, data: dict, operation: Operation | None) -> Outcome:
+def task_report_publish(*, scope: UserAddress, task_id: str, data: dict, operation: Operation | None) -> Outcome:
     """Publish the task's final report atomically, once; the same report again is 200, another is 409."""
     replay = operation_replay(operation)
     if replay:

@@ -14,10 +14,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from memories.longterm import admission, keyword
-from memories.actors import Actor
+from memoryhub.actors import Actor
 from memories.models import Product
 from memories.longterm.models import AdmissionRefusal, LongTermMemory, LongTermMemoryVersion
 from memoryhub import working_set
+from memoryhub.addresses import UserAddress
 from memoryhub.errors import NotFound, RejectedByPolicy, RevisionConflict
 
 from .embedding_index import IndexInUse, index_in_use, lock_for_write
@@ -27,15 +28,9 @@ from .vectors import backend_named
 PREFERENCES_VARIABLE = "preferences"
 
 
-@dataclass(frozen=True)
-class UserScope:
-    product: Product
-    user_id: str
-
-    @property
-    def working_set_scope(self) -> working_set.Scope:
-        # User-scoped: a user's preferences are shared by all of their conversations.
-        return working_set.Scope(self.product.pk, self.user_id, "", PREFERENCES_VARIABLE)
+def preferences_scope(user: UserAddress) -> working_set.Scope:
+    # User-scoped: a user's preferences are shared by all of their conversations.
+    return user.scope(PREFERENCES_VARIABLE)
 
 
 @dataclass(frozen=True)
@@ -64,7 +59,7 @@ def embedding_text(content: object, evidence: str) -> str:
 
 
 def memory_to_dict(memory: LongTermMemory) -> dict:
-    from memories.api.common import iso
+    from memoryhub.timefmt import iso
 
     return {
         "id": memory.memory_id, "key": memory.key, "kind": memory.kind, "content": memory.content,
@@ -78,7 +73,7 @@ def memory_to_dict(memory: LongTermMemory) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def _admit(scope: UserScope, kind: str, proposal: Proposal, *, actor: Actor, operation_id: str | None,
+def _admit(scope: UserAddress, kind: str, proposal: Proposal, *, actor: Actor, operation_id: str | None,
            memory_id: str = "") -> dict:
     """The normalised content, or a logged refusal raised as 422 `rejected_by_policy` with its reason code."""
     result = admission.admit(kind, consent=proposal.consent, source=proposal.source,
@@ -114,7 +109,7 @@ def _history(memory: LongTermMemory, action: str, actor: Actor, operation_id: st
 # ---------------------------------------------------------------------------------------------
 
 
-def memory_create(*, scope: UserScope, kind: str, proposal: Proposal, actor: Actor,
+def memory_create(*, scope: UserAddress, kind: str, proposal: Proposal, actor: Actor,
                   operation: Operation | None = None) -> Outcome:
     replay = operation_replay(operation)
     if replay:
@@ -132,7 +127,7 @@ def memory_create(*, scope: UserScope, kind: str, proposal: Proposal, actor: Act
         )
         in_use.backend.upsert(in_use.index, memory, vector)
         _history(memory, "created", actor, op_id)
-        working_set.invalidate(scope.working_set_scope)  # in the transaction: a cache outage writes nothing
+        working_set.invalidate(preferences_scope(scope))  # in the transaction: a cache outage writes nothing
         return 201, memory_to_dict(memory)
 
     return operation_commit(operation, write)
@@ -143,18 +138,18 @@ def memory_create(*, scope: UserScope, kind: str, proposal: Proposal, actor: Act
 # ---------------------------------------------------------------------------------------------
 
 
-def _scoped(scope: UserScope):
+def _scoped(scope: UserAddress):
     return LongTermMemory.objects.filter(product=scope.product, user_id=scope.user_id)
 
 
-def _existing(scope: UserScope, memory_id: str) -> LongTermMemory:
+def _existing(scope: UserAddress, memory_id: str) -> LongTermMemory:
     memory = _scoped(scope).filter(memory_id=memory_id).first()
     if memory is None:
         raise NotFound(f"no memory {memory_id!r} for this user")
     return memory
 
 
-def memory_update(*, scope: UserScope, memory_id: str, expected_version: int, proposal: Proposal, actor: Actor,
+def memory_update(*, scope: UserAddress, memory_id: str, expected_version: int, proposal: Proposal, actor: Actor,
                   operation: Operation | None = None) -> Outcome:
     """Replace the content iff the stored version is `expected_version`; version + 1, re-embedded in one go."""
     replay = operation_replay(operation)
@@ -178,13 +173,13 @@ def memory_update(*, scope: UserScope, memory_id: str, expected_version: int, pr
         memory = _existing(scope, memory_id)
         in_use.backend.upsert(in_use.index, memory, vector)
         _history(memory, "updated", actor, op_id)
-        working_set.invalidate(scope.working_set_scope)
+        working_set.invalidate(preferences_scope(scope))
         return 200, memory_to_dict(memory)
 
     return operation_commit(operation, write)
 
 
-def memory_delete(*, scope: UserScope, memory_id: str, actor: Actor, expected_version: int | None = None) -> None:
+def memory_delete(*, scope: UserAddress, memory_id: str, actor: Actor, expected_version: int | None = None) -> None:
     """Delete a memory (and its vector); with `expected_version`, only if it is still that version."""
     with transaction.atomic():
         memory = _scoped(scope).select_for_update().filter(memory_id=memory_id).first()
@@ -196,4 +191,4 @@ def memory_delete(*, scope: UserScope, memory_id: str, actor: Actor, expected_ve
             backend_named(memory.embedding_index.backend).delete(memory.embedding_index, [memory.pk])
         _history(memory, "deleted", actor, None)
         memory.delete()
-        working_set.invalidate(scope.working_set_scope)
+        working_set.invalidate(preferences_scope(scope))

@@ -214,7 +214,7 @@ def _qdrant_errors() -> Iterator[None]:
 
 
 def record_payload(memory: LongTermMemory) -> dict:
-    from memories.api.common import iso
+    from memoryhub.timefmt import iso
 
     return {
         "product": memory.product_id, "userId": memory.user_id, "id": memory.memory_id, "key": memory.key,

@@ -1,0 +1,42 @@
+"""Who a piece of memory belongs to: a product's user, or one conversation of that user.
+
+Every service and selector takes one of these; the product comes from the authenticated caller, never
+from the request body, so a foreign id is simply not found. `product` is the product model instance
+(typed loosely: memoryhub imports no app).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memoryhub.working_set import Scope
+
+
+@dataclass(frozen=True)
+class UserAddress:
+    """(product, user): where user-level memories live (long-term memories, checkpoints)."""
+
+    product: Any
+    user_id: str
+
+    def scope(self, variable: str) -> Scope:
+        """The working-set entry of a user-level variable, shared by all of the user's conversations."""
+        return Scope(self.product.pk, self.user_id, "", variable)
+
+
+@dataclass(frozen=True)
+class ConversationAddress:
+    """(product, user, conversation): where documents, tables, turns, messages and diaries live."""
+
+    product: Any
+    user_id: str
+    conversation_id: str
+
+    @property
+    def user(self) -> UserAddress:
+        return UserAddress(self.product, self.user_id)
+
+    def scope(self, variable: str) -> Scope:
+        """The working-set entry of a conversation-level variable."""
+        return Scope(self.product.pk, self.user_id, self.conversation_id, variable)
