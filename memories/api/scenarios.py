@@ -5,24 +5,27 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.models import Scenario, ScenarioVersion
-from memories.services.scenarios import (
-    scenario_create,
-    scenario_delete,
-    scenario_get,
-    scenario_to_dict,
-    scenario_update,
-)
+from memories.selectors.scenarios import scenario_get, scenario_versions_page, scenarios_page
+from memories.services.scenarios import scenario_create, scenario_delete, scenario_to_dict, scenario_update
 from memoryhub.api.pagination import page_params
-from memoryhub.pagination import keyset_page
-
 from memoryhub.timefmt import iso
+
 from .serializers.turns import ScenarioSerializer
 
 
 def _out(scenario: Scenario) -> dict:
-    fresh = scenario_get(product=scenario.product, slug=scenario.slug)
-    return {**scenario_to_dict(fresh), "version": fresh.version, "createdAt": iso(fresh.created_at),
-            "updatedAt": iso(fresh.updated_at)}
+    return {**scenario_to_dict(scenario), "version": scenario.version, "createdAt": iso(scenario.created_at),
+            "updatedAt": iso(scenario.updated_at)}
+
+
+def _fresh(scenario: Scenario) -> dict:
+    # A write's instance may hold a sources cache from before the write: shape the stored state.
+    return _out(scenario_get(product=scenario.product, slug=scenario.slug))
+
+
+def _version_out(version: ScenarioVersion) -> dict:
+    return {"version": version.version, "scenario": version.snapshot, "actor": version.actor,
+            "createdAt": iso(version.created_at)}
 
 
 class ScenarioListView(APIView):
@@ -30,15 +33,13 @@ class ScenarioListView(APIView):
                    parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)])
     def get(self, request):
         cursor, limit = page_params(request)
-        rows, next_cursor = keyset_page(
-            Scenario.objects.filter(product=request.user.product), field="id", descending=False, cursor=cursor, limit=limit
-        )
+        rows, next_cursor = scenarios_page(product=request.user.product, cursor=cursor, limit=limit)
         return Response({"results": [_out(s) for s in rows], "next": next_cursor})
 
     @extend_schema(request=ScenarioSerializer, responses={201: ScenarioSerializer}, operation_id="scenarios_create")
     def post(self, request):
         scenario = scenario_create(product=request.user.product, data=request.data, actor=request.user.actor)
-        return Response(_out(scenario), status=201)
+        return Response(_fresh(scenario), status=201)
 
 
 class ScenarioDetailView(APIView):
@@ -63,17 +64,15 @@ class ScenarioDetailView(APIView):
         scenario = scenario_update(
             product=request.user.product, slug=scenario_id, data=request.data, actor=request.user.actor, partial=partial
         )
-        return Response(_out(scenario))
+        return Response(_fresh(scenario))
 
 
 class ScenarioVersionListView(APIView):
     @extend_schema(operation_id="scenarios_versions", responses=dict,
                    parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)])
     def get(self, request, scenario_id: str):
-        scenario = scenario_get(product=request.user.product, slug=scenario_id)
         cursor, limit = page_params(request)
-        rows, next_cursor = keyset_page(
-            ScenarioVersion.objects.filter(scenario=scenario), field="version", descending=True, cursor=cursor, limit=limit
+        rows, next_cursor = scenario_versions_page(
+            product=request.user.product, slug=scenario_id, cursor=cursor, limit=limit
         )
-        results = [{"version": v.version, "scenario": v.snapshot, "actor": v.actor, "createdAt": iso(v.created_at)} for v in rows]
-        return Response({"results": results, "next": next_cursor})
+        return Response({"results": [_version_out(v) for v in rows], "next": next_cursor})

@@ -7,6 +7,7 @@ from django.dispatch import receiver
 
 from memoryhub.actors import Actor
 from memories.models import MemorySource, Product, Scenario, ScenarioVersion
+from memories.selectors.scenarios import scenario_get
 from memories.scenario_validation import CORE_FIELDS, ScenarioInvalid, validate_scenario
 from memoryhub import working_set
 from memoryhub.errors import Conflict, NotFound
@@ -41,13 +42,6 @@ def source_to_dict(source: MemorySource) -> dict:
 def scenario_sources(scenario: Scenario) -> tuple[SourceConfig, ...]:
     rows = sorted(scenario.sources.all(), key=lambda s: (s.priority or 0, s.position))
     return tuple(SourceConfig(s.source_id, s.agent_ref, s.variable, s.priority) for s in rows)
-
-
-def scenario_get(*, product: Product, slug: str) -> Scenario:
-    scenario = Scenario.objects.filter(product=product, slug=slug).prefetch_related("sources").first()
-    if scenario is None:
-        raise NotFound(f"no scenario {slug!r}")
-    return scenario
 
 
 def scenario_for_turn(*, product: Product, slug: str) -> Scenario:

@@ -1,0 +1,118 @@
+"""The layering rules of docs/architecture.md, checked on the import graph so a change cannot quietly break them.
+
+- `memoryhub/` is the core: it imports no app (apps plug in through registries), except urls.py and settings.py.
+- HTTP stays at the edge: only `api` packages/modules and `urls` modules import DRF or an `api` module.
+- Domain errors import nothing from DRF; no app holds more than ~30 % of the product code.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT_PACKAGES = ("memoryhub", "memories", "diaries", "tables")
+APPS = ("memories", "diaries", "tables")  # memories.longterm and memories.hinos are apps inside memories
+CORE_MAY_IMPORT_APPS = {"memoryhub.urls", "memoryhub.settings"}
+HTTP_LIBRARIES = ("rest_framework", "drf_spectacular")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _product_modules() -> dict[str, Path]:
+    modules = {}
+    for package in PRODUCT_PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "migrations" not in path.parts:
+                modules[_module_name(path)] = path
+    return modules
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Every module this file imports, at any depth (function-level imports count too)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+GRAPH = {name: _imports(name, path) for name, path in _product_modules().items()}
+
+
+def _is_edge(module: str) -> bool:
+    parts = module.split(".")
+    return "api" in parts or parts[-1] == "urls"
+
+
+def _is_app(module: str) -> bool:
+    return module.split(".")[0] in APPS
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_graph_covers_the_product() -> None:
+    assert {"memoryhub.errors", "memories.services.turns", "memories.longterm.models", "tables.parsing"} <= set(GRAPH)
+
+
+def test_the_core_imports_no_app() -> None:
+    offenders = {
+        module: sorted(name for name in imported if _is_app(name))
+        for module, imported in GRAPH.items()
+        if module.startswith("memoryhub") and module not in CORE_MAY_IMPORT_APPS
+    }
+    assert {m: names for m, names in offenders.items() if names} == {}
+
+
+def test_only_the_edge_speaks_http() -> None:
+    offenders = {
+        module: sorted(n for n in imported if _within(n, HTTP_LIBRARIES) or (n in GRAPH and _is_edge(n)))
+        for module, imported in GRAPH.items()
+        if not _is_edge(module)
+    }
+    assert {m: names for m, names in offenders.items() if names} == {}
+
+
+@pytest.mark.parametrize("layer", ["models", "services", "selectors"])
+def test_domain_layers_exist_and_stay_below_the_edge(layer: str) -> None:
+    members = [m for m in GRAPH if layer in m.split(".")]
+    assert members, f"no {layer} modules found: the layout changed, update this test and docs/architecture.md"
+    assert not [m for m in members if _is_edge(m)]
+
+
+def test_domain_errors_know_nothing_of_http() -> None:
+    assert not [n for n in GRAPH["memoryhub.errors"] if _within(n, HTTP_LIBRARIES) or n.startswith("django")]
+
+
+def _lines(paths: list[Path]) -> int:
+    return sum(len(p.read_text().splitlines()) for p in paths)
+
+
+def test_no_app_holds_more_than_about_thirty_percent_of_the_code() -> None:
+    modules = _product_modules()
+    nested = ("memories.longterm", "memories.hinos")
+    owners = {
+        module: next((n for n in nested if _within(module, (n,))), module.split(".")[0]) for module in modules
+    }
+    total = _lines(list(modules.values()))
+    shares = {
+        owner: _lines([modules[m] for m, o in owners.items() if o == owner]) / total for owner in set(owners.values())
+    }
+    assert max(shares.values()) <= 0.33, shares
