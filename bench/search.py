@@ -7,7 +7,7 @@ the database is dropped and recreated) and mem0 in a SEPARATE virtualenv (never 
 
     python3 -m venv /tmp/mem0-venv && /tmp/mem0-venv/bin/pip install mem0ai "psycopg[binary]" psycopg-pool
 
-Both systems embed through the same OpenAI-compatible server on 127.0.0.1 (memoryhub.clients.embedding_server,
+Both systems embed through the same OpenAI-compatible server on 127.0.0.1 (tests.support.embedding_server,
 backed by the bundled model), started here. The records' vectors are computed once through that server and
 inserted directly into both stores (memoryhub: COPY into its table, exactly the rows its writes produce;
 mem0: its pgvector store's `insert`, with the payload `Memory.add` writes — the first --add-via-api records go
@@ -86,7 +86,7 @@ def make_queries(n: int, seed: int = 7) -> list[str]:
 
 def start_embedding_server(port: int) -> subprocess.Popen:
     process = subprocess.Popen(
-        [sys.executable, "-m", "memoryhub.clients.embedding_server", "--port", str(port), "--model", MODEL],
+        [sys.executable, "-m", "tests.support.embedding_server", "--port", str(port), "--model", MODEL],
         cwd=ROOT, stdout=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 120

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import os
-
 from django.apps import AppConfig
 
 
@@ -20,7 +18,3 @@ class TablesConfig(AppConfig):
         register_scenario_section("tableWebhook", validate_webhook_section)
 
         register_commit_hook("tables", schedule_table_edits)
-        if os.environ.get("CELERY_WORKER_UNDER_TEST") == "1":
-            from . import faults, turn_edits
-
-            turn_edits.between_read_and_write.append(faults.concurrent_write_when_asked)

@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +19,7 @@ from django.db.models import F
 
 from memories.models import Conversation, Turn
 from memories.services.events import event_emit_for_turn
+from memoryhub import faults
 from memoryhub.errors import RevisionConflict
 from tables.applying import ApplyResult, apply_calls
 from tables.models import MemoryTable, TableEditRecord
@@ -32,11 +32,6 @@ from tables.services import WriteCause, scenario_templates, table_replace, table
 MAX_ATTEMPTS = 2  # TB3: the first try and at most one re-read
 CONFLICT_REASON = "not applied: the table changed while this reply's edits were written, twice (version conflict)"
 SUPERSEDED_REASON = "not applied: the reply was replaced by a later reply of the same round"
-
-# Called between reading the tables and writing them, with (turn, attempt number). Empty in production;
-# tests (and the test suite's worker, see tables/faults.py) use it to provoke a conflict deterministically.
-BetweenReadAndWrite = Callable[[Turn, int], None]
-between_read_and_write: list[BetweenReadAndWrite] = []
 
 
 @dataclass
@@ -103,8 +98,8 @@ def _attempt(
     attempt = _Attempt(tables, base_versions, apply_calls(states, parsed.calls))
     # Compared with the stored rows, not the base: restoring a replaced reply's edits is a change too.
     changes = [(i, t, s.rows) for i, (t, s) in enumerate(zip(tables, attempt.result.tables)) if s.rows != t.rows]
-    for hook in list(between_read_and_write):
-        hook(turn, number)
+    # The test suite provokes a conflict here (memoryhub/faults.py); a no-op everywhere else.
+    faults.point(faults.TABLE_EDITS_BETWEEN_READ_AND_WRITE, turn, number)
     try:
         with transaction.atomic():  # a savepoint: a conflict on any table undoes this attempt's writes
             attempt.written = [_write(index, table, rows, turn) for index, table, rows in changes]

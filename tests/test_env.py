@@ -134,3 +134,27 @@ def test_settings_refuse_to_start_on_a_malformed_variable(tmp_path, name, value)
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr
     assert name in result.stderr
+
+
+# --- fault injection (memoryhub/faults.py) is for the test suite only ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"MEMORYHUB_FAULT_INJECTION": "1"},
+     {"MEMORYHUB_FAULT_INJECTION": "1", "DATABASE_URL": "postgres://u@127.0.0.1:5432/memoryhub"},
+     {"MEMORYHUB_CRASH_AFTER_COMMIT": "op-1"}],
+)
+def test_settings_refuse_fault_injection_in_production(tmp_path, overrides):
+    result = start_settings(tmp_path, **overrides)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "MEMORYHUB_FAULT_INJECTION" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"DEBUG": "1"}, {"DATABASE_URL": "postgres://u@127.0.0.1:5432/test_memoryhub"}],
+)
+def test_settings_allow_fault_injection_with_debug_or_on_a_test_database(tmp_path, overrides):
+    result = start_settings(tmp_path, MEMORYHUB_FAULT_INJECTION="1", MEMORYHUB_CRASH_AFTER_COMMIT="op-1", **overrides)
+    assert result.returncode == 0, result.stderr

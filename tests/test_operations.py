@@ -7,7 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from memoryhub.api.throttling import PerKeyRateThrottle
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope
 
 URL = "/v1/users/u1/conversations/c1/memory"
 MEMORY_ROUTE = "v1/users/<str:user_id>/conversations/<str:conversation_id>/memory"

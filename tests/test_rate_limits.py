@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from memories.services.products import api_key_create
 from memoryhub.api.throttling import PerKeyRateThrottle
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope, client_for
 
 URL = "/v1/users/u1/conversations/c1/memory"
 
@@ -14,12 +13,6 @@ URL = "/v1/users/u1/conversations/c1/memory"
 @pytest.fixture
 def three_per_minute(monkeypatch):
     monkeypatch.setattr(PerKeyRateThrottle, "THROTTLE_RATES", {"per_key": "3/min"})
-
-
-def client_for(key: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
 
 
 def test_a_key_over_its_rate_gets_429_with_retry_after(alice, three_per_minute):

@@ -39,7 +39,3 @@ class ApiKey(models.Model):
     def __str__(self) -> str:
         state = "revoked" if self.revoked_at else "active"
         return f"{self.prefix}… ({state})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None

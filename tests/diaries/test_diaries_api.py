@@ -6,9 +6,8 @@ from rest_framework.test import APIClient
 from diaries.planning import DiaryPlan
 from diaries.services import diary_append
 from diaries.summarizers import SummaryResult
-from tests.conftest import assert_envelope
-
-from .support import commit_turn, make_scenario
+from tests.factories import DiaryScenarioFactory, TurnFactory
+from tests.support.api import assert_envelope
 
 pytestmark = pytest.mark.django_db
 
@@ -16,9 +15,9 @@ URL = "/v1/users/u1/conversations/c1/diaries"
 
 
 def _store(product, count: int, *, kind: str = "summary_and_diary") -> None:
-    scenario = make_scenario(product)
+    scenario = DiaryScenarioFactory(product=product)
     for n in range(1, count + 1):
-        turn = commit_turn(product, scenario)
+        turn = TurnFactory(scenario=scenario)
         diary = f"diary {n}" if kind == "summary_and_diary" else None
         plan = DiaryPlan(kind, "test", turn.round, turn.round)
         diary_append(turn=turn, plan=plan, category="plus", result=SummaryResult(f"summary {n}", diary, "extractive"))

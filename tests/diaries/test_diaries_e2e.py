@@ -7,7 +7,8 @@ import pytest
 
 from diaries.tasks import diary_plan_task
 from memoryhub.celery import app as celery_app
-from tests.conftest import assert_envelope, wait_for
+from tests.support.api import assert_envelope
+from tests.support.processes import wait_for
 
 CONV = "/v1/users/u1/conversations/c1"
 SMALL = {"minRounds": 3, "freeRoundsPerDiary": 2}

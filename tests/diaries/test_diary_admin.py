@@ -3,15 +3,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from diaries.models import DiaryEntry, DiaryPlanRecord, DiaryState
 from diaries.services import diary_plan_and_write
 from diaries.summarizers import SummarizerConfigError
 from memories.models import Scenario
+from tests.factories import DiaryScenarioFactory, SuperuserFactory, TurnFactory
 
-from .support import SMALL_POLICY, commit_turn, make_scenario
+from .support import SMALL_POLICY
 
 pytestmark = pytest.mark.django_db
 
@@ -19,14 +19,14 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def operator() -> Client:
     client = Client()
-    client.force_login(User.objects.create_superuser("op", "op@example.com", "pw"))
+    client.force_login(SuperuserFactory(username="op"))
     return client
 
 
 def _conversation(product, rounds: int) -> DiaryState:
-    scenario = make_scenario(product, diary=SMALL_POLICY)
+    scenario = DiaryScenarioFactory(product=product, diary=SMALL_POLICY)
     for _ in range(rounds):
-        diary_plan_and_write(turn_pk=commit_turn(product, scenario).pk)
+        diary_plan_and_write(turn_pk=TurnFactory(scenario=scenario).pk)
     return DiaryState.objects.get(product=product, conversation_id="c1")
 
 
@@ -53,8 +53,8 @@ def test_entries_cannot_be_edited_or_added(alice, operator) -> None:
 
 def test_replan_action_appends_the_missing_diary(alice, operator, settings) -> None:
     settings.SUMMARIZER_BASE_URL, settings.SUMMARIZER_MODEL = "http://127.0.0.1:9", ""
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turns = [commit_turn(alice.product, scenario) for _ in range(3)]
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario) for _ in range(3)]
     for turn in turns[:2]:
         diary_plan_and_write(turn_pk=turn.pk)
     with pytest.raises(SummarizerConfigError):
@@ -71,7 +71,7 @@ def test_replan_action_appends_the_missing_diary(alice, operator, settings) -> N
 
 def test_replan_failure_is_reported(alice, operator, settings) -> None:
     state = _conversation(alice.product, 2)
-    commit_turn(alice.product, make_scenario(alice.product, slug="other", diary=SMALL_POLICY))
+    TurnFactory(scenario=DiaryScenarioFactory(product=alice.product, slug="other", diary=SMALL_POLICY))
     settings.SUMMARIZER_BASE_URL, settings.SUMMARIZER_MODEL = "http://127.0.0.1:9", ""
     response = operator.post(
         "/admin/diaries/diarystate/", {"action": "replan", "_selected_action": [state.pk]}, follow=True

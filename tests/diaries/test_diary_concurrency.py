@@ -9,9 +9,10 @@ from django.db import connection
 
 from diaries.models import DiaryEntry, DiaryPlanRecord
 from diaries.services import diary_plan_and_write
+from tests.factories import DiaryScenarioFactory, TurnFactory
 from tests.support.http_server import Reply, StubHttpServer
 
-from .support import SMALL_POLICY, commit_turn, make_scenario
+from .support import SMALL_POLICY
 
 pytestmark = [pytest.mark.requires_postgres, pytest.mark.django_db(transaction=True)]
 
@@ -63,8 +64,8 @@ def _plan(turn_pk: int) -> Callable[[], str]:
 
 
 def test_the_same_turn_planned_twice_at_once_writes_one_diary(alice, slow_summarizer) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turns = [commit_turn(alice.product, scenario) for _ in range(3)]
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario) for _ in range(3)]
     outcomes = _at_once(_plan(turns[2].pk), _plan(turns[2].pk))
     assert sorted(outcomes) == ["already_planned", "written"]
     assert DiaryEntry.objects.count() == 1
@@ -72,8 +73,8 @@ def test_the_same_turn_planned_twice_at_once_writes_one_diary(alice, slow_summar
 
 
 def test_two_completions_at_once_write_one_diary(alice, slow_summarizer) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turns = [commit_turn(alice.product, scenario) for _ in range(4)]
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario) for _ in range(4)]
     outcomes = _at_once(_plan(turns[2].pk), _plan(turns[3].pk))
     assert sorted(outcomes) == ["skipped", "written"]
     [entry] = DiaryEntry.objects.all()
@@ -82,9 +83,9 @@ def test_two_completions_at_once_write_one_diary(alice, slow_summarizer) -> None
 
 
 def test_the_last_free_diary_of_a_user_goes_to_one_conversation_only(alice, slow_summarizer) -> None:
-    scenario = make_scenario(alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
+    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
     due = []
     for conversation in ("c1", "c2"):
-        due.append([commit_turn(alice.product, scenario, conversation_id=conversation) for _ in range(3)][-1])
+        due.append([TurnFactory(scenario=scenario, conversation_id=conversation) for _ in range(3)][-1])
     assert _at_once(_plan(due[0].pk), _plan(due[1].pk)) == ["written", "written"]
     assert sorted(DiaryEntry.objects.values_list("kind", flat=True)) == ["summary_and_diary", "summary_only"]

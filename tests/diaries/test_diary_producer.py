@@ -9,13 +9,12 @@ from diaries.selectors import compass_scope
 from diaries.services import diary_append
 from diaries.summarizers import SummaryResult
 from memoryhub.runtimes.base import RecallRequest, SourceConfig
-from memoryhub.runtimes.sources import get_producer
-
-from .support import AGENT_REF, commit_turn, make_scenario
+from memoryhub.runtimes.registry import get_producer
+from tests.factories import DIARY_AGENT_REF, DiaryScenarioFactory, TurnFactory
 
 pytestmark = pytest.mark.django_db
 
-SOURCE = SourceConfig("diary", AGENT_REF, "compassMemory")
+SOURCE = SourceConfig("diary", DIARY_AGENT_REF, "compassMemory")
 
 
 def _store(product, scenario, count: int, *, conversation_id: str = "c1", every: int = 2) -> None:
@@ -23,7 +22,7 @@ def _store(product, scenario, count: int, *, conversation_id: str = "c1", every:
     for n in range(1, count + 1):
         turn = None
         for _ in range(every):
-            turn = commit_turn(product, scenario, conversation_id=conversation_id)
+            turn = TurnFactory(scenario=scenario, conversation_id=conversation_id)
         plan = DiaryPlan("summary_and_diary", "test", turn.round - every + 1, turn.round)
         diary_append(turn=turn, plan=plan, category="default", result=SummaryResult(f"summary #{n}", "diary", "test"))
 
@@ -44,7 +43,7 @@ def test_producer_is_registered_for_compass_memory() -> None:
     [(None, [6]), ("", [6]), ("default", [6]), ("plus", [5, 6]), ("ultra", [4, 5, 6]), ("max", [2, 3, 4, 5, 6])],
 )
 def test_recall_counts_per_category_with_six_diaries(alice, category, expected) -> None:
-    _store(alice.product, make_scenario(alice.product), 6)
+    _store(alice.product, DiaryScenarioFactory(product=alice.product), 6)
     result = _recall(alice.product, category=category)
     assert result.status == "ok"
     assert [int(line.rsplit("#", 1)[1]) for line in result.text.splitlines()] == expected  # oldest of them first
@@ -53,7 +52,7 @@ def test_recall_counts_per_category_with_six_diaries(alice, category, expected) 
 
 
 def test_fewer_diaries_than_the_count_returns_what_exists(alice) -> None:
-    _store(alice.product, make_scenario(alice.product), 2)
+    _store(alice.product, DiaryScenarioFactory(product=alice.product), 2)
     assert _recall(alice.product, category="max").text == "Rounds 1-2: summary #1\nRounds 3-4: summary #2"
 
 
@@ -63,7 +62,7 @@ def test_no_diary_is_empty(alice) -> None:
 
 
 def test_recall_is_by_user_conversation_and_source_never_by_query(alice, bob) -> None:
-    scenario = make_scenario(alice.product)
+    scenario = DiaryScenarioFactory(product=alice.product)
     _store(alice.product, scenario, 1)
     assert _recall(alice.product, message="a").text == _recall(alice.product, message="storm lamp").text
     assert _recall(alice.product, conversation_id="c2").status == "empty"
@@ -73,13 +72,13 @@ def test_recall_is_by_user_conversation_and_source_never_by_query(alice, bob) ->
 
 
 def test_unknown_category_is_an_error_not_a_guess(alice) -> None:
-    _store(alice.product, make_scenario(alice.product), 1)
+    _store(alice.product, DiaryScenarioFactory(product=alice.product), 1)
     result = _recall(alice.product, category="platinum")
     assert (result.status, result.text) == ("error", "")
 
 
 def test_served_from_the_working_set_and_invalidated_by_an_append(alice) -> None:
-    scenario = make_scenario(alice.product)
+    scenario = DiaryScenarioFactory(product=alice.product)
     first, second = _recall(alice.product), _recall(alice.product)
     assert (first.status, first.cached, second.cached) == ("empty", False, True)
     _store(alice.product, scenario, 1)
@@ -91,8 +90,8 @@ def test_served_from_the_working_set_and_invalidated_by_an_append(alice) -> None
 def test_working_set_entry_lives_in_redis(alice) -> None:
     from django_redis import get_redis_connection
 
-    _store(alice.product, make_scenario(alice.product), 1)
-    scope = compass_scope(product_id=alice.product.pk, user_id="u1", conversation_id="c1", agent_ref=AGENT_REF)
+    _store(alice.product, DiaryScenarioFactory(product=alice.product), 1)
+    scope = compass_scope(product_id=alice.product.pk, user_id="u1", conversation_id="c1", agent_ref=DIARY_AGENT_REF)
     cache.delete(scope.key)  # let the append's short invalidation marker go, as time would
     _recall(alice.product)
     assert _recall(alice.product).cached is True

@@ -11,17 +11,18 @@ from diaries.planning import QUOTA_EXHAUSTED_REASON
 from diaries.services import diary_plan_and_write, diary_replan_conversation
 from diaries.summarizers import SummarizerConfigError
 from diaries.tasks import diary_plan_task
-from memoryhub.runtimes.hooks import SectionInvalid, run_commit_hooks, validate_section
+from memoryhub.runtimes.registry import SectionInvalid, run_commit_hooks, validate_section
+from tests.factories import DiaryScenarioFactory, TurnFactory
 
-from .support import SMALL_POLICY, commit_turn, events, make_scenario
+from .support import SMALL_POLICY, events
 
 pytestmark = pytest.mark.django_db
 
 
-def _walk(product, scenario, rounds: int, **turn_kwargs) -> list[str]:
+def _walk(scenario, rounds: int, **turn_kwargs) -> list[str]:
     """Commit and plan `rounds` turns; the outcome of each."""
     return [
-        diary_plan_and_write(turn_pk=commit_turn(product, scenario, **turn_kwargs).pk).outcome
+        diary_plan_and_write(turn_pk=TurnFactory(scenario=scenario, **turn_kwargs).pk).outcome
         for _ in range(rounds)
     ]
 
@@ -31,8 +32,8 @@ def _entries(product, conversation_id: str = "c1") -> list[DiaryEntry]:
 
 
 def test_defaults_skip_rounds_1_to_19_and_write_at_20_then_30(alice) -> None:
-    scenario = make_scenario(alice.product)  # no diary section: the seed's defaults apply
-    outcomes = _walk(alice.product, scenario, 30)
+    scenario = DiaryScenarioFactory(product=alice.product)  # no diary section: the seed's defaults apply
+    outcomes = _walk(scenario, 30)
     written = [number for number, outcome in enumerate(outcomes, start=1) if outcome == "written"]
     assert written == [20, 30]
     assert outcomes[:19] == ["skipped"] * 19
@@ -51,15 +52,15 @@ def test_defaults_skip_rounds_1_to_19_and_write_at_20_then_30(alice) -> None:
 
 
 def test_small_policy_first_at_min_rounds_then_every_n(alice) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    outcomes = _walk(alice.product, scenario, 8)
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    outcomes = _walk(scenario, 8)
     assert outcomes == ["skipped", "skipped", "written", "skipped", "written", "skipped", "written", "skipped"]
     assert [(e.round_from, e.round_to) for e in _entries(alice.product)] == [(1, 3), (4, 5), (6, 7)]
 
 
 def test_skip_writes_no_entry_but_a_plan_record_with_the_reason(alice) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turn = commit_turn(alice.product, scenario)
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turn = TurnFactory(scenario=scenario)
     outcome = diary_plan_and_write(turn_pk=turn.pk)
     assert (outcome.outcome, outcome.reason) == ("skipped", "round 1 < minRounds 3")
     assert _entries(alice.product) == []
@@ -69,8 +70,8 @@ def test_skip_writes_no_entry_but_a_plan_record_with_the_reason(alice) -> None:
 
 
 def test_redelivered_task_writes_nothing_twice(alice) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turns = [commit_turn(alice.product, scenario) for _ in range(3)]
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario) for _ in range(3)]
     assert diary_plan_and_write(turn_pk=turns[2].pk).outcome == "written"
     again = diary_plan_and_write(turn_pk=turns[2].pk)
     assert again.outcome == "already_planned"
@@ -80,8 +81,8 @@ def test_redelivered_task_writes_nothing_twice(alice) -> None:
 
 
 def test_a_late_task_for_an_earlier_round_finds_its_rounds_covered(alice) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turns = [commit_turn(alice.product, scenario) for _ in range(4)]
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario) for _ in range(4)]
     assert diary_plan_and_write(turn_pk=turns[3].pk).outcome == "written"  # round 4 first: covers 1-4
     late = diary_plan_and_write(turn_pk=turns[2].pk)
     assert late.outcome == "skipped"
@@ -90,9 +91,9 @@ def test_a_late_task_for_an_earlier_round_finds_its_rounds_covered(alice) -> Non
 
 
 def test_free_quota_exhausted_stores_summary_only_across_conversations(alice) -> None:
-    scenario = make_scenario(alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
-    _walk(alice.product, scenario, 3, conversation_id="c1")
-    _walk(alice.product, scenario, 3, conversation_id="c2")
+    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
+    _walk(scenario, 3, conversation_id="c1")
+    _walk(scenario, 3, conversation_id="c2")
     first, second = _entries(alice.product, "c1")[0], _entries(alice.product, "c2")[0]
     assert (first.kind, bool(first.body)) == ("summary_and_diary", True)
     assert (second.kind, second.body) == ("summary_only", None)
@@ -102,52 +103,52 @@ def test_free_quota_exhausted_stores_summary_only_across_conversations(alice) ->
 
 
 def test_summary_only_advances_the_last_diary_round(alice) -> None:
-    scenario = make_scenario(alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"count": 0}})
-    assert _walk(alice.product, scenario, 5) == ["skipped", "skipped", "written", "skipped", "written"]
+    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"count": 0}})
+    assert _walk(scenario, 5) == ["skipped", "skipped", "written", "skipped", "written"]
     assert [(e.round_from, e.round_to, e.kind) for e in _entries(alice.product)] == [
         (1, 3, "summary_only"), (4, 5, "summary_only")
     ]
 
 
 def test_quota_window_forgets_old_diaries_and_paid_diaries_never_count(alice) -> None:
-    scenario = make_scenario(alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
-    _walk(alice.product, scenario, 3, conversation_id="old")
+    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
+    _walk(scenario, 3, conversation_id="old")
     DiaryEntry.objects.filter(conversation_id="old").update(created_at=timezone.now() - timedelta(days=2))
-    _walk(alice.product, scenario, 3, conversation_id="paid", category="plus")
-    _walk(alice.product, scenario, 3, conversation_id="c1")
+    _walk(scenario, 3, conversation_id="paid", subscription_category="plus")
+    _walk(scenario, 3, conversation_id="c1")
     assert _entries(alice.product, "paid")[0].kind == "summary_and_diary"
     assert _entries(alice.product, "c1")[0].kind == "summary_and_diary"  # the old one fell out of the window
 
 
 @pytest.mark.parametrize("category", ["plus", "ultra", "max"])
 def test_paid_categories_get_full_diaries_without_quota(alice, category: str) -> None:
-    scenario = make_scenario(alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"count": 0}})
-    _walk(alice.product, scenario, 3, category=category)
+    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"count": 0}})
+    _walk(scenario, 3, subscription_category=category)
     entry = _entries(alice.product)[0]
     assert (entry.kind, entry.subscription_category) == ("summary_and_diary", category)
 
 
 def test_paid_cadence_can_differ(alice) -> None:
-    scenario = make_scenario(alice.product, diary={**SMALL_POLICY, "paidRoundsPerDiary": 1})
-    assert _walk(alice.product, scenario, 5, category="max") == ["skipped", "skipped", "written", "written", "written"]
+    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "paidRoundsPerDiary": 1})
+    assert _walk(scenario, 5, subscription_category="max") == ["skipped", "skipped", "written", "written", "written"]
 
 
 def test_disabled_policy_skips_with_its_reason(alice) -> None:
-    scenario = make_scenario(alice.product, diary={**SMALL_POLICY, "enabled": False})
-    _walk(alice.product, scenario, 4)
+    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "enabled": False})
+    _walk(scenario, 4)
     assert _entries(alice.product) == []
     assert events(alice.product, "diary.skipped")[-1].details["reason"] == "diary disabled by scenario policy"
 
 
 def test_scenario_without_diaries_is_not_planned(alice) -> None:
-    scenario = make_scenario(alice.product, compass=False, runtime="personalization")
-    assert set(_walk(alice.product, scenario, 3)) == {"not_configured"}
+    scenario = DiaryScenarioFactory(product=alice.product, memory_runtime="personalization", sources=[])
+    assert set(_walk(scenario, 3)) == {"not_configured"}
     assert events(alice.product, "diary.skipped") == [] and not DiaryPlanRecord.objects.exists()
 
 
 def test_diary_section_alone_enables_planning(alice) -> None:
-    scenario = make_scenario(alice.product, compass=False, diary=SMALL_POLICY)
-    _walk(alice.product, scenario, 3)
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY, sources=[])
+    _walk(scenario, 3)
     assert _entries(alice.product)[0].agent_ref == ""
 
 
@@ -156,8 +157,8 @@ def test_missing_turn_is_skipped_cleanly(alice) -> None:
 
 
 def test_uncommitted_turn_is_not_planned(alice) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turn = commit_turn(alice.product, scenario)
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turn = TurnFactory(scenario=scenario)
     turn.status = "prepared"
     turn.save()
     assert diary_plan_and_write(turn_pk=turn.pk).outcome == "not_committed"
@@ -166,8 +167,8 @@ def test_uncommitted_turn_is_not_planned(alice) -> None:
 def test_misconfigured_summarizer_fails_visibly_and_writes_nothing(alice, settings) -> None:
     settings.SUMMARIZER_BASE_URL = "http://127.0.0.1:9"
     settings.SUMMARIZER_MODEL = ""
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turns = [commit_turn(alice.product, scenario) for _ in range(3)]
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario) for _ in range(3)]
     with pytest.raises(SummarizerConfigError):
         diary_plan_and_write(turn_pk=turns[2].pk)
     assert _entries(alice.product) == []
@@ -180,8 +181,8 @@ def test_misconfigured_summarizer_fails_visibly_and_writes_nothing(alice, settin
 def test_replan_after_a_failure_appends_the_due_entry(alice, settings) -> None:
     settings.SUMMARIZER_BASE_URL = "http://127.0.0.1:9"
     settings.SUMMARIZER_MODEL = ""
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turns = [commit_turn(alice.product, scenario) for _ in range(3)]
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario) for _ in range(3)]
     with pytest.raises(SummarizerConfigError):
         diary_plan_and_write(turn_pk=turns[2].pk)
     settings.SUMMARIZER_BASE_URL = None
@@ -193,16 +194,16 @@ def test_replan_after_a_failure_appends_the_due_entry(alice, settings) -> None:
 
 
 def test_replan_of_an_up_to_date_conversation_skips(alice) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    _walk(alice.product, scenario, 3)
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    _walk(scenario, 3)
     outcome = diary_replan_conversation(state=DiaryState.objects.get(conversation_id="c1"))
     assert outcome.outcome == "skipped" and "already covered" in outcome.reason
     assert len(_entries(alice.product)) == 1
 
 
 def test_commit_hook_enqueues_on_commit_only(alice, django_capture_on_commit_callbacks) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turn = commit_turn(alice.product, scenario)
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turn = TurnFactory(scenario=scenario)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert "diaries" in run_commit_hooks(turn.pk)
     assert len([c for c in callbacks if _from_diaries(c)]) == 1
@@ -210,7 +211,7 @@ def test_commit_hook_enqueues_on_commit_only(alice, django_capture_on_commit_cal
 
 
 def test_commit_hook_enqueues_nothing_for_scenarios_without_diaries(alice, django_capture_on_commit_callbacks) -> None:
-    turn = commit_turn(alice.product, make_scenario(alice.product, compass=False, runtime="personalization"))
+    turn = TurnFactory(scenario=DiaryScenarioFactory(product=alice.product, memory_runtime="personalization", sources=[]))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run_commit_hooks(turn.pk)
     assert not [c for c in callbacks if _from_diaries(c)]
@@ -221,8 +222,8 @@ def _from_diaries(callback) -> bool:
 
 
 def test_task_runs_the_service(alice) -> None:
-    scenario = make_scenario(alice.product, diary=SMALL_POLICY)
-    turns = [commit_turn(alice.product, scenario) for _ in range(3)]
+    scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario) for _ in range(3)]
     assert diary_plan_task.apply(args=[turns[2].pk]).get() == "written"
     assert diary_plan_task.apply(args=[turns[2].pk]).get() == "already_planned"
 

@@ -10,9 +10,10 @@ from diaries.services import diary_plan_and_write
 from diaries.summarizers import SummaryParseError
 from diaries.tasks import MAX_RETRIES, diary_plan_task
 from memoryhub.clients.errors import UpstreamTimeout, UpstreamUnavailable
+from tests.factories import DiaryScenarioFactory, TurnFactory
 from tests.support.http_server import Reply, StubHttpServer
 
-from .support import SMALL_POLICY, commit_turn, events, make_scenario
+from .support import SMALL_POLICY, events
 
 pytestmark = pytest.mark.django_db
 
@@ -35,8 +36,8 @@ def server(stub_server: StubHttpServer, settings) -> StubHttpServer:
 
 def _due_turn(product, diary: dict | None = None, category: str = ""):
     """Three committed turns under the small policy; the third is due for a diary."""
-    scenario = make_scenario(product, diary=diary or SMALL_POLICY)
-    turns = [commit_turn(product, scenario, category=category, user_message=f"user line {n}") for n in range(1, 4)]
+    scenario = DiaryScenarioFactory(product=product, diary=diary or SMALL_POLICY)
+    turns = [TurnFactory(scenario=scenario, subscription_category=category, user_message=f"user line {n}") for n in range(1, 4)]
     for turn in turns[:2]:
         diary_plan_and_write(turn_pk=turn.pk)
     return turns[2]

@@ -5,7 +5,8 @@ import pytest
 from django.urls import reverse
 
 from memories.models import Event, Turn
-from memoryhub.runtimes import hooks
+from memoryhub.runtimes import registry
+from tests.factories import EventFactory
 from tests.hinos.support import COMMIT
 from tests.support.http_server import Reply
 
@@ -38,7 +39,7 @@ def commits(hinos) -> list[dict]:
 
 def test_the_list_shows_only_failed_hinos_commits(admin_client, alice, hinos):
     failed_turn(alice, hinos, "best_effort")
-    Event.objects.create(product=alice.product, user_id="u1", conversation_id="c1", type="diary.failed")
+    EventFactory(product=alice.product, type="diary.failed")
     response = admin_client.get(CHANGELIST)
     assert response.status_code == 200
     assert list(response.context["cl"].queryset.values_list("type", flat=True)) == ["memory.write_failed"]
@@ -59,9 +60,9 @@ def test_resend_of_a_best_effort_turn_records_the_receipt_and_never_sends_twice(
     assert commits(hinos) == [{"claim_id": "claim-1", "user": "我答应明天归还铜钥匙", "assistant": "守卫点头"}] * 2
 
 
-def test_resend_of_a_required_turn_commits_it_with_its_background_work(admin_client, alice, hinos, monkeypatch):
+def test_resend_of_a_required_turn_commits_it_with_its_background_work(admin_client, alice, hinos):
     scheduled: list[int] = []
-    monkeypatch.setitem(hooks._commit_hooks, "probe", scheduled.append)
+    registry.register_commit_hook("probe", scheduled.append)
     turn = failed_turn(alice, hinos, "required")
     assert turn.status == "completed" and scheduled == []
     hinos.route("POST", COMMIT, Reply(200, {"committed": True}))

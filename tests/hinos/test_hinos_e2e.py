@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from diaries.models import DiaryEntry
-from memories.models import Event, Message, Turn
 from memories.hinos.models import HinosClaim
-from tests.conftest import wait_for
+from memories.models import Event, Message, Turn
+from tests.support.processes import wait_for
 
 CONV = "/v1/users/u1/conversations/c1"
 SMALL_DIARY = {"minRounds": 1, "freeRoundsPerDiary": 1}

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from memories.models import Event, Turn
-from tests.conftest import assert_envelope
 from tests.hinos.support import COMMIT, PREPARE, PREPARED
+from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
 
 CONV = "/v1/users/u1/conversations/c1"

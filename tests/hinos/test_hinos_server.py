@@ -8,12 +8,12 @@ import pytest
 from django.db import connection, transaction
 from rest_framework.test import APIClient
 
-from diaries.models import DiaryEntry
-from memories.models import Conversation, Event, Message, Turn
 from memories.hinos.models import HinosClaim
 from memories.hinos.services.server import hinos_commit
-from memoryhub.runtimes import hooks
-from tests.conftest import assert_envelope
+from memories.models import Conversation, Event, Message, Turn
+from memoryhub.runtimes import registry
+from tests.factories import ConversationFactory, DiaryEntryFactory, EventFactory
+from tests.support.api import assert_envelope
 
 PREPARE, COMMIT = "/hinos/v1/memory/prepare", "/hinos/v1/memory/commit"
 HEADER = {"HTTP_X_FLOW_CONVERSATION_ID": "c1"}
@@ -120,11 +120,8 @@ def test_prepare_records_a_claim_and_answers_the_protocol(alice):
 
 def test_memory_is_assembled_from_the_scenarios_sources(alice):
     make_scenario(alice, DIARY_SCENARIO)
-    conversation = Conversation.objects.create(product=alice.product, user_id="u1", conversation_id="c1", rounds=2)
-    DiaryEntry.objects.create(
-        product=alice.product, user_id="u1", conversation_id="c1", agent_ref="diary-main", round_from=1, round_to=2,
-        kind="summary_only", summary="用户答应明天归还铜钥匙。", summarizer="test",
-    )
+    conversation = ConversationFactory(product=alice.product, rounds=2)
+    DiaryEntryFactory(product=alice.product, round_from=1, round_to=2, summary="用户答应明天归还铜钥匙。")
     body = prepared(alice, scenario_id="gate")
     assert body["memory"] == "## Diary summaries\nRounds 1-2: 用户答应明天归还铜钥匙。"
     assert body["turn"] == conversation.rounds + 1
@@ -134,10 +131,7 @@ def test_memory_is_assembled_from_the_scenarios_sources(alice):
 def test_another_products_memory_is_never_served(alice, bob):
     make_scenario(alice, DIARY_SCENARIO)
     make_scenario(bob, DIARY_SCENARIO)
-    DiaryEntry.objects.create(
-        product=alice.product, user_id="u1", conversation_id="c1", agent_ref="diary-main", round_from=1, round_to=1,
-        kind="summary_only", summary="alice's secret", summarizer="test",
-    )
+    DiaryEntryFactory(product=alice.product, round_from=1, round_to=1, summary="alice's secret")
     assert prepared(bob, scenario_id="gate")["memory"] == ""
 
 
@@ -158,18 +152,16 @@ def test_commit_stores_the_round_as_a_committed_turn(alice):
     assert prepared(alice)["turn"] == 2
 
 
-def test_commit_runs_the_commit_hooks_inside_its_transaction(alice, monkeypatch):
+def test_commit_runs_the_commit_hooks_inside_its_transaction(alice):
     seen: list[tuple[int, bool]] = []
-    monkeypatch.setitem(
-        hooks._commit_hooks, "probe", lambda pk: seen.append((pk, transaction.get_connection().in_atomic_block))
-    )
+    registry.register_commit_hook("probe", lambda pk: seen.append((pk, transaction.get_connection().in_atomic_block)))
     committed(alice, prepared(alice)["claim_id"])
     assert seen == [(Turn.objects.get().pk, True)]
 
 
-def test_a_repeated_commit_answers_committed_again_and_stores_nothing_twice(alice, monkeypatch):
+def test_a_repeated_commit_answers_committed_again_and_stores_nothing_twice(alice):
     calls: list[int] = []
-    monkeypatch.setitem(hooks._commit_hooks, "probe", calls.append)
+    registry.register_commit_hook("probe", calls.append)
     claim_id = prepared(alice)["claim_id"]
     first = committed(alice, claim_id)
     again = committed(alice, claim_id)
@@ -245,10 +237,9 @@ def test_a_round_is_reflected_once_its_diary_outcome_is_recorded(alice):
     assert HinosClaim.objects.get(claim_id=claim_id).awaiting == ["diaries"]
     assert prepared(alice, scenario_id="gate")["state_through_round"] == 0
     turn = Turn.objects.get()
-    Event.objects.create(product=alice.product, user_id="u1", conversation_id="c1", turn=turn, type="diary.failed",
-                         details={"willRetry": True})
+    EventFactory(turn=turn, type="diary.failed", details={"willRetry": True})
     assert prepared(alice, scenario_id="gate")["state_through_round"] == 0
-    Event.objects.create(product=alice.product, user_id="u1", conversation_id="c1", turn=turn, type="diary.written")
+    EventFactory(turn=turn, type="diary.written")
     assert prepared(alice, scenario_id="gate")["state_through_round"] == 1
     assert HinosClaim.objects.get(claim_id=claim_id).reflected_at is not None
 
@@ -256,8 +247,7 @@ def test_a_round_is_reflected_once_its_diary_outcome_is_recorded(alice):
 def test_a_final_diary_failure_also_ends_the_wait(alice):
     make_scenario(alice, DIARY_SCENARIO)
     committed(alice, prepared(alice, scenario_id="gate")["claim_id"])
-    Event.objects.create(product=alice.product, user_id="u1", conversation_id="c1", turn=Turn.objects.get(),
-                         type="diary.failed", details={"willRetry": False})
+    EventFactory(turn=Turn.objects.get(), type="diary.failed", details={"willRetry": False})
     assert prepared(alice, scenario_id="gate")["state_through_round"] == 1
 
 
@@ -266,7 +256,7 @@ def test_an_unreflected_round_holds_back_the_later_ones(alice):
     for _ in range(2):
         committed(alice, prepared(alice, scenario_id="gate")["claim_id"])
     first, second = Turn.objects.order_by("round")
-    Event.objects.create(product=alice.product, user_id="u1", conversation_id="c1", turn=second, type="diary.skipped")
+    EventFactory(turn=second, type="diary.skipped")
     assert prepared(alice, scenario_id="gate")["state_through_round"] == 0
-    Event.objects.create(product=alice.product, user_id="u1", conversation_id="c1", turn=first, type="diary.skipped")
+    EventFactory(turn=first, type="diary.skipped")
     assert prepared(alice, scenario_id="gate")["state_through_round"] == 2

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from memories.models import MemoryOperation
-
 from memories.longterm.models import Task, TaskCheckpoint, TaskReport
-from tests.conftest import assert_envelope
+from memories.models import RunOnceRecord
+from tests.support.api import assert_envelope
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +59,7 @@ def test_operation_ids_replay_and_refuse_reuse(alice):
     again = put_stage(alice, "collect", {"done": 1}, "op-1", input=INPUT)
     assert again.status_code == 201 and again.json() == first.json() and again.headers["Operation-Replayed"] == "true"
     assert_envelope(put_stage(alice, "analyze", {"done": 1}, "op-1"), 422, "operation_id_reused")
-    assert MemoryOperation.objects.filter(action="task.checkpoint").count() == 1
+    assert RunOnceRecord.objects.filter(kind="operation", action="task.checkpoint").count() == 1
 
 
 def test_checkpoint_needs_an_operation_id_and_object_data(alice):

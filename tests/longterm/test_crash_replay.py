@@ -1,50 +1,36 @@
 """SIGKILL between commit and response (L4, R2): a real server process dies right after a write commits.
 
-The server runs `manage.py runserver` against the test database with MEMORYHUB_CRASH_AFTER_COMMIT set
-to the operation ids to crash on; the service then SIGKILLs its own process from the commit hook,
-before any response is written. The client sees a broken connection, restarts the server and repeats
-the request with the same operationId: it gets the original result, and there is exactly one row
-at the expected version.
+The server runs `manage.py runserver` against the test database with fault injection on and
+MEMORYHUB_CRASH_AFTER_COMMIT set to the operation ids to crash on (memoryhub/faults.py); the service
+then SIGKILLs its own process from the commit hook, before any response is written. The client sees a
+broken connection, restarts the server and repeats the request with the same operationId: it gets the
+original result, and there is exactly one row at the expected version.
 """
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import httpx
 import pytest
 
-from memories.models import MemoryOperation
-
 from memories.longterm.models import LongTermMemory, LongTermMemoryVersion, TaskCheckpoint
-from tests.conftest import _database_url, wait_for
+from memories.models import RunOnceRecord
 from tests.longterm.support import PREFERENCE_EN, proposal, update_body
+from tests.support.processes import ROOT, free_port, stop_process_group, subprocess_env, wait_for
 
 pytestmark = [pytest.mark.requires_postgres, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 CRASH_ON = "crash-create,crash-update,crash-checkpoint"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Server:
     """`manage.py runserver` on a free port, on the test database, crashing on the listed operation ids."""
 
     def __init__(self) -> None:
-        from django.db import connection
-
         self.port = free_port()
-        self.env = {**os.environ, "DATABASE_URL": _database_url(connection.settings_dict),
-                    "MEMORYHUB_CRASH_AFTER_COMMIT": CRASH_ON, "PYTHONUNBUFFERED": "1"}
+        self.env = subprocess_env(MEMORYHUB_CRASH_AFTER_COMMIT=CRASH_ON, PYTHONUNBUFFERED="1")
         self.process: subprocess.Popen | None = None
 
     @property
@@ -67,8 +53,7 @@ class Server:
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=20)
+            stop_process_group(self.process)
 
 
 @pytest.fixture
@@ -96,7 +81,8 @@ def test_writes_committed_before_a_sigkill_are_not_repeated(server, alice):
     url = "/v1/users/u1/memories"
     create = proposal(operationId="crash-create")
     crash(server, alice.key, "POST", url, create)
-    assert LongTermMemory.objects.count() == 1 and MemoryOperation.objects.filter(operation_id="crash-create").exists()
+    assert LongTermMemory.objects.count() == 1
+    assert RunOnceRecord.objects.filter(kind="operation", key="crash-create").exists()
     retried = send(server, alice.key, "POST", url, create)
     assert retried.status_code == 201 and retried.headers["Operation-Replayed"] == "true"
     record = retried.json()

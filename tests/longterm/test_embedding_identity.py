@@ -9,18 +9,17 @@ from django.core.management import CommandError, call_command
 
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memories.longterm.services.reindex import reindex_batch, reindex_prepare
-from memoryhub.clients.embedding_server import ServerOptions, make_server, serve_in_thread
-from tests.conftest import assert_envelope
 from tests.longterm.support import (
     PREFERENCE_EN,
-    closed_port,
     create,
-    fresh_embedder,  # noqa: F401  (fixture)
     memories_url,
     proposal,
     search,
     update_body,
 )
+from tests.support.api import assert_envelope
+from tests.support.embedding_server import ServerOptions, make_server, serve_in_thread
+from tests.support.processes import closed_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_embedder")]
 

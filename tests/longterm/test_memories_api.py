@@ -3,19 +3,17 @@ from __future__ import annotations
 
 import pytest
 
-from memories.models import MemoryOperation
-
 from memories.longterm.models import AdmissionRefusal, LongTermMemory, LongTermMemoryVersion
-from tests.conftest import assert_envelope
+from memories.models import RunOnceRecord
 from tests.longterm.support import (
     PREFERENCE_EN,
     PREFERENCE_ZH,
     create,
     memories_url,
-    note_kind,  # noqa: F401  (fixture)
     proposal,
     update_body,
 )
+from tests.support.api import assert_envelope
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +59,7 @@ REFUSALS = [
 def test_admission_refusals_are_422_with_the_reason_and_write_nothing(alice, changes, code):
     error = assert_envelope(alice.post(memories_url(), proposal(**changes)), 422, "rejected_by_policy")
     assert error["details"]["reason"] == code
-    assert not LongTermMemory.objects.exists() and not MemoryOperation.objects.exists()
+    assert not LongTermMemory.objects.exists() and not RunOnceRecord.objects.exists()
     refusal = AdmissionRefusal.objects.get()
     assert refusal.code == code and refusal.user_id == "u1" and refusal.product == alice.product
 

@@ -8,25 +8,23 @@ import pytest
 from django.core.cache import cache
 from django.core.management import call_command
 
-from memories.models import Scenario
-
 from memories.longterm.models import LongTermMemory
 from memories.longterm.producers import produce_preferences
 from memories.longterm.services.memories import Proposal, memory_create, preferences_scope
+from memories.models import Scenario
 from memoryhub.addresses import UserAddress
-from memoryhub.clients.embedding_server import ServerOptions, make_server, serve_in_thread
 from memoryhub.runtimes.base import RecallRequest, SourceConfig
-from tests.conftest import assert_envelope
 from tests.longterm.support import (
     PREFERENCE_EN,
     PREFERENCE_ZH,
-    closed_port,
     create,
-    fresh_embedder,  # noqa: F401  (fixture)
     memories_url,
     proposal,
     update_body,
 )
+from tests.support.api import assert_envelope
+from tests.support.embedding_server import ServerOptions, make_server, serve_in_thread
+from tests.support.processes import closed_port
 
 pytestmark = pytest.mark.django_db
 

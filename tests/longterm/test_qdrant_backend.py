@@ -15,17 +15,15 @@ from django.core.management import call_command
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memories.longterm.services.vectors import QDRANT_VECTOR, qdrant_client, reset_qdrant_clients
 from memoryhub.clients.embeddings import get_embedder
-from tests.conftest import assert_envelope
 from tests.longterm.support import (
     PREFERENCE_EN,
     create,
-    fresh_embedder,  # noqa: F401  (fixture)
     memories_url,
-    note_kind,  # noqa: F401  (fixture)
     proposal,
     search,
     update_body,
 )
+from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
 
 pytestmark = pytest.mark.django_db
@@ -119,7 +117,7 @@ def test_moving_to_qdrant_or_to_a_new_identity_needs_a_reindex_into_a_new_collec
     assert search(alice, "请用简洁的中文回复我", "semantic").json()["results"][0]["id"] == record["id"]
     assert LongTermMemory.objects.get().embedding is None
 
-    from memoryhub.clients.embedding_server import ServerOptions, make_server, serve_in_thread
+    from tests.support.embedding_server import ServerOptions, make_server, serve_in_thread
 
     server = make_server(options=ServerOptions(model="model-b"))
     serve_in_thread(server)

@@ -7,16 +7,15 @@ from django.db import connection
 
 from memories.longterm.models import LongTermMemory
 from memoryhub.clients.embeddings import get_embedder
-from tests.conftest import assert_envelope
 from tests.longterm.support import (
     PREFERENCE_EN,
     create,
     memories_url,
-    note_kind,  # noqa: F401  (fixture)
     proposal,
     search,
     update_body,
 )
+from tests.support.api import assert_envelope
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,8 @@ from rest_framework.test import APIClient
 from memories import forms as memory_forms
 from memories.models import ApiKey, MemoryDocument, Product
 from memories.services.products import api_key_create
-from tests.conftest import assert_envelope
+from tests.factories import ProductFactory
+from tests.support.api import assert_envelope
 
 URL = "/v1/users/u1/conversations/c1/memory"
 KEY_PATTERN = re.compile(r"mhk_[A-Za-z0-9_-]+")
@@ -70,7 +71,7 @@ def test_product_list_and_change_pages_open(admin_client, alice):
 
 
 def test_product_whose_id_looks_like_an_admin_escape_opens_from_the_list(admin_client, db):
-    product = Product.objects.create(pk="prd_4022aabbccddeeff", name="Escapes")
+    product = ProductFactory(id="prd_4022aabbccddeeff", name="Escapes")
     listing = admin_client.get(reverse("admin:memories_product_changelist")).content.decode()
     link = re.search(r'href="([^"]+/change/)"', listing).group(1)
     assert admin_client.get(link).status_code == 200

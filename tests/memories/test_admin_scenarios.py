@@ -4,14 +4,14 @@ from __future__ import annotations
 import html
 
 import pytest
-from django.contrib.auth.models import User
 
 from memories.models import Scenario, ScenarioVersion, Turn
+from tests.factories import SuperuserFactory
 
 
 @pytest.fixture
 def operator(client, db):
-    User.objects.create_superuser("ops", "ops@example.com", "pw")
+    SuperuserFactory(username="ops")
     client.login(username="ops", password="pw")
     return client
 

@@ -8,8 +8,9 @@ from django.db import connection
 
 from memories.models import Event, Turn
 from memories.tasks import BACKGROUND_DONE, turn_background_done_record, turn_committed_audit
-from memoryhub.runtimes import hooks
-from tests.conftest import wait_for
+from memoryhub.runtimes import registry
+from tests.support.processes import wait_for
+from tests.support.registry import only_commit_hooks
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {
@@ -33,7 +34,7 @@ def done_events(turn_pk: int) -> list[Event]:
 
 
 def test_the_audit_task_is_a_registered_commit_hook():
-    assert "memories.turn_committed_audit" in hooks._commit_hooks
+    assert "memories.turn_committed_audit" in registry.commit_hook_names()
 
 
 @pytest.mark.requires_worker
@@ -86,8 +87,8 @@ def test_a_task_for_a_turn_that_is_gone_does_nothing(alice):
 
 @pytest.mark.requires_postgres
 @pytest.mark.django_db(transaction=True)
-def test_two_deliveries_running_at_once_record_one_event(alice, monkeypatch):
-    monkeypatch.setattr(hooks, "_commit_hooks", {})  # no worker may record it before the racers do
+def test_two_deliveries_running_at_once_record_one_event(alice):
+    only_commit_hooks({})  # no worker may record it before the racers do
     turn_pk = committed_turn(alice)
     barrier, results = threading.Barrier(4), []
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope
 
 URL = "/v1/users/u1/conversations/c1/memory"
 REVISIONS = URL + "/revisions"

@@ -14,6 +14,8 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from tests.support.api import client_for
+
 URL = "/v1/users/racer/conversations/c1/memory"
 RACERS = 16
 WRITERS, INCREMENTS = 8, 10
@@ -25,8 +27,7 @@ def run_threads(count: int, key: str, target: Callable[[int, APIClient], object]
     errors: list[BaseException] = []
 
     def worker(index: int, key: str) -> None:
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+        client = client_for(key)
         try:
             results[index] = target(index, client)
         except BaseException as exc:  # surfaced in the main thread below

@@ -9,7 +9,7 @@ from django.conf import settings
 from rest_framework.test import APIClient
 
 from memories.services.products import api_key_create, api_key_revoke
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope
 
 URL = "/v1/users/u1/conversations/c1/memory"
 

@@ -7,19 +7,12 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from rest_framework.test import APIClient
 
 from memories.models import ApiKey, Product
 from memories.services.products import api_key_create, api_key_revoke
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope, client_for
 
 URL = "/v1/users/u1/conversations/c1/memory"
-
-
-def client_for(key: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    return client
 
 
 def run_create_product(*args: str) -> str:

@@ -19,7 +19,8 @@ from django.test import override_settings
 
 from memories.models import Turn
 from memoryhub.api.throttling import PerKeyRateThrottle
-from tests.conftest import REQUIRE_SERVICES, assert_envelope
+from tests.support.api import assert_envelope
+from tests.support.services import REQUIRE_SERVICES
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope
 
 
 @pytest.mark.parametrize("field, value, where", [

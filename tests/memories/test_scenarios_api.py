@@ -3,38 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from memoryhub.runtimes import hooks
-from tests.conftest import assert_envelope
-
-BASE = {
-    "id": "gate",
-    "name": "City gate",
-    "memorySources": [{"id": "s1", "agentRef": "json-memory", "variable": "jsonMemory"}],
-    "template": "Memory: {{jsonMemory}}\nUser: {{userMessage}}",
-}
-
-
-def scenario(**overrides) -> dict:
-    return {**BASE, **overrides}
-
-
-def source(index: int, variable: str, **extra) -> dict:
-    return {"id": f"s{index}", "agentRef": f"ref-{index}", "variable": variable, **extra}
-
-
-def create(api, body: dict) -> dict:
-    response = api.post("/v1/scenarios", body)
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
-def refused(api, body: dict) -> dict:
-    """POST the body, expect a 400 envelope and return details.fields; nothing must have been created."""
-    before = api.get("/v1/scenarios").json()["results"]
-    error = assert_envelope(api.post("/v1/scenarios", body), 400, "invalid_request")
-    assert api.get("/v1/scenarios").json()["results"] == before
-    return error["details"]["fields"]
-
+from memoryhub.runtimes import registry
+from tests.support.api import assert_envelope
+from tests.support.scenarios import BASE, create, refused, scenario, source
 
 # --- CRUD, defaults and product scope ---------------------------------------------------------------
 
@@ -254,30 +225,6 @@ def test_axon_go_accepts_compass_memory_and_memory_table(alice):
     assert create(alice, body)["memoryRuntime"] == "axon_go"
 
 
-def test_hinos_without_a_hinos_memory_source_is_refused(alice):
-    body = scenario(memoryRuntime="hinos", memorySources=[source(1, "jsonMemory")], template="{{jsonMemory}}")
-    assert "memorySources" in refused(alice, body)
-
-
-def test_hinos_with_two_hinos_memory_sources_is_refused(alice):
-    body = scenario(memoryRuntime="hinos", memorySources=[source(1, "hinosMemory"), source(2, "hinosMemory")],
-                    template="{{hinosMemory}}")
-    fields = refused(alice, body)
-    assert "memorySources" in fields and "exactly one" in fields["memorySources"]
-
-
-def test_hinos_with_exactly_one_hinos_memory_source_is_accepted(alice):
-    body = scenario(memoryRuntime="hinos", memorySources=[source(1, "hinosMemory")],
-                    template="{{hinosMemory}}\n{{userMessage}}")
-    assert create(alice, body)["memoryRuntime"] == "hinos"
-
-
-def test_hinos_memory_under_personalization_is_refused(alice):
-    body = scenario(memorySources=[source(1, "hinosMemory")], template="{{hinosMemory}}")
-    fields = refused(alice, body)
-    assert "memorySources[0].variable" in fields and "personalization" in fields["memorySources[0].variable"]
-
-
 def test_a_placeholder_naming_an_unconfigured_variable_is_refused(alice):
     fields = refused(alice, scenario(template="{{jsonMemory}} {{compassMemory}} {{userMessage}}"))
     assert "template" in fields and "compassMemory" in fields["template"]
@@ -325,13 +272,13 @@ def test_a_body_that_is_not_an_object_is_refused(alice):
     assert_envelope(alice.client.post("/v1/scenarios", "{not json", content_type="application/json"), 400)
 
 
-def test_a_registered_section_is_validated_by_its_owner_and_stored(alice, monkeypatch):
+def test_a_registered_section_is_validated_by_its_owner_and_stored(alice):
     def validate(value):
         if not isinstance(value, dict) or not isinstance(value.get("size"), int):
-            raise hooks.SectionInvalid({"testSection.size": "must be an integer"})
+            raise registry.SectionInvalid({"testSection.size": "must be an integer"})
         return {"size": value["size"], "normalized": True}
 
-    monkeypatch.setitem(hooks._sections, "testSection", validate)
+    registry.register_scenario_section("testSection", validate)
     fields = refused(alice, scenario(testSection={"size": "big"}))
     assert fields == {"testSection.size": "must be an integer"}
     created = create(alice, scenario(testSection={"size": 3}))

@@ -9,7 +9,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memories.services import tools as tool_service
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope, client_for
 
 CONV = "/v1/users/u1/conversations/c1"
 
@@ -20,15 +20,9 @@ def mint(api, conv: str = CONV, **body) -> dict:
     return response.json()
 
 
-def model(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client
-
-
 def call(token: str, name: str, arguments: object = None, **extra):
     body = {"name": name, "arguments": {} if arguments is None else arguments, **extra}
-    return model(token).post("/v1/tools/call", body, format="json")
+    return client_for(token).post("/v1/tools/call", body, format="json")
 
 
 def tool_names(response) -> list[str]:
@@ -82,7 +76,7 @@ def test_an_expired_token_is_401(alice, monkeypatch):
     assert call(token, "get_memory").status_code == 200
     monkeypatch.setattr(timezone, "now", lambda: now + dt.timedelta(minutes=15, seconds=1))
     assert_envelope(call(token, "get_memory"), 401, "unauthenticated")
-    assert_envelope(model(token).get("/v1/tools"), 401, "unauthenticated")
+    assert_envelope(client_for(token).get("/v1/tools"), 401, "unauthenticated")
 
 
 def test_a_one_second_token_expires(alice):
@@ -105,7 +99,7 @@ def test_a_forged_or_tampered_token_is_401(alice):
 
 def test_a_tool_token_cannot_call_product_endpoints(alice):
     token = mint(alice)["token"]
-    client = model(token)
+    client = client_for(token)
     assert client.get(f"{CONV}/memory").status_code in (401, 403)
     assert client.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"a": 1}}, format="json").status_code in (401, 403)
     assert client.post(f"{CONV}/tool-tokens", {}, format="json").status_code in (401, 403)
@@ -135,9 +129,9 @@ def test_tools_are_listed_as_strict_function_definitions(alice):
 def test_a_tool_token_lists_what_it_may_call(alice):
     make_scenario(alice, "open", toolUpdates=True)
     make_scenario(alice, "closed", toolUpdates=False)
-    assert tool_names(model(mint(alice)["token"]).get("/v1/tools")) == ["get_memory", "update_memory"]
-    assert tool_names(model(mint(alice, scenarioId="open")["token"]).get("/v1/tools")) == ["get_memory", "update_memory"]
-    assert tool_names(model(mint(alice, scenarioId="closed")["token"]).get("/v1/tools")) == ["get_memory"]
+    assert tool_names(client_for(mint(alice)["token"]).get("/v1/tools")) == ["get_memory", "update_memory"]
+    assert tool_names(client_for(mint(alice, scenarioId="open")["token"]).get("/v1/tools")) == ["get_memory", "update_memory"]
+    assert tool_names(client_for(mint(alice, scenarioId="closed")["token"]).get("/v1/tools")) == ["get_memory"]
 
 
 def test_tools_need_authentication(db):
@@ -235,7 +229,7 @@ def test_deleting_the_scenario_does_not_grant_update_memory(alice):
     make_scenario(alice, "closed", toolUpdates=False)
     token = mint(alice, scenarioId="closed")["token"]
     assert alice.delete("/v1/scenarios/closed").status_code == 204
-    assert "update_memory" not in tool_names(model(token).get("/v1/tools"))
+    assert "update_memory" not in tool_names(client_for(token).get("/v1/tools"))
     response = call(token, "update_memory", {"expectedRevision": 0, "memory": {"a": 1}})
     assert response.status_code in (403, 404), response.json()
     assert alice.get(f"{CONV}/memory").json()["revision"] == 0

@@ -1,7 +1,7 @@
 """The seed's minimal acceptance run, through HTTP: read → explicit change with receipt → a NEW turn sees it."""
 from __future__ import annotations
 
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {

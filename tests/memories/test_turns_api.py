@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from memories.models import Conversation, Turn
-from memoryhub.runtimes import hooks
-from memoryhub.runtimes import sources as registry
+from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import SourceResult
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope
+from tests.support.registry import only_commit_hooks
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {
@@ -22,20 +22,20 @@ SCENARIO = {
 
 
 @pytest.fixture
-def committed_turns(monkeypatch) -> list[tuple[int, str]]:
+def committed_turns() -> list[tuple[int, str]]:
     """Replace the registered commit hooks by one that records (turn pk, status seen inside the commit)."""
     seen: list[tuple[int, str]] = []
     def recorder(pk: int) -> bool:
         seen.append((pk, Turn.objects.get(pk=pk).status))
         return True  # "scheduled memory work"
 
-    monkeypatch.setattr(hooks, "_commit_hooks", {"recorder": recorder})
+    only_commit_hooks({"recorder": recorder})
     return seen
 
 
 @pytest.fixture
-def gate(alice, monkeypatch) -> dict:
-    monkeypatch.setitem(registry._producers, "memoryTable", lambda request: SourceResult("| key | guard |", "ok", version=3))
+def gate(alice) -> dict:
+    registry.set_producer("memoryTable", lambda request: SourceResult("| key | guard |", "ok", version=3))
     return create_scenario(alice, SCENARIO)
 
 
@@ -190,8 +190,8 @@ def test_another_products_scenario_is_404(alice, bob, gate):
 # --- complete / accept ------------------------------------------------------------------------------
 
 
-def test_memory_write_is_skipped_when_no_hook_scheduled_memory_work(alice, gate, monkeypatch):
-    monkeypatch.setattr(hooks, "_commit_hooks", {"bookkeeping": lambda pk: False})
+def test_memory_write_is_skipped_when_no_hook_scheduled_memory_work(alice, gate):
+    only_commit_hooks({"bookkeeping": lambda pk: False})
     turn = prepare(alice, "hello")
     body = complete(alice, turn["turnId"], "hi").json()
     assert body["committed"] is True
@@ -214,8 +214,8 @@ def test_complete_stores_the_reply_and_commits(alice, gate, committed_turns):
         ("user", "hello", 1, turn["turnId"]), ("assistant", "welcome, traveller", 1, turn["turnId"])]
 
 
-def test_complete_with_no_background_work_says_the_memory_write_was_skipped(alice, gate, monkeypatch):
-    monkeypatch.setattr(hooks, "_commit_hooks", {})
+def test_complete_with_no_background_work_says_the_memory_write_was_skipped(alice, gate):
+    only_commit_hooks({})
     body = complete(alice, prepare(alice)["turnId"]).json()
     assert body["committed"] is True and body["memoryWrite"]["status"] == "skipped"
     assert events(alice)[0]["details"]["memoryWrite"] == body["memoryWrite"]

@@ -6,13 +6,12 @@ import time
 import pytest
 from django.core.cache import cache
 
-from memoryhub.actors import Actor
 from memories.selectors.documents import memory_document_get
-from memoryhub.addresses import ConversationAddress
-from memories.services.documents import json_memory_scope
-from memories.services.documents import memory_document_replace
+from memories.services.documents import json_memory_scope, memory_document_replace
 from memoryhub import working_set
-from tests.conftest import assert_envelope
+from memoryhub.actors import Actor
+from memoryhub.addresses import ConversationAddress
+from tests.support.api import assert_envelope, client_for
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {
@@ -67,10 +66,7 @@ def test_a_prepare_after_a_write_never_sees_older_data(alice, gate):
 def test_a_write_through_the_model_tool_invalidates_too(alice, gate):
     prepare(alice), prepare(alice)
     token = alice.post(f"{CONV}/tool-tokens", {}).json()["token"]
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    client = client_for(token)
     body = {"name": "update_memory", "arguments": {"expectedRevision": 0, "memory": {"by": "model"}}}
     assert client.post("/v1/tools/call", body, format="json").status_code == 200
     turn = prepare(alice)

@@ -1,15 +1,15 @@
 """The webhook after-step: runs after a committed replace; its failure is an event and never undoes the write."""
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from tables.models import MemoryTable, TableEditRecord
 from tables.tasks import apply_table_edits
+from tests.factories import TableScenarioFactory, TurnFactory
 from tests.support.http_server import Reply, StubHttpServer
+from tests.support.processes import closed_port
 
-from .support import commit_turn, edit, events, make_scenario
+from .support import edit, events
 
 pytestmark = pytest.mark.django_db
 
@@ -24,15 +24,12 @@ def server():
 
 
 def closed_port_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/hook"  # nothing listens here any more
+    return f"http://127.0.0.1:{closed_port()}/hook"  # nothing listens here
 
 
 def run(alice, url: str, reply: str = REPLY, timeout_ms: int = 2000):
-    scenario = make_scenario(alice.product, webhook={"url": url, "timeoutMs": timeout_ms})
-    turn = commit_turn(alice.product, scenario, reply)
+    scenario = TableScenarioFactory(product=alice.product, webhook={"url": url, "timeoutMs": timeout_ms})
+    turn = TurnFactory(scenario=scenario, assistant_message=reply)
     return turn, apply_table_edits(turn.pk)  # the task body, run synchronously
 
 

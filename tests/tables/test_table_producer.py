@@ -5,13 +5,14 @@ import pytest
 from django.core.cache import cache
 
 from memoryhub.runtimes.base import RecallRequest, SourceConfig
-from memoryhub.runtimes.sources import get_producer
+from memoryhub.runtimes.registry import get_producer
 from tables.models import MemoryTable
 from tables.producers import produce_memory_table
 from tables.services import WriteCause, table_replace
 from tables.turn_edits import turn_table_edits_apply
+from tests.factories import TableScenarioFactory, TurnFactory
 
-from .support import commit_turn, edit, make_scenario
+from .support import edit
 
 pytestmark = pytest.mark.django_db
 
@@ -38,14 +39,14 @@ def test_the_producer_is_registered_for_memory_table() -> None:
 
 
 def test_a_scenario_without_templates_is_empty(alice):
-    scenario = make_scenario(alice.product)
+    scenario = TableScenarioFactory(product=alice.product)
     scenario.sections = {}
     result = recall(alice.product, scenario)
     assert (result.status, result.text) == ("empty", "")
 
 
 def test_the_first_prepare_renders_every_template_table_with_placeholders(alice):
-    result = recall(alice.product, make_scenario(alice.product))
+    result = recall(alice.product, TableScenarioFactory(product=alice.product))
     assert result.status == "ok"
     assert result.text == EMPTY_TEXT
     ids = list(MemoryTable.objects.order_by("position").values_list("pk", flat=True))
@@ -55,18 +56,18 @@ def test_the_first_prepare_renders_every_template_table_with_placeholders(alice)
 
 
 def test_tables_follow_the_scenario_template_order(alice):
-    scenario = make_scenario(alice.product)
+    scenario = TableScenarioFactory(product=alice.product)
     scenario.sections["tables"].reverse()
     assert recall(alice.product, scenario).text.startswith("* 0:重要物品表格\n")
 
 
 def test_a_turn_write_invalidates_the_working_set_and_the_next_prompt_shows_the_row(alice):
-    scenario = make_scenario(alice.product)
+    scenario = TableScenarioFactory(product=alice.product)
     recall(alice.product, scenario)  # first use creates the tables (a write: the entry is invalidated)
     cache.clear()  # as if the invalidation's short tombstone had expired
     assert recall(alice.product, scenario).cached is False
     assert recall(alice.product, scenario).cached is True
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit('insertRow(0, {0: "五月", 2: "码头"})')).pk)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "五月", 2: "码头"})')).pk)
     after = recall(alice.product, scenario, round_number=2)
     assert after.cached is False and after.version == 3
     assert "rowIndex,0:日期,1:时间,2:地点（当前描写）,3:此地角色\n0,五月,,码头,\n" in after.text
@@ -74,7 +75,7 @@ def test_a_turn_write_invalidates_the_working_set_and_the_next_prompt_shows_the_
 
 
 def test_a_manual_write_invalidates_the_working_set(alice):
-    scenario = make_scenario(alice.product)
+    scenario = TableScenarioFactory(product=alice.product)
     recall(alice.product, scenario)
     table = MemoryTable.objects.get(name="重要物品表格")
     table_replace(table=table, expected_version=1, rows=[["艾琳", "风灯", "灯", "遗物"]], cause=WriteCause("operator", "o"))
@@ -82,9 +83,9 @@ def test_a_manual_write_invalidates_the_working_set(alice):
 
 
 def test_a_regenerated_round_is_prompted_with_the_tables_before_that_round(alice):
-    scenario = make_scenario(alice.product)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit('insertRow(0, {0: "第一轮"})')).pk)
-    second = commit_turn(alice.product, scenario, edit('insertRow(0, {0: "第二轮"})'))
+    scenario = TableScenarioFactory(product=alice.product)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "第一轮"})')).pk)
+    second = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "第二轮"})'))
     turn_table_edits_apply(turn_pk=second.pk)
     again = recall(alice.product, scenario, round_number=2, replaces=second.pk)  # round 2 being regenerated
     assert "0,第一轮,,,\n" in again.text and "第二轮" not in again.text
@@ -94,15 +95,15 @@ def test_a_regenerated_round_is_prompted_with_the_tables_before_that_round(alice
 
 
 def test_only_a_regeneration_is_rewound(alice):
-    scenario = make_scenario(alice.product)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit('insertRow(0, {0: "第一轮"})')).pk)
+    scenario = TableScenarioFactory(product=alice.product)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "第一轮"})')).pk)
     result = recall(alice.product, scenario, round_number=1)  # not a replacement: tables as they are now
     assert "第一轮" in result.text and "asBeforeRound" not in result.details
 
 
 def test_tables_are_per_user_conversation_and_product(alice, bob):
-    scenario = make_scenario(alice.product)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit('insertRow(0, {0: "alice"})')).pk)
+    scenario = TableScenarioFactory(product=alice.product)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "alice"})')).pk)
     assert "alice" not in recall(alice.product, scenario, conversation_id="c2").text
     assert "alice" not in recall(alice.product, scenario, user_id="u2").text
-    assert "alice" not in recall(bob.product, make_scenario(bob.product)).text
+    assert "alice" not in recall(bob.product, TableScenarioFactory(product=bob.product)).text

@@ -4,12 +4,13 @@ from __future__ import annotations
 import pytest
 
 from memoryhub.errors import RevisionConflict
-from tables import faults, turn_edits
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.services import WriteCause, table_replace, tables_ensure
 from tables.turn_edits import turn_table_edits_apply
+from tests.factories import TABLE_TEMPLATES, TableScenarioFactory, TurnFactory
 
-from .support import TEMPLATES, address, commit_turn, edit, events, make_scenario
+from .faults import concurrent_write_when_asked, request_concurrent_writes
+from .support import address, edit, events
 
 pytestmark = pytest.mark.django_db
 
@@ -25,35 +26,25 @@ def table(product, name="时空表格"):
     return MemoryTable.objects.get(product=product, user_id="u1", conversation_id="c1", name=name)
 
 
-@pytest.fixture
-def hooks():
-    """Install hooks between read and write for one test."""
-    installed = []
-    yield installed.append
-    for hook in installed:
-        turn_edits.between_read_and_write.remove(hook)
-
-
-def install(hooks, hook):
-    turn_edits.between_read_and_write.append(hook)
-    hooks(hook)
+def between_read_and_write(fault_injection, handler) -> None:
+    fault_injection.register(fault_injection.TABLE_EDITS_BETWEEN_READ_AND_WRITE, handler)
 
 
 # --- instantiation -------------------------------------------------------------------------------
 
 
 def test_first_use_creates_every_template_table_empty_at_version_1_with_history(alice):
-    created = tables_ensure(address(alice.product), TEMPLATES)
+    created = tables_ensure(address(alice.product), TABLE_TEMPLATES)
     assert [(t.name, t.position, t.version, t.rows) for t in created] == [
         ("时空表格", 0, 1, []), ("重要物品表格", 1, 1, [])]
     assert list(MemoryTableVersion.objects.filter(table=created[0]).values_list("version", "cause")) == [(1, "created")]
-    assert [t.pk for t in tables_ensure(address(alice.product), TEMPLATES)] == [t.pk for t in created]
+    assert [t.pk for t in tables_ensure(address(alice.product), TABLE_TEMPLATES)] == [t.pk for t in created]
 
 
 def test_a_template_added_later_is_instantiated_and_existing_rows_are_kept(alice):
-    first = tables_ensure(address(alice.product), TEMPLATES[:1])[0]
+    first = tables_ensure(address(alice.product), TABLE_TEMPLATES[:1])[0]
     table_replace(table=first, expected_version=1, rows=[["d", "t", "p", "c"]], cause=WriteCause("api_key", "k"))
-    both = tables_ensure(address(alice.product), TEMPLATES)
+    both = tables_ensure(address(alice.product), TABLE_TEMPLATES)
     assert [t.name for t in both] == ["时空表格", "重要物品表格"]
     assert both[0].rows == [["d", "t", "p", "c"]] and both[0].version == 2
 
@@ -62,7 +53,7 @@ def test_a_template_added_later_is_instantiated_and_existing_rows_are_kept(alice
 
 
 def test_replace_bumps_the_version_and_records_who(alice):
-    t = tables_ensure(address(alice.product), TEMPLATES)[0]
+    t = tables_ensure(address(alice.product), TABLE_TEMPLATES)[0]
     outcome = table_replace(table=t, expected_version=1, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops"))
     assert (outcome.version, outcome.changed) == (2, True)
     history = MemoryTableVersion.objects.get(table=t, version=2)
@@ -70,7 +61,7 @@ def test_replace_bumps_the_version_and_records_who(alice):
 
 
 def test_replace_with_equal_rows_writes_nothing_and_keeps_the_version(alice):
-    t = tables_ensure(address(alice.product), TEMPLATES)[0]
+    t = tables_ensure(address(alice.product), TABLE_TEMPLATES)[0]
     table_replace(table=t, expected_version=1, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops"))
     outcome = table_replace(table=t, expected_version=2, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops"))
     assert (outcome.version, outcome.changed) == (2, False)
@@ -78,7 +69,7 @@ def test_replace_with_equal_rows_writes_nothing_and_keeps_the_version(alice):
 
 
 def test_stale_version_is_a_conflict_and_changes_nothing(alice):
-    t = tables_ensure(address(alice.product), TEMPLATES)[0]
+    t = tables_ensure(address(alice.product), TABLE_TEMPLATES)[0]
     table_replace(table=t, expected_version=1, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops"))
     with pytest.raises(RevisionConflict) as caught:
         table_replace(table=t, expected_version=1, rows=[["x", "", "", ""]], cause=WriteCause("operator", "ops"))
@@ -90,8 +81,8 @@ def test_stale_version_is_a_conflict_and_changes_nothing(alice):
 
 
 def test_an_insert_replaces_the_table_and_emits_table_updated(alice):
-    scenario = make_scenario(alice.product)
-    turn = commit_turn(alice.product, scenario, edit(INSERT_SCENE))
+    scenario = TableScenarioFactory(product=alice.product)
+    turn = TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE))
     record = turn_table_edits_apply(turn_pk=turn.pk)
     assert record.outcome == "updated" and record.attempts == 1
     assert rows(alice.product) == [["2024-05-01", "夜", "旧灯塔", "艾琳"]]
@@ -109,15 +100,15 @@ def test_an_insert_replaces_the_table_and_emits_table_updated(alice):
 
 
 def test_sloppy_model_output_keeps_whitespace_and_commas(alice):
-    turn = commit_turn(alice.product, make_scenario(alice.product), edit(INSERT_ITEM))
+    turn = TurnFactory(scenario=TableScenarioFactory(product=alice.product), assistant_message=edit(INSERT_ITEM))
     turn_table_edits_apply(turn_pk=turn.pk)
     assert rows(alice.product, "重要物品表格") == [["艾琳", "一盏 铜制 风灯", "风灯", "母亲的遗物, 不能丢"]]
 
 
 def test_a_reply_without_edits_keeps_the_version_and_emits_table_unchanged(alice):
-    scenario = make_scenario(alice.product)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit(INSERT_SCENE)).pk)
-    record = turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, "她只是笑了笑。").pk)
+    scenario = TableScenarioFactory(product=alice.product)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk)
+    record = turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message="她只是笑了笑。").pk)
     assert record.outcome == "unchanged"
     assert table(alice.product).version == 2
     assert MemoryTableVersion.objects.filter(table=table(alice.product)).count() == 2
@@ -126,15 +117,15 @@ def test_a_reply_without_edits_keeps_the_version_and_emits_table_unchanged(alice
 
 
 def test_an_update_to_the_same_values_is_unchanged(alice):
-    scenario = make_scenario(alice.product)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit(INSERT_SCENE)).pk)
+    scenario = TableScenarioFactory(product=alice.product)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk)
     same = edit('updateRow(0, 0, {"2": "旧灯塔"})')
-    assert turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, same).pk).outcome == "unchanged"
+    assert turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=same).pk).outcome == "unchanged"
     assert table(alice.product).version == 2
 
 
 def test_every_skipped_call_comes_back_with_its_reason(alice):
-    scenario = make_scenario(alice.product)
+    scenario = TableScenarioFactory(product=alice.product)
     reply = edit(
         INSERT_SCENE,
         'updateRow(0, 3, {"1": "晨"})',            # no such row
@@ -142,7 +133,7 @@ def test_every_skipped_call_comes_back_with_its_reason(alice):
         'insertRow(1, {"0": "艾琳", "9": "x"})',    # column 9 skipped, the rest applies
         'deleteRow(角色表, 2)',                     # not a number: that call only
     ) + "\n<tableEdit>insertRow(0, {0: \"truncated\"})"
-    record = turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, reply).pk)
+    record = turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=reply).pk)
     assert record.outcome == "updated" and record.unclosed_block
     reasons = [s["reason"] for s in record.skipped]
     assert len(reasons) == 5 and all(reasons)
@@ -157,16 +148,16 @@ def test_every_skipped_call_comes_back_with_its_reason(alice):
 
 
 def test_edits_of_several_tables_are_written_together(alice):
-    scenario = make_scenario(alice.product)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit(INSERT_SCENE)).pk)
+    scenario = TableScenarioFactory(product=alice.product)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk)
     reply = edit('updateRow(0, 0, {1: "黎明"})', INSERT_ITEM)
-    record = turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, reply).pk)
+    record = turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=reply).pk)
     assert [(t["name"], t["version"]) for t in record.tables] == [("时空表格", 3), ("重要物品表格", 2)]
     assert rows(alice.product)[0][1] == "黎明"
 
 
 def test_a_redelivered_task_applies_nothing_twice(alice):
-    turn = commit_turn(alice.product, make_scenario(alice.product), edit(INSERT_SCENE))
+    turn = TurnFactory(scenario=TableScenarioFactory(product=alice.product), assistant_message=edit(INSERT_SCENE))
     first = turn_table_edits_apply(turn_pk=turn.pk)
     again = turn_table_edits_apply(turn_pk=turn.pk)
     assert again.pk == first.pk
@@ -175,11 +166,11 @@ def test_a_redelivered_task_applies_nothing_twice(alice):
 
 
 def test_nothing_happens_without_templates_or_before_commit(alice):
-    scenario = make_scenario(alice.product)
+    scenario = TableScenarioFactory(product=alice.product)
     scenario.sections = {}
     scenario.save()
-    assert turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit(INSERT_SCENE)).pk) is None
-    prepared = commit_turn(alice.product, make_scenario(alice.product, slug="other"), edit(INSERT_SCENE))
+    assert turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk) is None
+    prepared = TurnFactory(scenario=TableScenarioFactory(product=alice.product, slug="other"), assistant_message=edit(INSERT_SCENE))
     prepared.status = "completed"
     prepared.save()
     assert turn_table_edits_apply(turn_pk=prepared.pk) is None
@@ -188,10 +179,10 @@ def test_nothing_happens_without_templates_or_before_commit(alice):
 
 
 def test_other_conversations_and_users_are_untouched(alice):
-    scenario = make_scenario(alice.product)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit(INSERT_SCENE)).pk)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, "…", conversation_id="c2").pk)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, "…", user_id="u2").pk)
+    scenario = TableScenarioFactory(product=alice.product)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message="…", conversation_id="c2").pk)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message="…", user_id="u2").pk)
     assert rows(alice.product, conversation_id="c2") == []
     assert MemoryTable.objects.get(user_id="u2", name="时空表格").rows == []
 
@@ -200,11 +191,11 @@ def test_other_conversations_and_users_are_untouched(alice):
 
 
 def test_a_replacing_reply_is_applied_to_the_tables_as_before_its_round(alice):
-    scenario = make_scenario(alice.product)
-    turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit(INSERT_SCENE)).pk)
-    first = commit_turn(alice.product, scenario, edit('insertRow(1, {0: "艾琳", 2: "风灯"})'))
+    scenario = TableScenarioFactory(product=alice.product)
+    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk)
+    first = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(1, {0: "艾琳", 2: "风灯"})'))
     turn_table_edits_apply(turn_pk=first.pk)
-    second = commit_turn(alice.product, scenario, edit('insertRow(1, {0: "艾琳", 2: "钥匙"})'), replaces=first)
+    second = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(1, {0: "艾琳", 2: "钥匙"})'), replaces=first)
     record = turn_table_edits_apply(turn_pk=second.pk)
     assert rows(alice.product, "重要物品表格") == [["艾琳", "", "钥匙", ""]]
     assert record.base_versions == {str(table(alice.product).pk): 2, str(table(alice.product, "重要物品表格").pk): 1}
@@ -213,30 +204,30 @@ def test_a_replacing_reply_is_applied_to_the_tables_as_before_its_round(alice):
 
 
 def test_a_replacing_reply_without_edits_restores_the_tables(alice):
-    scenario = make_scenario(alice.product)
-    first = commit_turn(alice.product, scenario, edit(INSERT_SCENE))
+    scenario = TableScenarioFactory(product=alice.product)
+    first = TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE))
     turn_table_edits_apply(turn_pk=first.pk)
-    record = turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, "没有表格。", replaces=first).pk)
+    record = turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message="没有表格。", replaces=first).pk)
     assert record.outcome == "updated"
     assert rows(alice.product) == [] and table(alice.product).version == 3
     assert list(MemoryTableVersion.objects.filter(table=table(alice.product)).values_list("version", flat=True)) == [3, 2, 1]
 
 
 def test_a_chain_of_regenerations_keeps_only_the_last_reply(alice):
-    scenario = make_scenario(alice.product)
-    first = commit_turn(alice.product, scenario, edit('insertRow(0, {0: "一"})'))
+    scenario = TableScenarioFactory(product=alice.product)
+    first = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "一"})'))
     turn_table_edits_apply(turn_pk=first.pk)
-    second = commit_turn(alice.product, scenario, edit('insertRow(0, {0: "二"})'), replaces=first)
+    second = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "二"})'), replaces=first)
     turn_table_edits_apply(turn_pk=second.pk)
-    third = commit_turn(alice.product, scenario, edit('insertRow(0, {0: "三"})'), replaces=second)
+    third = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "三"})'), replaces=second)
     turn_table_edits_apply(turn_pk=third.pk)
     assert rows(alice.product) == [["三", "", "", ""]]
 
 
 def test_a_replaced_reply_processed_late_applies_nothing(alice):
-    scenario = make_scenario(alice.product)
-    first = commit_turn(alice.product, scenario, edit('insertRow(0, {0: "旧"})'))
-    second = commit_turn(alice.product, scenario, edit('insertRow(0, {0: "新"})'), replaces=first)
+    scenario = TableScenarioFactory(product=alice.product)
+    first = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "旧"})'))
+    second = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "新"})'), replaces=first)
     turn_table_edits_apply(turn_pk=second.pk)   # the replacement's task ran first
     late = turn_table_edits_apply(turn_pk=first.pk)
     assert late.outcome == "superseded" and late.applied == []
@@ -248,12 +239,12 @@ def test_a_replaced_reply_processed_late_applies_nothing(alice):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_conflict_is_re_read_and_re_applied_once(alice, hooks):
-    scenario = make_scenario(alice.product)
-    tables_ensure(address(alice.product), TEMPLATES)
-    faults.request_concurrent_writes(address(alice.product), 1)
-    install(hooks, faults.concurrent_write_when_asked)
-    record = turn_table_edits_apply(turn_pk=commit_turn(alice.product, scenario, edit(INSERT_SCENE)).pk)
+def test_a_conflict_is_re_read_and_re_applied_once(alice, fault_injection):
+    scenario = TableScenarioFactory(product=alice.product)
+    tables_ensure(address(alice.product), TABLE_TEMPLATES)
+    request_concurrent_writes(address(alice.product), 1)
+    between_read_and_write(fault_injection, concurrent_write_when_asked)
+    record = turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk)
     assert (record.outcome, record.attempts) == ("updated", 2)
     # the concurrent write is kept and the reply is applied on top of it
     assert rows(alice.product) == [["fault-injection-1", "", "", ""], ["2024-05-01", "夜", "旧灯塔", "艾琳"]]
@@ -261,14 +252,14 @@ def test_a_conflict_is_re_read_and_re_applied_once(alice, hooks):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_second_conflict_is_reported_and_writes_nothing(alice, hooks):
-    scenario = make_scenario(alice.product)
-    tables_ensure(address(alice.product), TEMPLATES)
-    faults.request_concurrent_writes(address(alice.product), 5)
+def test_a_second_conflict_is_reported_and_writes_nothing(alice, fault_injection):
+    scenario = TableScenarioFactory(product=alice.product)
+    tables_ensure(address(alice.product), TABLE_TEMPLATES)
+    request_concurrent_writes(address(alice.product), 5)
     seen = []
-    install(hooks, lambda turn, attempt: seen.append(attempt))
-    install(hooks, faults.concurrent_write_when_asked)
-    turn = commit_turn(alice.product, scenario, edit(INSERT_SCENE))
+    between_read_and_write(fault_injection, lambda turn, attempt: seen.append(attempt))
+    between_read_and_write(fault_injection, concurrent_write_when_asked)
+    turn = TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE))
     record = turn_table_edits_apply(turn_pk=turn.pk)
     assert seen == [1, 2]  # re-read at most once
     assert (record.outcome, record.attempts, record.applied) == ("conflict", 2, [])
@@ -288,7 +279,7 @@ def test_concurrent_writers_on_one_version_exactly_one_wins(alice):
 
     from django.db import connections
 
-    t = tables_ensure(address(alice.product), TEMPLATES)[0]
+    t = tables_ensure(address(alice.product), TABLE_TEMPLATES)[0]
     barrier, outcomes = threading.Barrier(8), []
 
     def writer(n: int) -> None:

@@ -9,8 +9,9 @@ from django.urls import reverse
 
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.turn_edits import turn_table_edits_apply
+from tests.factories import TableScenarioFactory, TurnFactory
 
-from .support import commit_turn, edit, events, make_scenario
+from .support import edit, events
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +25,7 @@ def _fast_password_hashing(settings):
 
 @pytest.fixture
 def scene(alice) -> MemoryTable:
-    turn = commit_turn(alice.product, make_scenario(alice.product), REPLY)
+    turn = TurnFactory(scenario=TableScenarioFactory(product=alice.product), assistant_message=REPLY)
     turn_table_edits_apply(turn_pk=turn.pk)
     return MemoryTable.objects.get(product=alice.product, name="时空表格")
 

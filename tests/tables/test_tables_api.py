@@ -6,9 +6,10 @@ import pytest
 from tables.models import MemoryTable
 from tables.presets import PLUGIN_DEFAULT_TABLES
 from tables.turn_edits import turn_table_edits_apply
-from tests.conftest import assert_envelope
+from tests.factories import TABLE_TEMPLATES, TableScenarioFactory, TurnFactory
+from tests.support.api import assert_envelope
 
-from .support import TEMPLATES, commit_turn, edit, events, make_scenario
+from .support import edit, events
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +19,7 @@ CONV = "/v1/users/u1/conversations/c1"
 @pytest.fixture
 def applied(alice):
     """One committed turn that inserted a row into 时空表格 (now at version 2)."""
-    turn = commit_turn(alice.product, make_scenario(alice.product), edit('insertRow(0, {0: "五月一日", 2: "灯塔"})'))
+    turn = TurnFactory(scenario=TableScenarioFactory(product=alice.product), assistant_message=edit('insertRow(0, {0: "五月一日", 2: "灯塔"})'))
     turn_table_edits_apply(turn_pk=turn.pk)
     return turn
 
@@ -35,7 +36,7 @@ def test_list_shows_rows_versions_and_the_memory_table_text(alice, applied):
     body = alice.get(f"{CONV}/tables").json()
     assert [(t["index"], t["name"], t["version"], t["rows"]) for t in body["tables"]] == [
         (0, "时空表格", 2, [["五月一日", "", "灯塔", ""]]), (1, "重要物品表格", 1, [])]
-    assert body["tables"][0]["columns"] == TEMPLATES[0]["columns"]
+    assert body["tables"][0]["columns"] == TABLE_TEMPLATES[0]["columns"]
     assert body["version"] == 3
     assert "* 0:时空表格\n" in body["memoryTable"]
     assert "rowIndex,0:日期,1:时间,2:地点（当前描写）,3:此地角色\n0,五月一日,,灯塔,\n" in body["memoryTable"]
@@ -86,7 +87,7 @@ def test_bad_edits_are_400_naming_the_field_and_change_nothing(alice, applied, b
 
 def test_max_rows_is_enforced_on_manual_edits(alice):
     tables = [{"name": "当前", "columns": ["a"], "maxRows": 1}]
-    turn = commit_turn(alice.product, make_scenario(alice.product, tables=tables), edit('insertRow(0, {0: "x"})'))
+    turn = TurnFactory(scenario=TableScenarioFactory(product=alice.product, tables=tables), assistant_message=edit('insertRow(0, {0: "x"})'))
     turn_table_edits_apply(turn_pk=turn.pk)
     url = f"{CONV}/tables/{table_id(alice.product, '当前')}"
     error = assert_envelope(alice.put(url, {"expectedVersion": 2, "rows": [["x"], ["y"]]}), 400)

@@ -5,17 +5,17 @@ skipped on the embedded default, failing instead under MEMORYHUB_REQUIRE_SERVICE
 """
 from __future__ import annotations
 
-import socket
-
 import pytest
 
-from tables import faults
 from tables.models import TableEditRecord
 from tables.tasks import apply_table_edits
-from tests.conftest import assert_envelope, wait_for
+from tests.factories import TABLE_TEMPLATES
+from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
+from tests.support.processes import closed_port, wait_for
 
-from .support import TEMPLATES, address
+from .faults import request_concurrent_writes
+from .support import address
 
 pytestmark = [pytest.mark.requires_worker, pytest.mark.django_db(transaction=True)]
 
@@ -32,7 +32,7 @@ ROW_LINE = "0,2024-05-01,夜,旧灯塔,艾琳\n"
 def create_scenario(api, **sections) -> None:
     body = {"id": "rp", "name": "灯塔", "memoryRuntime": "axon_go",
             "memorySources": [{"id": "tables", "agentRef": "table-agent", "variable": "memoryTable"}],
-            "template": "{{memoryTable}}\n用户：{{userMessage}}", "tables": TEMPLATES, **sections}
+            "template": "{{memoryTable}}\n用户：{{userMessage}}", "tables": TABLE_TEMPLATES, **sections}
     response = api.post("/v1/scenarios", body)
     assert response.status_code == 201, response.json()
 
@@ -98,7 +98,7 @@ def test_a_reply_without_edits_leaves_the_version_unchanged(alice, celery_worker
 def test_a_conflict_between_read_and_write_is_retried_once_and_then_reported(alice, celery_worker_process):
     create_scenario(alice)
     first = prepare(alice)  # instantiates the tables
-    faults.request_concurrent_writes(address(alice.product), 2)  # one concurrent commit per attempt
+    request_concurrent_writes(address(alice.product), 2)  # one concurrent commit per attempt
     complete(alice, first["turnId"], INSERT)
     conflict = wait_event(alice, "table.conflict", first["turnId"])
     assert conflict["details"]["attempts"] == 2 and conflict["details"]["applied"] == []
@@ -112,7 +112,7 @@ def test_a_conflict_between_read_and_write_is_retried_once_and_then_reported(ali
 def test_one_conflict_is_retried_and_the_reply_is_applied_on_the_new_version(alice, celery_worker_process):
     create_scenario(alice)
     first = prepare(alice)
-    faults.request_concurrent_writes(address(alice.product), 1)
+    request_concurrent_writes(address(alice.product), 1)
     complete(alice, first["turnId"], INSERT)
     updated = wait_event(alice, "table.updated", first["turnId"])
     assert updated["details"]["attempts"] == 2
@@ -163,10 +163,7 @@ def test_a_replaced_reply_does_not_leave_its_edits_behind(alice, celery_worker_p
 
 
 def closed_port_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/hook"
+    return f"http://127.0.0.1:{closed_port()}/hook"  # nothing listens here
 
 
 @pytest.mark.parametrize("target", ["http-500", "closed-port"])

@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tables.tasks import apply_table_edits, enqueue_table_edits
-
-from .support import TEMPLATES
+from tests.factories import TABLE_TEMPLATES
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +17,7 @@ INSERT = '<tableEdit><!-- insertRow(1, {"0": "艾琳", "2": "风灯"}) --></tabl
 
 
 def create_scenario(api, **extra) -> None:
-    body = {"id": "rp", "name": "RP", "memoryRuntime": "axon_go", "tables": TEMPLATES,
+    body = {"id": "rp", "name": "RP", "memoryRuntime": "axon_go", "tables": TABLE_TEMPLATES,
             "memorySources": [{"id": "tables", "agentRef": "table-agent", "variable": "memoryTable"}],
             "template": "{{memoryTable}}\n{{userMessage}}", **extra}
     assert api.post("/v1/scenarios", body).status_code == 201

@@ -1,8 +1,8 @@
 """A tiny OpenAI-compatible `POST /embeddings` server backed by the bundled local model.
 
-Used by benchmarks and tests to exercise the HTTP embedder path with real vectors:
+Used by tests and bench/search.py to exercise the HTTP embedder path with real vectors (from the repository root):
 
-    python -m memoryhub.clients.embedding_server --port 8765 [--model NAME] [--api-key KEY]
+    python -m tests.support.embedding_server --port 8765 [--model NAME] [--api-key KEY]
 
 Standard library only (no Django). `--truncate N` cuts every returned vector to N floats, to inject
 an embedding-dimension error *after* the real model answered (seed 004 acceptance).
@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from .embeddings import LOCAL_DIMENSION, LOCAL_MODEL, Embedder, LocalUSEEmbedder
+from memoryhub.clients.embeddings import LOCAL_DIMENSION, LOCAL_MODEL, Embedder, LocalUSEEmbedder
 
 MAX_INPUTS = 2048
 MAX_BODY_BYTES = 8 * 1024 * 1024

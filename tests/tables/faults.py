@@ -1,9 +1,10 @@
-"""Fault injection for the test suite's Celery worker: a concurrent write between a task's read and write.
+"""A concurrent write between a table-edit task's read and its write (registered at memoryhub.faults' point).
 
-Registered only in a worker started by tests/conftest.py (which sets CELERY_WORKER_UNDER_TEST=1); a
-production worker never loads it. A test asks for N concurrent writes on one conversation through the
-cache (the worker runs in another process); the hook then commits one write per attempt, from another
-database connection, after the task has read the tables and before it writes them.
+In-process, a test registers `concurrent_write_when_asked` through the `fault_injection` fixture; the suite's
+Celery worker registers it at start (tests/support/celery_worker.py). Either way it does nothing until a
+test asks for N concurrent writes on one conversation through the cache (the worker runs in another
+process); it then commits one write per attempt, from another database connection, after the task has
+read the tables and before it writes them.
 """
 from __future__ import annotations
 

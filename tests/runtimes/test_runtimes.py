@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from memoryhub.clients.errors import UpstreamTimeout
-from memoryhub.runtimes import sources as registry
+from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import RecallRequest, SourceResult
-from tests.conftest import assert_envelope
+from tests.support.api import assert_envelope
 
 CONV = "/v1/users/u1/conversations/c1"
 ALL_VARIABLES = ["jsonMemory", "preferences", "compassMemory", "memoryTable", "hinosMemory"]
@@ -76,8 +76,8 @@ def test_hinos_accepts_its_source_beside_personal_variables(alice, variable):
 # --- producers: missing, failing, what they are given ---------------------------------------------------
 
 
-def test_a_variable_without_a_producer_yields_empty_text_and_says_so(alice, monkeypatch):
-    monkeypatch.delitem(registry._producers, "memoryTable", raising=False)
+def test_a_variable_without_a_producer_yields_empty_text_and_says_so(alice):
+    registry.set_producer("memoryTable", None)
     make_scenario(alice, "t", "personalization", ["memoryTable"], "Tables: [{{memoryTable}}] {{userMessage}}")
     turn = prepare(alice, "t", "hi")
     assert turn["variables"] == {"memoryTable": ""}
@@ -87,20 +87,20 @@ def test_a_variable_without_a_producer_yields_empty_text_and_says_so(alice, monk
     assert "no producer" in status["details"]["reason"]
 
 
-def test_compass_memory_without_its_producer_yields_empty_text(alice, monkeypatch):
+def test_compass_memory_without_its_producer_yields_empty_text(alice):
     # the diaries app registers compassMemory; the core must still answer when it is absent
-    monkeypatch.delitem(registry._producers, "compassMemory", raising=False)
+    registry.set_producer("compassMemory", None)
     make_scenario(alice, "d", "axon_go", ["compassMemory"])
     source = by_variable(prepare(alice, "d"))["compassMemory"]
     assert source["status"] != "ok" and "no producer" in source["details"]["reason"]
 
 
-def test_a_producer_that_crashes_reports_error_on_its_source_and_invents_nothing(alice, monkeypatch):
+def test_a_producer_that_crashes_reports_error_on_its_source_and_invents_nothing(alice):
     def broken(request):
         raise ValueError("boom")
 
-    monkeypatch.setitem(registry._producers, "memoryTable", broken)
-    monkeypatch.setitem(registry._producers, "compassMemory", Recorder())
+    registry.set_producer("memoryTable", broken)
+    registry.set_producer("compassMemory", Recorder())
     make_scenario(alice, "t", "personalization", ["memoryTable", "compassMemory"])
     turn = prepare(alice, "t")
     assert turn["variables"]["memoryTable"] == ""
@@ -109,19 +109,19 @@ def test_a_producer_that_crashes_reports_error_on_its_source_and_invents_nothing
     assert by_variable(turn)["compassMemory"]["status"] == "ok"
 
 
-def test_a_dependency_that_times_out_fails_the_turn_with_504(alice, monkeypatch):
+def test_a_dependency_that_times_out_fails_the_turn_with_504(alice):
     def slow(request):
         raise UpstreamTimeout("the table service did not answer", service="tables")
 
-    monkeypatch.setitem(registry._producers, "memoryTable", slow)
+    registry.set_producer("memoryTable", slow)
     make_scenario(alice, "t", "personalization", ["memoryTable"])
     assert_envelope(alice.post(f"{CONV}/turns", {"scenarioId": "t", "userMessage": "x"}), 504, "upstream_timeout")
     assert alice.get(f"{CONV}/events").json()["results"] == []
 
 
-def test_personalization_gives_producers_the_query_and_the_turn_identity(alice, monkeypatch):
+def test_personalization_gives_producers_the_query_and_the_turn_identity(alice):
     recorder = Recorder()
-    monkeypatch.setitem(registry._producers, "compassMemory", recorder)
+    registry.set_producer("compassMemory", recorder)
     make_scenario(alice, "p", "personalization", ["compassMemory"])
     turn = prepare(alice, "p", "the question", subscriptionCategory="plus")
     (request,) = recorder.requests
@@ -132,10 +132,10 @@ def test_personalization_gives_producers_the_query_and_the_turn_identity(alice, 
     assert by_variable(turn)["compassMemory"]["version"] == 7
 
 
-def test_axon_go_recalls_without_the_query(alice, monkeypatch):
+def test_axon_go_recalls_without_the_query(alice):
     compass, table = Recorder(), Recorder()
-    monkeypatch.setitem(registry._producers, "compassMemory", compass)
-    monkeypatch.setitem(registry._producers, "memoryTable", table)
+    registry.set_producer("compassMemory", compass)
+    registry.set_producer("memoryTable", table)
     make_scenario(alice, "g", "axon_go", ["compassMemory", "memoryTable"])
     turn = prepare(alice, "g", "a secret question")
     assert [r.user_message for r in compass.requests + table.requests] == ["", ""]
@@ -148,8 +148,8 @@ def test_axon_go_recalls_without_the_query(alice, monkeypatch):
 # --- axon_shadow ---------------------------------------------------------------------------------------
 
 
-def test_axon_shadow_serves_exactly_what_personalization_serves(alice, monkeypatch):
-    monkeypatch.setitem(registry._producers, "compassMemory", Recorder())
+def test_axon_shadow_serves_exactly_what_personalization_serves(alice):
+    registry.set_producer("compassMemory", Recorder())
     alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"keyHolder": "guard"}})
     variables = ["jsonMemory", "compassMemory"]
     make_scenario(alice, "plain", "personalization", variables)
@@ -163,9 +163,9 @@ def test_axon_shadow_serves_exactly_what_personalization_serves(alice, monkeypat
     assert strip(shadowed) == strip(served)
 
 
-def test_axon_shadow_records_the_comparison_on_the_turn(alice, monkeypatch):
+def test_axon_shadow_records_the_comparison_on_the_turn(alice):
     recorder = Recorder()
-    monkeypatch.setitem(registry._producers, "compassMemory", recorder)
+    registry.set_producer("compassMemory", recorder)
     alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"keyHolder": "guard"}})
     make_scenario(alice, "shadow", "axon_shadow", ["jsonMemory", "compassMemory"])
     turn = prepare(alice, "shadow", "key?")
@@ -181,8 +181,8 @@ def test_axon_shadow_records_the_comparison_on_the_turn(alice, monkeypatch):
     assert alice.get(f"{CONV}/memory").json()["revision"] == 1
 
 
-def test_axon_shadow_with_identical_recalls_reports_no_difference(alice, monkeypatch):
-    monkeypatch.setitem(registry._producers, "memoryTable", Recorder(lambda request: "| a | b |"))
+def test_axon_shadow_with_identical_recalls_reports_no_difference(alice):
+    registry.set_producer("memoryTable", Recorder(lambda request: "| a | b |"))
     make_scenario(alice, "shadow", "axon_shadow", ["memoryTable"])
     turn = prepare(alice, "shadow")
     comparison = alice.get(f"{CONV}/turns/{turn['turnId']}").json()["runtimeState"]["shadowComparison"]
@@ -202,7 +202,7 @@ def test_the_turn_detail_of_another_product_is_404(alice, bob):
 
 
 @pytest.mark.parametrize("failure", ["redis", "database"])
-def test_a_storage_failure_inside_a_producer_is_503_not_a_silent_empty_source(alice, monkeypatch, failure):
+def test_a_storage_failure_inside_a_producer_is_503_not_a_silent_empty_source(alice, failure):
     import redis.exceptions
     from django.db import OperationalError
 
@@ -211,7 +211,7 @@ def test_a_storage_failure_inside_a_producer_is_503_not_a_silent_empty_source(al
             raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
         raise OperationalError("the database is down")
 
-    monkeypatch.setitem(registry._producers, "memoryTable", down)
+    registry.set_producer("memoryTable", down)
     make_scenario(alice, "t", "personalization", ["memoryTable"])
     assert_envelope(alice.post(f"{CONV}/turns", {"scenarioId": "t", "userMessage": "x"}), 503, "storage_unavailable")
     from memories.models import Turn
