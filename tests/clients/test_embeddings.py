@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import math
-import socket
 
 import pytest
 
 from memoryhub.api.handler import status_for
-from memoryhub.clients.embedding_server import ServerOptions, make_server, serve_in_thread
 from memoryhub.clients.embeddings import (
     DIMENSION_MISMATCH,
     EmbeddingDimensionMismatch,
@@ -24,7 +22,9 @@ from memoryhub.clients.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from tests.support.embedding_server import ServerOptions, make_server, serve_in_thread
 from tests.support.http_server import Reply, StubHttpServer
+from tests.support.processes import closed_port
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -39,12 +39,6 @@ def server(stub_server: StubHttpServer) -> StubHttpServer:
 @pytest.fixture(scope="module")
 def local() -> LocalUSEEmbedder:
     return LocalUSEEmbedder()
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def vectors_reply(vectors: list[list[float]], order: list[int] | None = None) -> Reply:
