@@ -1,8 +1,9 @@
 """Memory tables: instantiation from templates and the compare-and-set replace every write goes through.
 
-A table's `version` is its compare-and-set version. Every write is a conditional UPDATE on it (rowcount
-checked), records the new version in the history and invalidates the conversation's working-set entry in
-the same transaction. A replace whose rows equal the stored rows writes nothing and keeps the version.
+A table's `version` is its compare-and-set version. Every write goes through memoryhub.cas: the
+conversation's working-set entry is invalidated first, then one conditional UPDATE on the version
+(rowcount checked) and the new version's history row in one transaction. A replace whose rows equal the
+stored rows writes nothing and keeps the version.
 Applying a turn's `<tableEdit>` calls lives in tables/turn_edits.py.
 """
 from __future__ import annotations
@@ -11,15 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from memoryhub.actors import Actor
-from memories.models import Product, Turn
+from memories.models import Turn
 from memories.services.events import event_emit
-from memoryhub import metrics, working_set
+from memoryhub import cas, working_set
+from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.errors import NotFound, RevisionConflict
+from memoryhub.errors import NotFound
 from tables.applying import TableState
 from tables.models import MemoryTable, MemoryTableVersion
 from tables.selectors import conversation_tables
@@ -33,7 +33,7 @@ def tables_scope(address: ConversationAddress) -> working_set.Scope:
 
 
 def turn_address(turn: Turn) -> ConversationAddress:
-    return ConversationAddress(turn.product, turn.user_id, turn.conversation_key)
+    return ConversationAddress(turn.product, turn.user_id, turn.conversation_id)
 
 
 @dataclass(frozen=True)
@@ -111,42 +111,31 @@ def _create_table(address: ConversationAddress, position: int, template: dict[st
         return conversation_tables(address).get(name=template["name"])
 
 
-def table_replace(*, table: MemoryTable, expected_version: int, rows: list[list[str]], cause: WriteCause) -> ReplaceOutcome:
+def table_replace(
+    *, table: MemoryTable, expected_version: int, rows: list[list[str]], cause: WriteCause
+) -> ReplaceOutcome:
     """Replace the rows iff the stored version is `expected_version`; write nothing when the rows are equal.
 
     Raises RevisionConflict (409, details.currentVersion) when the version moved on.
     """
-    with transaction.atomic():
-        current = MemoryTable.objects.filter(pk=table.pk).values_list("version", "rows").first()
-        if current is None:
-            raise NotFound(f"no table {table.pk}")
-        if current[0] != expected_version:
-            raise _conflict(current[0])
-        if current[1] == rows:
-            return ReplaceOutcome(expected_version, False)
-        written = MemoryTable.objects.filter(pk=table.pk, version=expected_version).update(
-            version=F("version") + 1, rows=rows, updated_at=timezone.now()
-        )
-        if written != 1:  # a concurrent writer committed between our read and this UPDATE
-            raise _conflict(_current_version(table.pk))
-        MemoryTableVersion.objects.create(
-            product_id=table.product_id, table_id=table.pk, version=expected_version + 1, rows=rows,
+    stored = MemoryTable.objects.filter(pk=table.pk).values_list("version", "rows").first()
+    if stored is None:
+        raise NotFound(f"no table {table.pk}")
+    if stored == (expected_version, rows):  # read-only: nothing to write, whatever happens next
+        return ReplaceOutcome(expected_version, False)
+    version = cas.compare_and_set(
+        cas.Versioned(MemoryTable, {"pk": table.pk}, kind="memory_table", field="version",
+                      conflict_message="the table is at version {current}; re-read and decide again",
+                      missing_message=f"no table {table.pk}"),
+        expected_version,
+        changes={"rows": rows, "updated_at": timezone.now()},
+        history=lambda version: MemoryTableVersion.objects.create(
+            product_id=table.product_id, table_id=table.pk, version=version, rows=rows,
             cause=cause.kind, actor=cause.actor, turn=cause.turn,
-        )
-        # Inside the transaction: with the cache down the write fails (503) instead of leaving a stale entry.
-        working_set.invalidate(tables_scope(ConversationAddress(table.product, table.user_id, table.conversation_id)))
-    return ReplaceOutcome(expected_version + 1, True)
-
-
-def _conflict(current: int) -> RevisionConflict:
-    metrics.CONFLICTS.labels(kind="memory_table").inc()
-    return RevisionConflict(
-        current, versioned=True, message=f"the table is at version {current}; re-read and decide again"
+        ),
+        invalidate=[tables_scope(ConversationAddress(table.product, table.user_id, table.conversation_id))],
     )
-
-
-def _current_version(table_pk: int) -> int:
-    return MemoryTable.objects.filter(pk=table_pk).values_list("version", flat=True).first() or 0
+    return ReplaceOutcome(version, True)
 
 
 def table_edit_manually(*, table: MemoryTable, expected_version: int, rows: object, actor: Actor) -> ReplaceOutcome:

@@ -6,10 +6,10 @@ from rest_framework.views import APIView
 
 from memories.selectors.documents import memory_document_get, memory_revisions_page
 from memories.services.documents import memory_document_replace
-from memories.services.idempotency import idempotent_call, request_fingerprint
+from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
 
-from memoryhub.api.common import conversation_address, validated
+from .idempotency import HEADER, Answer, idempotent_response
 from .serializers.documents import (
     MemoryReadSerializer,
     MemoryRevisionPageSerializer,
@@ -19,7 +19,7 @@ from .serializers.documents import (
 )
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
-    "Idempotency-Key", str, OpenApiParameter.HEADER, description="Repeat-safe retries: same key + same body → same result."
+    HEADER, str, OpenApiParameter.HEADER, description="Repeat-safe retries: same key + same body → same result."
 )
 
 
@@ -41,19 +41,14 @@ class MemoryDocumentView(APIView):
         address = conversation_address(request, user_id, conversation_id)
         data = validated(MemoryWriteSerializer, request.data)
 
-        def perform() -> tuple[int, dict]:
+        def perform() -> Answer:
             revision = memory_document_replace(
-                address=address, expected_revision=data["expectedRevision"], memory=data["memory"], actor=request.user.actor
+                address=address, expected_revision=data["expectedRevision"], memory=data["memory"],
+                actor=request.user.actor,
             )
-            return 200, {"revision": revision}
+            return Answer(200, {"revision": revision})
 
-        status, body, replayed = idempotent_call(
-            product=address.product,
-            key=request.headers.get("Idempotency-Key"),
-            fingerprint=request_fingerprint("PUT", request.path, request.data),
-            perform=perform,
-        )
-        return Response(body, status=status, headers={"Idempotent-Replayed": "true"} if replayed else None)
+        return idempotent_response(request, address.product, "memory.replace", perform)
 
 
 class MemoryRevisionListView(APIView):

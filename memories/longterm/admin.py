@@ -19,7 +19,6 @@ from memories.longterm.models import (
     TaskCheckpoint,
     TaskReport,
 )
-from memories.models import MemoryOperation
 from memoryhub.addresses import UserAddress
 from memories.longterm.services.memories import memory_delete
 from memories.longterm.services.reindex import reindex_pending
@@ -128,14 +127,6 @@ class EmbeddingIndexAdmin(ReadOnlyAdmin):
     @admin.display(description="records not in this index")
     def pending(self, obj) -> int:
         return reindex_pending(obj).count()
-
-
-@admin.register(MemoryOperation)
-class MemoryOperationAdmin(ReadOnlyAdmin):
-    list_display = ["operation_id", "action", "status_code", "user_id", "created_at", "product"]
-    list_filter = ["action", "product"]
-    list_select_related = ["product"]
-    search_fields = ["operation_id", "user_id"]
 
 
 class TaskCheckpointInline(ReadOnlyTabularInline):

@@ -14,11 +14,11 @@ from django.db import connection
 from django.db.models import Case, IntegerField, Value, When
 
 from memories.longterm import keyword
-from memories.longterm.models import LongTermMemory, Task, TaskReport
+from memories.longterm.models import LongTermMemory, Task, TaskCheckpoint, TaskReport
 from memories.longterm.services.embedding_index import index_in_use
-from memoryhub.addresses import UserAddress
 from memories.longterm.services.memories import searchable_kinds
 from memories.longterm.services.vectors import TABLE
+from memoryhub.addresses import UserAddress
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
 
@@ -146,15 +146,22 @@ def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> Search
 # ---------------------------------------------------------------------------------------------
 
 
-def task_get(scope: UserAddress, task_id: str) -> dict:
-    """The task with its committed stages in commit order; a never-written task is the empty shape."""
-    from memories.longterm.services.checkpoints import checkpoint_to_dict, report_to_dict
+@dataclass(frozen=True)
+class TaskState:
+    """A task as a resuming client reads it; a never-written task has no input, no stages and no report."""
 
+    task_id: str
+    key: str
+    input: dict | None
+    checkpoints: list[TaskCheckpoint]  # in commit order, each with its task
+    report: TaskReport | None
+
+
+def task_get(scope: UserAddress, task_id: str) -> TaskState:
+    """The task with its committed stages in commit order; a never-written task is the empty shape."""
     task = Task.objects.filter(product=scope.product, user_id=scope.user_id, task_id=task_id).first()
     key = f"{scope.product.pk}:{scope.user_id}:task:{task_id}"
     if task is None:
-        return {"taskId": task_id, "key": key, "input": None, "stages": [], "report": None}
-    stages = [checkpoint_to_dict(c) for c in task.checkpoints.select_related("task").order_by("id")]
-    report = TaskReport.objects.filter(task=task).first()
-    return {"taskId": task_id, "key": key, "input": task.input, "stages": stages,
-            "report": report_to_dict(report) if report else None}
+        return TaskState(task_id, key, None, [], None)
+    checkpoints = list(task.checkpoints.select_related("task").order_by("id"))
+    return TaskState(task_id, key, task.input, checkpoints, TaskReport.objects.filter(task=task).first())

@@ -2,19 +2,18 @@ from .documents import MemoryDocument, MemoryRevision
 from .products import ApiKey, Product
 from .scenarios import MemorySource, Scenario, ScenarioVersion
 from .turns import Conversation, Event, Message, Turn
-from .runonce import IdempotencyRecord, MemoryOperation
+from .runonce import RunOnceRecord
 
 __all__ = [
     "ApiKey",
     "Conversation",
     "Event",
-    "IdempotencyRecord",
     "MemoryDocument",
-    "MemoryOperation",
     "MemoryRevision",
     "MemorySource",
     "Message",
     "Product",
+    "RunOnceRecord",
     "Scenario",
     "ScenarioVersion",
     "Turn",

@@ -1,43 +1,41 @@
-"""Run-once records: the stored result of a write that a retry must replay, never repeat."""
+"""The run-once store: the stored result of a write that a retry must replay, never repeat.
+
+One table for every way a client names a write: an `Idempotency-Key` header (documents), an
+`operationId` (long-term memories, task checkpoints and reports). memories/services/runonce.py
+writes a record in the same transaction as the write it belongs to.
+"""
 
 from __future__ import annotations
 
 from django.db import models
+from django.utils import timezone
 
 from .products import Product
 
 
-class IdempotencyRecord(models.Model):
-    """The first successful response to a request carrying an Idempotency-Key, kept for replays."""
+class RunOnceRecord(models.Model):
+    """The committed result of one named write, kept so that the same request again replays it exactly."""
+
+    class Kind(models.TextChoices):
+        IDEMPOTENCY_KEY = "idempotency-key", "Idempotency-Key header"
+        OPERATION = "operation", "operationId"
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
-    key = models.CharField(max_length=255)
-    request_hash = models.CharField(max_length=64)
-    status_code = models.PositiveSmallIntegerField()
-    response = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["product", "key"], name="idempotency_key_unique")]
-
-    def __str__(self) -> str:
-        return self.key
-
-
-class MemoryOperation(models.Model):
-    """The committed result of a write carrying an operationId, stored with the write for exact replays (L4)."""
-
-    product = models.ForeignKey(Product, on_delete=models.CASCADE)
-    operation_id = models.CharField(max_length=128)
-    user_id = models.CharField(max_length=128)
-    action = models.CharField(max_length=32, help_text="memory.create, memory.update, task.checkpoint, task.report")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    key = models.CharField(max_length=255, help_text="The Idempotency-Key or the operationId.")
+    user_id = models.CharField(max_length=128, blank=True, help_text="Empty for Idempotency-Key records.")
+    action = models.CharField(
+        max_length=32, help_text="memory.replace, memory.create, memory.update, task.checkpoint, task.report"
+    )
     fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the canonical request.")
-    status_code = models.PositiveSmallIntegerField()
-    response = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True)
+    result = models.JSONField(help_text="What a replay answers: the HTTP response for an Idempotency-Key, "
+                                        "the service's result for an operationId.")
+    # A default, not auto_now_add: the data migration keeps the original times (the purge goes by them).
+    created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["product", "operation_id"], name="memory_operation_unique")]
+        constraints = [models.UniqueConstraint(fields=["product", "kind", "key"], name="run_once_key_unique")]
+        verbose_name = "run-once record"
 
     def __str__(self) -> str:
-        return f"{self.operation_id} ({self.action})"
+        return f"{self.kind} {self.key} ({self.action})"

@@ -1,18 +1,15 @@
-"""JSON memory documents: compare-and-set in SQL, full replacement, history in the same statement."""
+"""JSON memory documents: full replacement through memoryhub.cas, the write and its history in one SQL statement."""
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memoryhub.actors import Actor
-from memories.models import MemoryDocument, MemoryRevision, Product
+from memories.models import MemoryDocument, MemoryRevision
 from memories.schemas import check_memory_against_schema
 from memories.validation import validate_memory, validate_revision
-from memoryhub import metrics, working_set
+from memoryhub import cas, working_set
+from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.errors import InternalInconsistency, RevisionConflict
 
 JSON_MEMORY_VARIABLE = "jsonMemory"
 
@@ -32,30 +29,17 @@ def memory_document_replace(
     validate_revision(expected_revision)
     serialized = validate_memory(memory)
     check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
-    # Invalidate first: a cache outage then fails the request before anything is written (503), and the
-    # tombstone keeps readers that loaded the old document from caching it again (see working_set).
-    working_set.invalidate(json_memory_scope(address))
-    new_revision = _compare_and_set(address, expected_revision, serialized, actor)
-    if new_revision is None:
-        metrics.CONFLICTS.labels(kind="memory_document").inc()
-        raise RevisionConflict(_current_revision(address))
-    if new_revision != expected_revision + 1:  # M7: anything but old + 1 is reported, never accepted silently
-        raise InternalInconsistency(
-            f"the store committed revision {new_revision}, expected {expected_revision + 1}; read it back before retrying",
-            details={"expectedRevision": expected_revision, "committedRevision": new_revision},
-        )
-    return new_revision
-
-
-def _current_revision(address: ConversationAddress) -> int:
-    row = (
-        MemoryDocument.objects.filter(
-            product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
-        )
-        .values_list("revision", flat=True)
-        .first()
+    # M7 (anything but old + 1 is reported, never accepted silently) and the conflict are memoryhub.cas's.
+    return cas.compare_and_set(
+        cas.Versioned(MemoryDocument, _document(address), kind="memory_document"),
+        expected_revision,
+        statement=lambda: _compare_and_set(address, expected_revision, serialized, actor),
+        invalidate=[json_memory_scope(address)],
     )
-    return row or 0
+
+
+def _document(address: ConversationAddress) -> dict:
+    return {"product": address.product, "user_id": address.user_id, "conversation_id": address.conversation_id}
 
 
 def _compare_and_set(address: ConversationAddress, expected: int, serialized: str, actor: Actor) -> int | None:

@@ -1,8 +1,15 @@
-"""Request and response shapes of long-term memories, search and task checkpoints (camelCase)."""
+"""Request and response shapes of long-term memories, search and task checkpoints (camelCase).
+
+The serializer classes describe the shapes (validation and the OpenAPI schema); the `*_to_dict`
+functions build the answers from what services and selectors return (models and dataclasses).
+"""
 from __future__ import annotations
 
 from rest_framework import serializers
 
+from memories.longterm.models import LongTermMemory, TaskCheckpoint, TaskReport
+from memories.longterm.selectors import TaskState
+from memories.services.runonce import OPERATION_ID
 from memories.validation import compact_json, json_depth
 from memoryhub.api.fields import (
     JSONObjectField,
@@ -11,6 +18,7 @@ from memoryhub.api.fields import (
     StrictIntegerField,
     StrictSerializer,
 )
+from memoryhub.timefmt import iso
 
 MAX_JSON_BYTES = 65_536
 MAX_JSON_DEPTH = 32
@@ -33,8 +41,6 @@ class OperationIdField(StrictCharField):
         super().__init__(max_length=128, **kwargs)
 
     def to_internal_value(self, data):
-        from memories.services.operations import OPERATION_ID
-
         value = super().to_internal_value(data)
         if not OPERATION_ID.fullmatch(value):
             raise serializers.ValidationError("must be 1-128 characters of A-Za-z0-9_.:@-")
@@ -131,3 +137,39 @@ class TaskSerializer(serializers.Serializer):
     input = serializers.JSONField(allow_null=True)
     stages = StageSerializer(many=True)
     report = ReportBodySerializer(allow_null=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Answers
+# ---------------------------------------------------------------------------------------------
+
+
+def memory_to_dict(memory: LongTermMemory) -> dict:
+    return {
+        "id": memory.memory_id, "key": memory.key, "kind": memory.kind, "content": memory.content,
+        "evidence": memory.evidence, "source": memory.source, "version": memory.version,
+        "createdAt": iso(memory.created_at), "updatedAt": iso(memory.updated_at),
+    }
+
+
+def checkpoint_to_dict(checkpoint: TaskCheckpoint) -> dict:
+    return {"stage": checkpoint.stage, "key": checkpoint.key, "data": checkpoint.data,
+            "committedAt": iso(checkpoint.committed_at)}
+
+
+def report_to_dict(report: TaskReport) -> dict:
+    return {"data": report.report, "publishedAt": iso(report.published_at)}
+
+
+def checkpoint_result(checkpoint: TaskCheckpoint) -> dict:
+    return {"taskId": checkpoint.task.task_id, **checkpoint_to_dict(checkpoint)}
+
+
+def report_result(report: TaskReport) -> dict:
+    return {"taskId": report.task.task_id, "report": report_to_dict(report)}
+
+
+def task_to_dict(task: TaskState) -> dict:
+    return {"taskId": task.task_id, "key": task.key, "input": task.input,
+            "stages": [checkpoint_to_dict(c) for c in task.checkpoints],
+            "report": report_to_dict(task.report) if task.report else None}

@@ -6,23 +6,27 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.longterm.selectors import memory_get, memory_list_page, memory_search, task_get
-from memories.longterm.services.checkpoints import checkpoint_commit, task_report_publish
-from memories.services.idempotency import request_fingerprint
+from memories.longterm.services.checkpoints import (
+    CheckpointOutcome,
+    ReportOutcome,
+    checkpoint_commit,
+    task_report_publish,
+)
 from memories.longterm.services.memories import (
+    MemoryOutcome,
     Proposal,
     UserAddress,
     memory_create,
     memory_delete,
-    memory_to_dict,
     memory_update,
 )
-from memories.services.operations import Operation, Outcome
-from memoryhub.identifiers import validate_identifier
-from memoryhub.errors import InvalidRequest, NotFound
+from memories.services.runonce import RunOnce, request_fingerprint
+from memoryhub.api.common import validated
 from memoryhub.api.pagination import page_params
+from memoryhub.errors import InvalidRequest, NotFound
+from memoryhub.identifiers import validate_identifier
 
 from . import serializers as s
-from memoryhub.api.common import validated
 
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
 
@@ -31,19 +35,20 @@ def user_scope(request, user_id: str) -> UserAddress:
     return UserAddress(request.user.product, validate_identifier(user_id, "userId"))
 
 
-def operation_of(request, scope: UserAddress, data: dict, action: str) -> Operation | None:
+def operation_of(request, scope: UserAddress, data: dict, action: str) -> RunOnce | None:
     if not data.get("operationId"):
         return None
-    return Operation(scope.product, scope.user_id, data["operationId"], action,
-                     request_fingerprint(request.method, request.path, request.data))
+    return RunOnce.operation(scope.product, scope.user_id, data["operationId"], action,
+                             request_fingerprint(request.method, request.path, request.data))
 
 
 def proposal_of(data: dict) -> Proposal:
     return Proposal(content=data["content"], evidence=data["evidence"], source=data["source"], consent=data["consent"])
 
 
-def respond(outcome: Outcome) -> Response:
-    return Response(outcome.body, status=outcome.status,
+def respond(outcome: MemoryOutcome | CheckpointOutcome | ReportOutcome, body: dict) -> Response:
+    """201 for what this request (or the operation it replays) created, 200 otherwise."""
+    return Response(body, status=201 if outcome.created else 200,
                     headers={"Operation-Replayed": "true"} if outcome.replayed else None)
 
 
@@ -65,14 +70,16 @@ def optional_version(request) -> int | None:
 class MemoryListView(APIView):
     """Create a long-term memory (admission rules apply) or list a user's memories, newest first."""
 
-    @extend_schema(request=s.MemoryCreateSerializer, responses={201: s.MemorySerializer}, operation_id="memories_create")
+    @extend_schema(request=s.MemoryCreateSerializer, responses={201: s.MemorySerializer},
+                   operation_id="memories_create")
     def post(self, request, user_id: str):
         scope = user_scope(request, user_id)
         data = validated(s.MemoryCreateSerializer, request.data)
-        return respond(memory_create(
+        outcome = memory_create(
             scope=scope, kind=data["kind"], proposal=proposal_of(data), actor=request.user.actor,
             operation=operation_of(request, scope, data, "memory.create"),
-        ))
+        )
+        return respond(outcome, s.memory_to_dict(outcome.memory))
 
     @extend_schema(responses=s.MemoryPageSerializer, parameters=[*PAGE, OpenApiParameter("kind", str)],
                    operation_id="memories_list")
@@ -80,7 +87,7 @@ class MemoryListView(APIView):
         cursor, limit = page_params(request)
         rows, next_cursor = memory_list_page(user_scope(request, user_id), kind=request.query_params.get("kind"),
                                              cursor=cursor, limit=limit)
-        return Response({"results": [memory_to_dict(row) for row in rows], "next": next_cursor})
+        return Response({"results": [s.memory_to_dict(row) for row in rows], "next": next_cursor})
 
 
 class MemoryDetailView(APIView):
@@ -88,17 +95,18 @@ class MemoryDetailView(APIView):
 
     @extend_schema(responses=s.MemorySerializer, operation_id="memories_get")
     def get(self, request, user_id: str, memory_id: str):
-        return Response(memory_to_dict(memory_get(user_scope(request, user_id), known_memory_id(memory_id))))
+        return Response(s.memory_to_dict(memory_get(user_scope(request, user_id), known_memory_id(memory_id))))
 
     @extend_schema(request=s.MemoryUpdateSerializer, responses=s.MemorySerializer, operation_id="memories_update")
     def patch(self, request, user_id: str, memory_id: str):
         scope = user_scope(request, user_id)
         data = validated(s.MemoryUpdateSerializer, request.data)
-        return respond(memory_update(
+        outcome = memory_update(
             scope=scope, memory_id=known_memory_id(memory_id), expected_version=data["expectedVersion"],
             proposal=proposal_of(data), actor=request.user.actor,
             operation=operation_of(request, scope, data, "memory.update"),
-        ))
+        )
+        return respond(outcome, s.memory_to_dict(outcome.memory))
 
     @extend_schema(parameters=[OpenApiParameter("expectedVersion", int)], responses={204: None},
                    operation_id="memories_delete")
@@ -119,7 +127,7 @@ class MemorySearchView(APIView):
                              cursor=data.get("cursor"))
         body = {
             "mode": page.mode, "query": data["query"], "next": page.next,
-            "results": [{**memory_to_dict(row), "score": round(score, 6)} for row, score in page.results],
+            "results": [{**s.memory_to_dict(row), "score": round(score, 6)} for row, score in page.results],
         }
         if page.embedding_identity:
             body["embeddingIdentity"] = page.embedding_identity
@@ -131,7 +139,8 @@ class TaskView(APIView):
 
     @extend_schema(responses=s.TaskSerializer, operation_id="tasks_get")
     def get(self, request, user_id: str, task_id: str):
-        return Response(task_get(user_scope(request, user_id), validate_identifier(task_id, "taskId")))
+        task = task_get(user_scope(request, user_id), validate_identifier(task_id, "taskId"))
+        return Response(s.task_to_dict(task))
 
 
 class CheckpointView(APIView):
@@ -143,10 +152,11 @@ class CheckpointView(APIView):
         scope = user_scope(request, user_id)
         task_id, stage = validate_identifier(task_id, "taskId"), validate_identifier(stage, "stage")
         data = validated(s.CheckpointSerializer, request.data)
-        return respond(checkpoint_commit(
+        outcome = checkpoint_commit(
             scope=scope, task_id=task_id, stage=stage, data=data["data"], task_input=data.get("input"),
             operation=operation_of(request, scope, data, "task.checkpoint"),
-        ))
+        )
+        return respond(outcome, s.checkpoint_result(outcome.checkpoint))
 
 
 class ReportView(APIView):
@@ -157,7 +167,8 @@ class ReportView(APIView):
         scope = user_scope(request, user_id)
         task_id = validate_identifier(task_id, "taskId")
         data = validated(s.ReportSerializer, request.data)
-        return respond(task_report_publish(
+        outcome = task_report_publish(
             scope=scope, task_id=task_id, data=data["data"],
             operation=operation_of(request, scope, data, "task.report"),
-        ))
+        )
+        return respond(outcome, s.report_result(outcome.report))

@@ -2,27 +2,28 @@
 
 Every write: admission first (a refusal is logged and nothing else happens), then the embedding
 (outside the transaction — it may be a remote call), then one transaction with the row, its vector,
-its history, the operation record and the working-set invalidation. An embedder that is down, or an
-index built for another embedding identity, fails the write before anything is written.
+its history, the operationId's run-once record and the working-set invalidation. An embedder that is
+down, or an index built for another embedding identity, fails the write before anything is written.
+Updates and deletes are compare-and-set writes on `version` through memoryhub.cas. Writes return
+MemoryOutcome (the memory, whether it was created, whether it is a replay); the API shapes the answer.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memories.longterm import admission, keyword
-from memoryhub.actors import Actor
-from memories.models import Product
 from memories.longterm.models import AdmissionRefusal, LongTermMemory, LongTermMemoryVersion
-from memoryhub import working_set
+from memories.services import runonce
+from memories.services.runonce import RunOnce
+from memoryhub import cas, working_set
+from memoryhub.actors import Actor
 from memoryhub.addresses import UserAddress
-from memoryhub.errors import NotFound, RejectedByPolicy, RevisionConflict
+from memoryhub.errors import NotFound, RejectedByPolicy
 
 from .embedding_index import IndexInUse, index_in_use, lock_for_write
-from memories.services.operations import Operation, Outcome, operation_commit, operation_replay
 from .vectors import backend_named
 
 PREFERENCES_VARIABLE = "preferences"
@@ -58,14 +59,22 @@ def embedding_text(content: object, evidence: str) -> str:
     return text if isinstance(text, str) and text.strip() else evidence
 
 
-def memory_to_dict(memory: LongTermMemory) -> dict:
-    from memoryhub.timefmt import iso
+@dataclass(frozen=True)
+class MemoryOutcome:
+    """What a create or update did: the memory as written, whether it was created, whether this is a replay."""
 
-    return {
-        "id": memory.memory_id, "key": memory.key, "kind": memory.kind, "content": memory.content,
-        "evidence": memory.evidence, "source": memory.source, "version": memory.version,
-        "createdAt": iso(memory.created_at), "updatedAt": iso(memory.updated_at),
-    }
+    memory: LongTermMemory
+    created: bool
+    replayed: bool = False
+
+
+# An operationId's stored result: the memory as it was written, so a replay answers exactly the same.
+_SNAPSHOT = ("product_id", "user_id", "memory_id", "kind", "content", "evidence", "source", "version",
+             "created_at", "updated_at")
+RESULT = runonce.Codec[MemoryOutcome](
+    encode=lambda outcome: {"created": outcome.created, "memory": runonce.snapshot(outcome.memory, _SNAPSHOT)},
+    decode=lambda stored: MemoryOutcome(runonce.restore(LongTermMemory, stored["memory"]), stored["created"], True),
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,15 +119,15 @@ def _history(memory: LongTermMemory, action: str, actor: Actor, operation_id: st
 
 
 def memory_create(*, scope: UserAddress, kind: str, proposal: Proposal, actor: Actor,
-                  operation: Operation | None = None) -> Outcome:
-    replay = operation_replay(operation)
+                  operation: RunOnce | None = None) -> MemoryOutcome:
+    replay = runonce.replay(operation, RESULT)
     if replay:
         return replay
     op_id = operation.operation_id if operation else None
     content = _admit(scope, kind, proposal, actor=actor, operation_id=op_id)
     in_use, vector = _vector_for(kind, content, proposal.evidence)
 
-    def write() -> tuple[int, dict]:
+    def write() -> MemoryOutcome:
         lock_for_write(in_use.index)
         memory = LongTermMemory.objects.create(
             product=scope.product, user_id=scope.user_id, kind=kind, content=content, evidence=proposal.evidence,
@@ -128,9 +137,9 @@ def memory_create(*, scope: UserAddress, kind: str, proposal: Proposal, actor: A
         in_use.backend.upsert(in_use.index, memory, vector)
         _history(memory, "created", actor, op_id)
         working_set.invalidate(preferences_scope(scope))  # in the transaction: a cache outage writes nothing
-        return 201, memory_to_dict(memory)
+        return MemoryOutcome(memory, created=True)
 
-    return operation_commit(operation, write)
+    return runonce.commit(operation, write, RESULT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,46 +158,61 @@ def _existing(scope: UserAddress, memory_id: str) -> LongTermMemory:
     return memory
 
 
+def _versioned(scope: UserAddress, memory_id: str, conflict_message: str | None = None) -> cas.Versioned:
+    return cas.Versioned(
+        LongTermMemory, {"product": scope.product, "user_id": scope.user_id, "memory_id": memory_id},
+        kind="long_term_memory", field="version",
+        conflict_message=conflict_message, missing_message=f"no memory {memory_id!r} for this user",
+    )
+
+
 def memory_update(*, scope: UserAddress, memory_id: str, expected_version: int, proposal: Proposal, actor: Actor,
-                  operation: Operation | None = None) -> Outcome:
+                  operation: RunOnce | None = None) -> MemoryOutcome:
     """Replace the content iff the stored version is `expected_version`; version + 1, re-embedded in one go."""
-    replay = operation_replay(operation)
+    replay = runonce.replay(operation, RESULT)
     if replay:
         return replay
     op_id = operation.operation_id if operation else None
-    kind = _existing(scope, memory_id).kind  # kinds never change; a foreign id is a 404 before anything else
-    content = _admit(scope, kind, proposal, actor=actor, operation_id=op_id, memory_id=memory_id)
-    in_use, vector = _vector_for(kind, content, proposal.evidence)
+    memory = _existing(scope, memory_id)  # a foreign id is a 404 before anything else
+    content = _admit(scope, memory.kind, proposal, actor=actor, operation_id=op_id, memory_id=memory_id)
+    in_use, vector = _vector_for(memory.kind, content, proposal.evidence)
 
-    def write() -> tuple[int, dict]:
+    def write() -> MemoryOutcome:
         lock_for_write(in_use.index)
-        updated = _scoped(scope).filter(memory_id=memory_id, version=expected_version).update(
-            content=content, evidence=proposal.evidence, source=proposal.source, version=F("version") + 1,
-            search_text=keyword.index_text(content, proposal.evidence), updated_at=timezone.now(),
+        changes = dict(
+            content=content, evidence=proposal.evidence, source=proposal.source, updated_at=timezone.now(),
+            search_text=keyword.index_text(content, proposal.evidence),
             embedding=vector if in_use.backend.stores_in_row else None, embedding_index=in_use.index,
         )
-        if not updated:
-            raise RevisionConflict(_existing(scope, memory_id).version, versioned=True,
-                                   message=f"the stored version is not {expected_version}; re-read and decide again")
-        memory = _existing(scope, memory_id)
-        in_use.backend.upsert(in_use.index, memory, vector)
-        _history(memory, "updated", actor, op_id)
-        working_set.invalidate(preferences_scope(scope))
-        return 200, memory_to_dict(memory)
 
-    return operation_commit(operation, write)
+        def history(version: int) -> None:
+            # The row is exactly what was read plus `changes`: the UPDATE matched the expected version,
+            # and the rest of a memory (its kind, id, owner, creation time) never changes.
+            for name, value in {**changes, "version": version}.items():
+                setattr(memory, name, value)
+            _history(memory, "updated", actor, op_id)
+
+        cas.compare_and_set(
+            _versioned(scope, memory_id, "the stored version is not {expected}; re-read and decide again"),
+            expected_version, changes=changes, history=history, invalidate=[preferences_scope(scope)],
+        )
+        in_use.backend.upsert(in_use.index, memory, vector)
+        return MemoryOutcome(memory, created=False)
+
+    return runonce.commit(operation, write, RESULT)
 
 
 def memory_delete(*, scope: UserAddress, memory_id: str, actor: Actor, expected_version: int | None = None) -> None:
     """Delete a memory (and its vector); with `expected_version`, only if it is still that version."""
     with transaction.atomic():
+        # Locked: the history row then records exactly the state that is deleted.
         memory = _scoped(scope).select_for_update().filter(memory_id=memory_id).first()
         if memory is None:
             raise NotFound(f"no memory {memory_id!r} for this user")
-        if expected_version is not None and memory.version != expected_version:
-            raise RevisionConflict(memory.version, versioned=True)
+        cas.compare_and_set(
+            _versioned(scope, memory_id), memory.version if expected_version is None else expected_version,
+            delete=True, history=lambda version: _history(memory, "deleted", actor, None),
+            invalidate=[preferences_scope(scope)],
+        )
         if memory.embedding_index is not None:
             backend_named(memory.embedding_index.backend).delete(memory.embedding_index, [memory.pk])
-        _history(memory, "deleted", actor, None)
-        memory.delete()
-        working_set.invalidate(preferences_scope(scope))

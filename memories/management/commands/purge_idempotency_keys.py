@@ -1,13 +1,13 @@
-"""Delete Idempotency-Key records older than the retention (at least 24 hours)."""
+"""Delete Idempotency-Key records older than the retention (at least 24 hours); operationId records stay."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from memories.services.idempotency import idempotency_records_purge
+from memories.services.runonce import idempotency_keys_purge
 
 
 class Command(BaseCommand):
-    help = "Delete idempotency records older than IDEMPOTENCY_KEY_RETENTION_HOURS."
+    help = "Delete Idempotency-Key records older than IDEMPOTENCY_KEY_RETENTION_HOURS."
 
     def handle(self, *args, **options) -> None:
-        self.stdout.write(f"deleted {idempotency_records_purge()} records")
+        self.stdout.write(f"deleted {idempotency_keys_purge()} records")
