@@ -42,8 +42,7 @@ from rest_framework.test import APIClient  # noqa: E402
 from memories.models import MemoryDocument, Product
 from memories.services.products import product_create  # noqa: E402
 from memoryhub import working_set  # noqa: E402
-from memoryhub.runtimes import hooks  # noqa: E402
-from memoryhub.runtimes.sources import get_producer  # noqa: E402
+from memoryhub.runtimes import registry  # noqa: E402
 
 USER, CONV = "bench-user", "bench-conv"
 BASE = f"/v1/users/{USER}/conversations/{CONV}"
@@ -73,7 +72,7 @@ def scenario_body(slug: str = "bench", variables: list[str] = VARIABLES) -> dict
         "memorySources": [{"id": f"s-{v}", "agentRef": f"ref-{v}", "variable": v} for v in variables],
         "template": "\n".join(f"<{v}>{{{{{v}}}}}</{v}>" for v in variables) + "\nUser: {{userMessage}}",
     }
-    if "memoryTable" in variables and "tables" in hooks.scenario_section_names():
+    if "memoryTable" in variables and "tables" in registry.scenario_section_names():
         body["tables"] = "plugin-defaults"
     return body
 
@@ -208,7 +207,7 @@ def report(args, product: Product, key: str, filler: Product) -> None:
     seed(client, product)
     cache = settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]
     print(f"database: PostgreSQL {connection.pg_version}; cache: {cache}; iterations: {args.iterations}")
-    print("producers registered: " + ", ".join(f"{v}={'yes' if get_producer(v) else 'no'}" for v in VARIABLES))
+    print("producers registered: " + ", ".join(f"{v}={'yes' if registry.get_producer(v) else 'no'}" for v in VARIABLES))
     stored = MemoryDocument.objects.count()
     base = measure(client, args.iterations)
     print(f"sources of the measured prepare (variable, status): {base['sources']}")

@@ -8,18 +8,22 @@ class DiariesConfig(AppConfig):
     verbose_name = "Diaries"
 
     def ready(self) -> None:
-        from memoryhub.runtimes.hooks import register_commit_hook, register_scenario_section
+        from memoryhub.runtimes import registry
 
-        from . import producers  # noqa: F401  registers compassMemory
+        from .producers import compass_scopes, produce_compass_memory
         from .tasks import enqueue_diary_plan
 
-        register_scenario_section("diary", validate_diary_section)
-        register_commit_hook("diaries", enqueue_diary_plan)
+        registry.register_source(
+            "compassMemory", description="the newest diary summaries of the conversation",
+            producer=produce_compass_memory, scopes=compass_scopes,
+        )
+        registry.register_scenario_section("diary", validate_diary_section)
+        registry.register_commit_hook("diaries", enqueue_diary_plan)
 
 
 def validate_diary_section(value: object) -> dict:
     """The scenario's "diary" settings, normalized (defaults filled in) or SectionInvalid naming the field."""
-    from memoryhub.runtimes.hooks import SectionInvalid
+    from memoryhub.runtimes.registry import SectionInvalid
 
     from .planning import PolicyError, parse_diary_policy, policy_to_dict
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from memoryhub import working_set
 from memoryhub.runtimes.base import RecallRequest, SourceResult
-from memoryhub.runtimes.sources import register_producer
 
 from . import selectors
 from .planning import InvalidSubscriptionCategory, normalize_subscription_category
@@ -52,6 +51,3 @@ def produce_compass_memory(request: RecallRequest) -> SourceResult:
 def compass_scopes(request: RecallRequest) -> list[working_set.Scope]:
     return [selectors.compass_scope(product_id=request.product.pk, user_id=request.user_id,
                                     conversation_id=request.conversation_id, agent_ref=request.source.agent_ref)]
-
-
-register_producer("compassMemory", produce_compass_memory, scopes=compass_scopes)

@@ -65,7 +65,7 @@ def scenario_uses_diaries(scenario: Scenario | None) -> bool:
 def diary_transcript(turn: Turn, round_from: int, round_to: int) -> list[dict]:
     """The committed user/assistant messages of the round range, in order, as chat messages."""
     turns = Turn.objects.filter(
-        product_id=turn.product_id, conversation_id=turn.conversation_id, status="committed",
+        product_id=turn.product_id, conversation_row_id=turn.conversation_row_id, status="committed",
         round__gte=round_from, round__lte=round_to,
     ).order_by("round", "id").values_list("user_message", "assistant_message")
     messages: list[dict] = []
@@ -77,7 +77,7 @@ def diary_transcript(turn: Turn, round_from: int, round_to: int) -> list[dict]:
 
 def latest_committed_turn(*, product: Product, user_id: str, conversation_id: str) -> Turn | None:
     return (
-        Turn.objects.filter(product=product, user_id=user_id, conversation_key=conversation_id, status="committed")
+        Turn.objects.filter(product=product, user_id=user_id, conversation_id=conversation_id, status="committed")
         .order_by("-round", "-id")
         .first()
     )

@@ -107,7 +107,7 @@ def _plan_locked(
 
 
 def _lock_state(turn: Turn) -> DiaryState:
-    key = {"product_id": turn.product_id, "user_id": turn.user_id, "conversation_id": turn.conversation_key}
+    key = {"product_id": turn.product_id, "user_id": turn.user_id, "conversation_id": turn.conversation_id}
     # get_or_create first: select_for_update cannot lock a row that does not exist yet. A concurrent
     # creator blocks on the unique index until the first transaction ends, which is the lock we want.
     DiaryState.objects.get_or_create(**key)
@@ -149,7 +149,7 @@ def _checked(result: SummaryResult, want_diary: bool) -> SummaryResult:
 
 def _record(turn: Turn, plan: DiaryPlan, category: str, outcome: str, trigger: str, reason: str = "", entry=None):
     return DiaryPlanRecord.objects.create(
-        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_key, turn=turn,
+        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn,
         round=turn.round, subscription_category=category, decision=plan.decision, reason=reason or plan.reason,
         round_from=plan.round_from, round_to=plan.round_to, outcome=outcome, entry=entry, trigger=trigger,
     )
@@ -204,7 +204,7 @@ def diary_append(*, turn: Turn, plan: DiaryPlan, category: str, result: SummaryR
     try:
         with transaction.atomic():
             entry = DiaryEntry.objects.create(
-                product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_key,
+                product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id,
                 agent_ref=agent_ref, round_from=plan.round_from, round_to=plan.round_to, kind=plan.decision,
                 summary=result.summary, body=result.diary, summarizer=result.summarizer,
                 subscription_category=category, turn=turn,
@@ -212,13 +212,13 @@ def diary_append(*, turn: Turn, plan: DiaryPlan, category: str, result: SummaryR
     except IntegrityError:
         return _existing_entry(turn, plan), False
     working_set.invalidate(selectors.compass_scope(
-        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_key, agent_ref=agent_ref
+        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id, agent_ref=agent_ref
     ))
     return entry, True
 
 
 def _existing_entry(turn: Turn, plan: DiaryPlan) -> DiaryEntry:
     return DiaryEntry.objects.get(
-        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_key,
+        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id,
         round_from=plan.round_from, round_to=plan.round_to,
     )

@@ -6,5 +6,13 @@ class MemoriesConfig(AppConfig):
     verbose_name = "Memories"
 
     def ready(self) -> None:
-        from . import producers  # noqa: F401  registers this app's variable producers
-        from . import tasks  # noqa: F401  registers the turn-commit audit hook
+        from memoryhub.runtimes import registry
+
+        from .producers import json_memory_scopes, produce_json_memory
+        from .tasks import enqueue_turn_committed_audit
+
+        registry.register_source(
+            "jsonMemory", description="the conversation's JSON memory document as compact JSON text",
+            producer=produce_json_memory, scopes=json_memory_scopes,
+        )
+        registry.register_commit_hook("memories.turn_committed_audit", enqueue_turn_committed_audit)

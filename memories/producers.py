@@ -1,9 +1,8 @@
-"""This app's variable producers: jsonMemory (preferences are registered by the long-term memory module)."""
+"""This app's variable producer, jsonMemory; registered in MemoriesConfig.ready."""
 from __future__ import annotations
 
 from memoryhub import working_set
 from memoryhub.runtimes.base import RecallRequest, SourceResult
-from memoryhub.runtimes.sources import register_producer
 
 
 def produce_json_memory(request: RecallRequest) -> SourceResult:
@@ -26,6 +25,3 @@ def json_memory_scopes(request: RecallRequest) -> list[working_set.Scope]:
     from memoryhub.addresses import ConversationAddress
 
     return [json_memory_scope(ConversationAddress(request.product, request.user_id, request.conversation_id))]
-
-
-register_producer("jsonMemory", produce_json_memory, scopes=json_memory_scopes)

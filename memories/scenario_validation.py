@@ -5,13 +5,12 @@ import re
 
 from memories.schemas import validate_schema_definition
 from memoryhub.errors import DomainError
-from memoryhub.runtimes import hooks
+from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import SourceConfig
-from memoryhub.runtimes.registry import DEFAULT_RUNTIME, RUNTIMES, get_runtime
-from memoryhub.runtimes.sources import BUILTIN_VARIABLES, KNOWN_VARIABLES
+from memoryhub.runtimes.registry import BUILTIN_VARIABLES, DEFAULT_RUNTIME
+from memoryhub.runtimes.rendering import template_placeholders
 
 SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 CORE_FIELDS = {"id", "name", "memoryRuntime", "memorySources", "template", "memoryIngest", "commitOn", "toolUpdates",
                "memorySchema"}
 DEFAULTS = {"memoryRuntime": DEFAULT_RUNTIME, "memorySources": [], "template": "", "memoryIngest": "best_effort",
@@ -27,10 +26,6 @@ class ScenarioInvalid(DomainError):
         self.errors = errors
 
 
-def template_placeholders(template: str) -> list[str]:
-    return list(dict.fromkeys(PLACEHOLDER.findall(template)))
-
-
 def _is_one_of(value: object, choices) -> bool:
     return isinstance(value, str) and value in choices  # a JSON object or list is unhashable: check the type first
 
@@ -41,12 +36,12 @@ def validate_scenario(data: object) -> dict:
         raise ScenarioInvalid({"non_field_errors": "the scenario must be a JSON object"})
     errors: dict[str, str] = {}
     out = {**DEFAULTS, **{k: v for k, v in data.items() if k in CORE_FIELDS}}
-    for key in sorted(set(data) - CORE_FIELDS - set(hooks.scenario_section_names())):
+    for key in sorted(set(data) - CORE_FIELDS - set(registry.scenario_section_names())):
         errors[key] = "unknown field"
     _check_scalars(out, errors)
     sources = _check_sources(out.get("memorySources"), errors)
-    if sources is not None and _is_one_of(out["memoryRuntime"], RUNTIMES):
-        errors.update(get_runtime(out["memoryRuntime"]).validate_sources(sources))
+    if sources is not None and _is_one_of(out["memoryRuntime"], registry.runtime_names()):
+        errors.update(registry.get_runtime(out["memoryRuntime"]).validate_sources(sources))
         _check_template(out["template"], sources, errors)
     out.update(_check_sections(data, errors))
     if errors:
@@ -59,8 +54,9 @@ def _check_scalars(out: dict, errors: dict[str, str]) -> None:
         errors["id"] = "required: 1-100 characters of A-Za-z0-9_- starting with a letter or digit"
     if not isinstance(out.get("name"), str) or not 1 <= len(out["name"].strip()) <= 200:
         errors["name"] = "required: a non-empty string of at most 200 characters"
-    if not _is_one_of(out["memoryRuntime"], RUNTIMES):
-        errors["memoryRuntime"] = f"unknown runtime; one of: {', '.join(RUNTIMES)}"
+    runtimes = registry.runtime_names()
+    if not _is_one_of(out["memoryRuntime"], runtimes):
+        errors["memoryRuntime"] = f"unknown runtime; one of: {', '.join(runtimes)}"
     if not isinstance(out["template"], str):
         errors["template"] = "must be a string"
     if out["memoryIngest"] not in ("best_effort", "required"):
@@ -108,14 +104,24 @@ def _check_source(index: int, item: object, errors: dict[str, str]) -> SourceCon
         if not isinstance(value, str) or not value.strip() or len(value) > 200:
             errors[f"{where}.{key}"] = "required: a non-empty string"
     variable = item.get("variable")
-    if not _is_one_of(variable, KNOWN_VARIABLES):
-        errors[f"{where}.variable"] = f"unknown variable; one of: {', '.join(KNOWN_VARIABLES)}"
+    registered = registry.get_source(variable) if isinstance(variable, str) else None  # a list is unhashable
+    if registered is None:
+        errors[f"{where}.variable"] = f"unknown variable; one of: {', '.join(registry.variable_names())}"
+    elif f"{where}.agentRef" not in errors:
+        _check_agent_ref(where, item["agentRef"], registered, errors)
     priority = item.get("priority")
     if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
         errors[f"{where}.priority"] = "must be an integer"
-    if len(errors) > before:
+    if registered is None or len(errors) > before:
         return None
-    return SourceConfig(item["id"], item["agentRef"], variable, priority)
+    return SourceConfig(item["id"], item["agentRef"], registered.variable, priority)
+
+
+def _check_agent_ref(where: str, agent_ref: str, registered: registry.Source, errors: dict[str, str]) -> None:
+    """A variable registered with agentRef choices accepts only those; most accept any."""
+    if registered.agent_refs is not None and agent_ref not in registered.agent_refs:
+        choices = ", ".join(sorted(registered.agent_refs))
+        errors[f"{where}.agentRef"] = f"unknown agentRef for {registered.variable}; one of: {choices}"
 
 
 def _check_template(template: object, sources: list[SourceConfig], errors: dict[str, str]) -> None:
@@ -132,11 +138,11 @@ def _check_template(template: object, sources: list[SourceConfig], errors: dict[
 
 def _check_sections(data: dict, errors: dict[str, str]) -> dict:
     sections = {}
-    for name in hooks.scenario_section_names():
+    for name in registry.scenario_section_names():
         if name not in data:
             continue
         try:
-            sections[name] = hooks.validate_section(name, data[name])
-        except hooks.SectionInvalid as exc:
+            sections[name] = registry.validate_section(name, data[name])
+        except registry.SectionInvalid as exc:
             errors.update(exc.errors)
     return sections

@@ -6,7 +6,6 @@ from django.db import transaction
 
 from memories.models import Event, Turn
 from memories.services.events import event_emit_for_turn
-from memoryhub.runtimes.hooks import register_commit_hook
 
 BACKGROUND_DONE = "turn.background_done"
 
@@ -36,6 +35,3 @@ def enqueue_turn_committed_audit(turn_pk: int) -> bool:
     """The commit hook: enqueue once the turn's commit is durable; a rolled-back commit schedules nothing."""
     transaction.on_commit(lambda: turn_committed_audit.delay(turn_pk))
     return False  # bookkeeping, not a memory write: it must not make memoryWrite "pending"
-
-
-register_commit_hook("memories.turn_committed_audit", enqueue_turn_committed_audit)

@@ -8,13 +8,16 @@ class TablesConfig(AppConfig):
     verbose_name = "Memory tables"
 
     def ready(self) -> None:
-        from memoryhub.runtimes.hooks import register_commit_hook, register_scenario_section
+        from memoryhub.runtimes import registry
 
-        from . import producers  # noqa: F401  registers the memoryTable producer
+        from .producers import memory_table_scopes, produce_memory_table
         from .tasks import schedule_table_edits
         from .validation import validate_tables_section, validate_webhook_section
 
-        register_scenario_section("tables", validate_tables_section)
-        register_scenario_section("tableWebhook", validate_webhook_section)
-
-        register_commit_hook("tables", schedule_table_edits)
+        registry.register_source(
+            "memoryTable", description="the conversation's memory tables rendered as prompt text",
+            producer=produce_memory_table, scopes=memory_table_scopes,
+        )
+        registry.register_scenario_section("tables", validate_tables_section)
+        registry.register_scenario_section("tableWebhook", validate_webhook_section)
+        registry.register_commit_hook("tables", schedule_table_edits)

@@ -14,7 +14,6 @@ from typing import Any
 
 from memoryhub import working_set
 from memoryhub.runtimes.base import RecallRequest, SourceResult, empty_result
-from memoryhub.runtimes.sources import register_producer
 from tables.applying import TableState
 from tables.models import MemoryTableVersion
 from tables.rendering import render_tables
@@ -80,6 +79,3 @@ def _result(tables: list[dict[str, Any]], *, cached: bool, regenerated: bool) ->
 
 def memory_table_scopes(request: RecallRequest) -> list[working_set.Scope]:
     return [tables_scope(ConversationAddress(request.product, request.user_id, request.conversation_id))]
-
-
-register_producer("memoryTable", produce_memory_table, scopes=memory_table_scopes)

@@ -52,7 +52,7 @@ def turn_table_edits_apply(*, turn_pk: int) -> TableEditRecord | None:
     if not templates:
         return None
     with transaction.atomic():
-        Conversation.objects.select_for_update().filter(pk=turn.conversation_id).first()
+        Conversation.objects.select_for_update().filter(pk=turn.conversation_row_id).first()
         record = TableEditRecord.objects.filter(turn=turn).first()
         if record is not None:  # a redelivered task: this reply was handled already; only count the delivery
             TableEditRecord.objects.filter(pk=record.pk).update(deliveries=F("deliveries") + 1)
@@ -131,7 +131,7 @@ def _record(turn: Turn, parsed: ParseResult, attempt: _Attempt, attempts: int) -
     result_versions.update({str(w["id"]): w["version"] for w in attempt.written})
     tables = attempt.conflicts or attempt.written
     record = TableEditRecord.objects.create(
-        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_key, turn=turn,
+        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn,
         round=turn.round, outcome=outcome, base_versions=attempt.base_versions, result_versions=result_versions,
         tables=tables, applied=applied, skipped=skipped, unclosed_block=parsed.unclosed_block, attempts=attempts,
         after_step={"status": "pending"} if outcome == "updated" and _has_after_step(turn) else {},
@@ -149,7 +149,7 @@ def _record_superseded(turn: Turn, parsed: ParseResult) -> TableEditRecord:
                                            "block": c.block, "source": c.source, "reason": SUPERSEDED_REASON}
                                           for c in parsed.calls)]
     record = TableEditRecord.objects.create(
-        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_key, turn=turn,
+        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn,
         round=turn.round, outcome="superseded", applied=[], skipped=skipped, unclosed_block=parsed.unclosed_block,
     )
     event_emit_for_turn(turn, "table.unchanged", {"applied": [], "skipped": skipped, "tables": [],

@@ -1,6 +1,6 @@
 """The scenario sections this app owns: "tables" (templates) and "tableWebhook" (the optional after-step).
 
-Both the scenario API and the admin form reach these validators through memoryhub.runtimes.hooks, so an
+Both the scenario API and the admin form reach these validators through memoryhub.runtimes.registry, so an
 operator and a product see the same errors, each naming its field (e.g. `tables[1].columns`).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memoryhub.errors import InvalidRequest
-from memoryhub.runtimes.hooks import SectionInvalid
+from memoryhub.runtimes.registry import SectionInvalid
 from tables.applying import RULE_KEYS
 from tables.presets import plugin_default_tables
 

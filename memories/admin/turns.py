@@ -9,14 +9,18 @@ from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from memoryhub.actors import Actor
 from memories.models import Conversation, Event, MemorySource, Message, Scenario, ScenarioVersion, Turn
 from memories.scenario_validation import ScenarioInvalid, validate_scenario
 from memories.services.scenarios import _MODEL_FIELDS, scenario_create, scenario_update
+from memoryhub.actors import Actor
 from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
+from memoryhub.runtimes.registry import DEFAULT_RUNTIME, runtime_choices
 
 
 class ScenarioForm(forms.ModelForm):
+    # Declared (not generated from the model) so the choices are read per form, not once at admin import,
+    # which runs before the apps register their runtimes.
+    memory_runtime = forms.ChoiceField(choices=runtime_choices, initial=DEFAULT_RUNTIME)
     sections = forms.JSONField(required=False, help_text='Settings owned by other apps, e.g. {"diary": {...}, "tables": [...]}')
 
     class Meta:
@@ -117,14 +121,14 @@ class TurnEventInline(ReadOnlyTabularInline):
 
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyAdmin):
-    list_display = ["id", "user_id", "conversation_key", "round", "status", "scenario_slug", "runtime",
+    list_display = ["id", "user_id", "conversation_id", "round", "status", "scenario_slug", "runtime",
                     "referenced_variables", "unreferenced_variables", "memory_write_status", "created_at"]
     list_filter = ["status", "runtime", "product"]
     list_select_related = ["product"]
-    search_fields = ["user_id", "conversation_key", "scenario_slug", "request_id"]
+    search_fields = ["user_id", "conversation_id", "scenario_slug", "request_id"]
     date_hierarchy = "created_at"
     inlines = [TurnMessageInline, TurnEventInline]
-    fields = ["product", "user_id", "conversation_key", "scenario_link", "scenario_version", "runtime", "round",
+    fields = ["product", "user_id", "conversation_id", "scenario_link", "scenario_version", "runtime", "round",
               "status", "subscription_category", "request_id", "user_message", "prompt_shown",
               "referenced_variables", "unreferenced_variables", "sources_table", "variables_pretty",
               "runtime_state_pretty", "memory_write", "assistant_message", "replaces", "created_at", "completed_at",
@@ -174,7 +178,7 @@ class ConversationAdmin(ReadOnlyAdmin):
 
     @admin.display(description="turns")
     def turns_link(self, obj) -> str:
-        url = reverse("admin:memories_turn_changelist") + f"?conversation__id__exact={obj.pk}"
+        url = reverse("admin:memories_turn_changelist") + f"?conversation_row__id__exact={obj.pk}"
         return format_html('<a href="{}">turns</a>', url)
 
 

@@ -11,4 +11,11 @@ class HinosConfig(AppConfig):
     verbose_name = "Hinos"
 
     def ready(self) -> None:
-        from . import runtime  # noqa: F401  registers the "hinos" scenario section
+        from memoryhub.runtimes import registry
+
+        from .runtime import HINOS_VARIABLE, SECTION, HinosRuntime, validate_hinos_section
+
+        registry.register_runtime("hinos", HinosRuntime)
+        # Filled by the runtime from the Hinos service's answer, not by a producer.
+        registry.register_source(HINOS_VARIABLE, description="memory text served by the Hinos external memory service")
+        registry.register_scenario_section(SECTION, validate_hinos_section)

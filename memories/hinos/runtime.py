@@ -17,10 +17,10 @@ from django.db import transaction
 
 from memoryhub.clients.errors import UpstreamError, UpstreamProtocolError
 from memoryhub.clients.hinos import SERVICE, HinosPrepared, get_hinos_client
-
 from memoryhub.runtimes.base import MemoryWrite, Recall, SourceConfig, SourceResult, TurnContext
 from memoryhub.runtimes.common import PERSONAL_VARIABLES, allowed_variable_errors, recall_all, source_status
-from memoryhub.runtimes.hooks import SectionInvalid, register_scenario_section
+from memoryhub.runtimes.registry import SectionInvalid
+from memoryhub.runtimes.rendering import render_template
 
 HINOS_VARIABLE = "hinosMemory"
 SECTION = "hinos"
@@ -41,9 +41,6 @@ def validate_hinos_section(value: object) -> dict:
     if errors:
         raise SectionInvalid(errors)
     return {key: value.get(key) for key in SECTION_FIELDS}
-
-
-register_scenario_section(SECTION, validate_hinos_section)
 
 
 class HinosCommitRequired(UpstreamError):
@@ -86,8 +83,6 @@ class HinosRuntime:
 
 
 def _render_system(context: TurnContext, variables: dict[str, str]) -> str:
-    from memories.services.turns import render_template  # the one renderer; imported late (it imports us)
-
     values = {**variables, HINOS_VARIABLE: "", "userMessage": context.user_message}
     return render_template(context.scenario.template, values)
 
@@ -123,7 +118,7 @@ def send_commit(turn) -> None:
     if not claim_id:
         raise UpstreamProtocolError("the turn has no Hinos claim id to commit", service=SERVICE)
     get_hinos_client().commit(
-        conversation_id=turn.conversation_key, request_id=turn.request_id or None, claim_id=claim_id,
+        conversation_id=turn.conversation_id, request_id=turn.request_id or None, claim_id=claim_id,
         user=turn.user_message, assistant=turn.assistant_message,
     )
 

@@ -11,4 +11,12 @@ class LongTermConfig(AppConfig):
     verbose_name = "Long-term memories"
 
     def ready(self) -> None:
-        from . import producers  # noqa: F401  registers the `preferences` producer
+        from memoryhub.runtimes import registry
+
+        from .producers import preference_scopes, produce_preferences, validate_section
+
+        registry.register_source(
+            "preferences", description="the user's long-term preference memories as text",
+            producer=produce_preferences, scopes=preference_scopes,
+        )
+        registry.register_scenario_section("preferences", validate_section)

@@ -16,9 +16,8 @@ from memoryhub.addresses import UserAddress
 from memories.longterm.services.memories import preferences_scope
 from memories.longterm.services.vectors import backend_named
 from memoryhub import working_set
-from memoryhub.runtimes import hooks
+from memoryhub.runtimes.registry import SectionInvalid
 from memoryhub.runtimes.base import RecallRequest, SourceResult
-from memoryhub.runtimes.sources import register_producer
 
 DEFAULT_TOP_K = 5
 DEFAULT_ALL_WHEN_AT_MOST = 5
@@ -33,7 +32,7 @@ def _settings(scenario) -> tuple[int, int]:
 def validate_section(value: object) -> dict:
     """Scenario section `preferences`: {"topK": 1-20, "allWhenAtMost": 0-50}."""
     if not isinstance(value, dict):
-        raise hooks.SectionInvalid({"preferences": "must be an object with topK and/or allWhenAtMost"})
+        raise SectionInvalid({"preferences": "must be an object with topK and/or allWhenAtMost"})
     limits = {"topK": (1, 20), "allWhenAtMost": (0, 50)}
     errors = {f"preferences.{k}": "unknown field" for k in value if k not in limits}
     for name, (low, high) in limits.items():
@@ -41,7 +40,7 @@ def validate_section(value: object) -> dict:
         if item is not None and (isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high):
             errors[f"preferences.{name}"] = f"must be an integer from {low} to {high}"
     if errors:
-        raise hooks.SectionInvalid(errors)
+        raise SectionInvalid(errors)
     return {k: v for k, v in value.items() if v is not None}
 
 
@@ -132,7 +131,3 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
 
 def preference_scopes(request: RecallRequest) -> list[working_set.Scope]:
     return [preferences_scope(UserAddress(request.product, request.user_id)), ACTIVE_INDEX_SCOPE]
-
-
-register_producer("preferences", produce_preferences, scopes=preference_scopes)
-hooks.register_scenario_section("preferences", validate_section)

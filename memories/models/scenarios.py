@@ -2,14 +2,9 @@ from __future__ import annotations
 
 from django.db import models
 
-from .products import Product
+from memoryhub.runtimes.registry import DEFAULT_RUNTIME, runtime_choices
 
-RUNTIME_CHOICES = [
-    ("personalization", "personalization"),
-    ("axon_go", "axon_go"),
-    ("axon_shadow", "axon_shadow"),
-    ("hinos", "hinos"),
-]
+from .products import Product
 
 
 class Scenario(models.Model):
@@ -18,7 +13,8 @@ class Scenario(models.Model):
     product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="scenarios")
     slug = models.SlugField(max_length=100, help_text="The scenario id used by the API.")
     name = models.CharField(max_length=200)
-    memory_runtime = models.CharField(max_length=32, choices=RUNTIME_CHOICES, default="personalization")
+    # A callable: the registered runtimes, read when used (an app registers its runtime after models load).
+    memory_runtime = models.CharField(max_length=32, choices=runtime_choices, default=DEFAULT_RUNTIME)
     template = models.TextField(blank=True)
     memory_ingest = models.CharField(
         max_length=16, choices=[("best_effort", "best_effort"), ("required", "required")], default="best_effort"

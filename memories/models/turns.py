@@ -36,9 +36,10 @@ class Turn(models.Model):
     ]
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    # The Conversation row (round counter, lock); `conversation_id` is, as on every model, the product's id for it.
+    conversation_row = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
     user_id = models.CharField(max_length=128)
-    conversation_key = models.CharField(max_length=128, help_text="The conversation id as the product names it.")
+    conversation_id = models.CharField(max_length=128, help_text="The conversation id as the product names it.")
     scenario = models.ForeignKey(Scenario, on_delete=models.SET_NULL, null=True, blank=True)
     scenario_slug = models.CharField(max_length=100)
     scenario_version = models.PositiveIntegerField()
@@ -62,7 +63,7 @@ class Turn(models.Model):
     committed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["product", "user_id", "conversation_key", "-id"], name="turn_conversation_idx")]
+        indexes = [models.Index(fields=["product", "user_id", "conversation_id", "-id"], name="turn_conversation_idx")]
 
     def __str__(self) -> str:
         return f"turn {self.pk} r{self.round} ({self.status})"

@@ -14,6 +14,6 @@ def event_emit(
 
 def event_emit_for_turn(turn: Turn, type: str, details: dict | None = None) -> Event:
     return event_emit(
-        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_key, type=type,
+        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, type=type,
         details=details, turn=turn,
     )

@@ -8,17 +8,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.models import Conversation, Message, Scenario, Turn
-from memories.scenario_validation import PLACEHOLDER
 from memories.services.conversations import conversation_scope, conversation_state
-from memoryhub.addresses import ConversationAddress
 from memories.services.events import event_emit_for_turn
 from memories.services.scenarios import scenario_for_turn, scenario_scope, scenario_sources
 from memoryhub import working_set
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, InvalidRequest, NotFound
-from memoryhub.runtimes import hooks
+from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, MemoryWrite, TurnContext
-from memoryhub.runtimes.registry import get_runtime
-
+from memoryhub.runtimes.rendering import render_template, template_placeholders
 
 
 @dataclass(frozen=True)
@@ -28,11 +26,6 @@ class TurnRequest:
     subscription_category: str | None = None
     request_id: str | None = None
     replaces_turn_id: int | None = None
-
-
-def render_template(template: str, values: dict[str, str]) -> str:
-    """Substitute {{variable}} placeholders in one pass, so recalled text is never re-interpreted."""
-    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), template)
 
 
 def turn_prepare(*, address: ConversationAddress, request: TurnRequest) -> Turn:
@@ -45,7 +38,7 @@ def turn_prepare(*, address: ConversationAddress, request: TurnRequest) -> Turn:
     replaces = _replaced_turn(address, request.replaces_turn_id)
     round_number = replaces.round if replaces else rounds + 1
     sources = scenario_sources(scenario)
-    runtime = get_runtime(scenario.memory_runtime)
+    runtime = registry.get_runtime(scenario.memory_runtime)
     # The formal message history grows with the conversation: load it only for runtimes that send it on.
     history = tuple(_history(address, before_round=round_number)) if getattr(runtime, "uses_history", True) else ()
     context = TurnContext(
@@ -81,16 +74,16 @@ def _history(address: ConversationAddress, *, before_round: int) -> list[dict]:
         product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
         superseded=False, round__lt=before_round,
     ).order_by("id").values("role", "content")
-    return list(rows)
+    return [dict(row) for row in rows]
 
 
 def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext, recall, replaces) -> Turn:
     configured = [s.variable for s in context.sources]
-    used = {m for m in PLACEHOLDER.findall(scenario.template)}
+    used = set(template_placeholders(scenario.template))
     prompt = render_template(scenario.template, {**recall.variables, "userMessage": context.user_message})
     return Turn.objects.create(
-        product=context.product, conversation_id=conversation_pk, user_id=context.user_id,
-        conversation_key=context.conversation_id, scenario=scenario, scenario_slug=scenario.slug,
+        product=context.product, conversation_row_id=conversation_pk, user_id=context.user_id,
+        conversation_id=context.conversation_id, scenario=scenario, scenario_slug=scenario.slug,
         scenario_version=scenario.version, runtime=scenario.memory_runtime, round=context.round,
         request_id=context.request_id, subscription_category=context.subscription_category or "",
         user_message=context.user_message, prompt=prompt, variables=recall.variables,
@@ -102,7 +95,7 @@ def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext,
 
 def _turns(address: ConversationAddress):
     return Turn.objects.filter(
-        product=address.product, user_id=address.user_id, conversation_key=address.conversation_id
+        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
     )
 
 
@@ -137,14 +130,14 @@ def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
 
 
 def _store_reply(turn: Turn, assistant_message: str) -> None:
-    conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_id)
+    conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_row_id)
     if turn.replaces_id:
         _supersede(turn.replaces_id)
     else:
         conversation.rounds += 1
         conversation.save(update_fields=["rounds", "updated_at"])
         turn.round = conversation.rounds
-    common = dict(product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_key, turn=turn, round=turn.round)
+    common = dict(product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn, round=turn.round)
     Message.objects.bulk_create([
         Message(role="user", content=turn.user_message, **common),
         Message(role="assistant", content=assistant_message, **common),
@@ -162,12 +155,12 @@ def _supersede(turn_pk: int) -> None:
 
 def turn_commit(*, turn: Turn) -> Turn:
     """Commit to the runtime (outside any transaction: it may call a remote service), then record and schedule."""
-    runtime_write = get_runtime(turn.runtime).commit(turn)
+    runtime_write = registry.get_runtime(turn.runtime).commit(turn)
     with transaction.atomic():
         claimed = Turn.objects.filter(pk=turn.pk, status="completed").update(status="committed", committed_at=timezone.now())
         if not claimed:
             raise Conflict(f"turn {turn.pk} was committed already", code="turn_already_committed")
-        scheduled = hooks.run_commit_hooks(turn.pk)
+        scheduled = registry.run_commit_hooks(turn.pk)
         write = runtime_write or MemoryWrite("pending" if scheduled else "skipped", None if scheduled else "no background work")
         turn.status, turn.memory_write = "committed", write.as_dict()
         Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)

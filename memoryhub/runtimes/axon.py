@@ -32,5 +32,7 @@ def compare(served: dict[str, str], shadow: dict[str, str]) -> dict:
     return {
         "differed": [v for v in variables if served.get(v) != shadow.get(v)],
         "servedOnly": [v for v in variables if v not in shadow],
-        "sizes": {v: {"served": len(served.get(v, "")), "axon": len(shadow[v]) if v in shadow else None} for v in variables},
+        "sizes": {
+            v: {"served": len(served.get(v, "")), "axon": len(shadow[v]) if v in shadow else None} for v in variables
+        },
     }

@@ -62,7 +62,8 @@ class TurnContext:
     subscription_category: str | None
     round: int
     request_id: str
-    history: tuple[dict, ...] = ()  # formal user/assistant messages before this turn (empty unless runtime.uses_history)
+    # Formal user/assistant messages before this turn (empty unless runtime.uses_history).
+    history: tuple[dict, ...] = ()
     replaces_turn_id: int | None = None
 
 

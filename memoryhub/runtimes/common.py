@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 import redis.exceptions
 from django.db import DatabaseError
@@ -11,15 +10,19 @@ from django_redis.exceptions import ConnectionInterrupted
 from memoryhub import working_set
 from memoryhub.clients.errors import UpstreamError
 
+from . import registry
 from .base import RecallRequest, SourceConfig, SourceResult, TurnContext
-from .sources import declared_scopes, produce
 
 logger = logging.getLogger(__name__)
 
 # Failures of a dependency, not of a producer: they fail the turn with their 502/503/504 (C3, R3).
 # django-redis re-raises the redis-py error when exceptions are not ignored.
 _DEPENDENCY_DOWN = (
-    UpstreamError, DatabaseError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionInterrupted,
+    UpstreamError,
+    DatabaseError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    ConnectionInterrupted,
 )
 
 PERSONAL_VARIABLES = frozenset({"jsonMemory", "preferences", "compassMemory", "memoryTable"})
@@ -54,8 +57,12 @@ def recall_source(context: TurnContext, source: SourceConfig, *, with_query: boo
 
 
 def _produce(request: RecallRequest) -> SourceResult:
+    producer = registry.get_producer(request.source.variable)
+    if producer is None:  # a variable with no producer yields empty text and says so
+        reason = "no producer is installed for this variable"
+        return SourceResult(text="", status="unavailable", details={"reason": reason})
     try:
-        return produce(request)
+        return producer(request)
     except _DEPENDENCY_DOWN:
         raise  # a dependency that is down fails the turn with its own 502/503/504, never an empty source
     except Exception as exc:  # a broken producer must not invent content: report it on its source
@@ -64,7 +71,9 @@ def _produce(request: RecallRequest) -> SourceResult:
 
 
 def source_status(source: SourceConfig, result: SourceResult) -> dict:
-    status = {"id": source.id, "agentRef": source.agent_ref, "variable": source.variable, "status": result.status}
+    status: dict[str, object] = {
+        "id": source.id, "agentRef": source.agent_ref, "variable": source.variable, "status": result.status,
+    }
     if result.revision is not None:
         status["revision"] = result.revision
     if result.version is not None:
@@ -77,14 +86,10 @@ def source_status(source: SourceConfig, result: SourceResult) -> dict:
 
 def recall_all(context: TurnContext, sources: tuple[SourceConfig, ...], *, with_query: bool):
     requests = [recall_request(context, source, with_query=with_query) for source in sources]
-    with working_set.batch(declared_scopes(requests)):  # one cache round trip for every source's entry
+    with working_set.batch(registry.declared_scopes(requests)):  # one cache round trip for every source's entry
         results = [(request.source, _produce(request)) for request in requests]
     variables = {source.variable: result.text for source, result in results}
     return variables, [source_status(source, result) for source, result in results]
-
-
-def uncached(result: SourceResult) -> SourceResult:
-    return replace(result, cached=False)
 
 
 class LocalRuntime:

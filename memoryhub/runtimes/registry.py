@@ -1,19 +1,209 @@
-"""Runtime name → dotted path, imported lazily; scenario choices and validation read this dict."""
+"""The turn pipeline's one registry: runtimes, sources (variables and their producers), commit hooks, scenario sections.
+
+memoryhub imports no app. It registers its own runtimes (personalization, axon_go, axon_shadow) below; every
+app registers what it owns from its `AppConfig.ready`: memories (jsonMemory, the audit hook), longterm
+(preferences), hinos (the hinos runtime, hinosMemory, the "hinos" section), diaries (compassMemory, the "diary"
+section and hook) and tables (memoryTable, the "tables"/"tableWebhook" sections and hook). Every list of runtime
+names, variables and agentRefs — scenario validation, the Scenario model and admin form, the API serializer —
+is read from here, so a runtime or variable exists exactly when it is registered.
+
+Tests: what the apps registered while Django loaded them is the baseline. It is snapshotted on the first use of
+the registry once `django.apps.apps.ready` is true (always before any later change, since changes go through
+the same accessor), and `reset()` restores it, undoing whatever a test registered, replaced or removed;
+tests/conftest.py calls it after every test.
+"""
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 
+from django.apps import apps
 from django.utils.module_loading import import_string
 
-RUNTIMES: dict[str, str] = {
+from memoryhub.working_set import Scope
+
+from .base import Producer, RecallRequest, Runtime
+
+DEFAULT_RUNTIME = "personalization"
+# Placeholders a template may use without a source: the turn service fills them in.
+BUILTIN_VARIABLES: dict[str, str] = {"userMessage": "the current user message"}
+
+# Receives the committed turn's primary key; returns True when it scheduled memory work for the turn.
+CommitHook = Callable[[int], bool]
+# Returns the normalized section value or raises SectionInvalid.
+SectionValidator = Callable[[object], object]
+# The working-set entries a producer will read, so a turn can fetch all of them in one round trip.
+ScopesFor = Callable[[RecallRequest], list[Scope]]
+# A runtime class (or any zero-argument factory), or its dotted path when importing it here would be a cycle.
+RuntimeFactory = Callable[[], Runtime]
+
+
+class SectionInvalid(Exception):
+    """A scenario section failed validation; `errors` maps field paths (e.g. "diary.minRounds") to messages."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Source:
+    """A variable a scenario source may name, and what produces its text."""
+
+    variable: str
+    description: str
+    # None: nothing produces it here (a runtime fills it, e.g. hinosMemory); a turn reports it "unavailable".
+    producer: Producer | None = None
+    scopes: ScopesFor | None = None
+    # The agentRefs a source of this variable may name; None: any non-empty string.
+    agent_refs: frozenset[str] | None = None
+
+
+@dataclass
+class _Registrations:
+    runtimes: dict[str, str | RuntimeFactory] = field(default_factory=dict)
+    sources: dict[str, Source] = field(default_factory=dict)
+    commit_hooks: dict[str, CommitHook] = field(default_factory=dict)
+    sections: dict[str, SectionValidator] = field(default_factory=dict)
+
+    def copy(self) -> _Registrations:
+        return _Registrations(dict(self.runtimes), dict(self.sources), dict(self.commit_hooks), dict(self.sections))
+
+
+_live = _Registrations(runtimes={
+    # Dotted paths: these modules import the registry (through runtimes.common), so they are imported on first use.
     "personalization": "memoryhub.runtimes.personalization.PersonalizationRuntime",
     "axon_go": "memoryhub.runtimes.axon.AxonGoRuntime",
     "axon_shadow": "memoryhub.runtimes.axon.AxonShadowRuntime",
-    "hinos": "memories.hinos.runtime.HinosRuntime",
-}
-DEFAULT_RUNTIME = "personalization"
+})
+_baseline: _Registrations | None = None
+_instances: dict[str, Runtime] = {}
 
 
-@lru_cache(maxsize=None)
-def get_runtime(name: str):
-    return import_string(RUNTIMES[name])()
+def _current() -> _Registrations:
+    """Every read and write comes through here, so the baseline is taken before anything changes after loading."""
+    global _baseline
+    if _baseline is None and apps.ready:
+        _baseline = _live.copy()
+    return _live
+
+
+def reset() -> None:
+    """Restore the registrations made while Django loaded the apps (for tests)."""
+    global _live
+    _current()
+    if _baseline is None:
+        raise RuntimeError("the registry has no baseline before the apps are loaded")
+    _live = _baseline.copy()
+    _instances.clear()
+
+
+# --- runtimes -------------------------------------------------------------------------------------------------
+
+
+def register_runtime(name: str, runtime: str | RuntimeFactory) -> None:
+    _current().runtimes[name] = runtime
+    _instances.pop(name, None)
+
+
+def runtime_names() -> list[str]:
+    """Registered runtime names, in registration order (memoryhub's own first)."""
+    return list(_current().runtimes)
+
+
+def runtime_choices() -> list[tuple[str, str]]:
+    """`choices` for the Scenario model and the admin form."""
+    return [(name, name) for name in runtime_names()]
+
+
+def get_runtime(name: str) -> Runtime:
+    """The runtime registered under `name` (one instance per name); KeyError when none is."""
+    if name not in _instances:
+        factory = _current().runtimes[name]
+        _instances[name] = (import_string(factory) if isinstance(factory, str) else factory)()
+    return _instances[name]
+
+
+# --- sources --------------------------------------------------------------------------------------------------
+
+
+def register_source(
+    variable: str,
+    *,
+    description: str,
+    producer: Producer | None = None,
+    scopes: ScopesFor | None = None,
+    agent_refs: Iterable[str] | None = None,
+) -> None:
+    """Declare a variable scenario sources may name, with its producer, working-set scopes and agentRefs."""
+    refs = frozenset(agent_refs) if agent_refs is not None else None
+    _current().sources[variable] = Source(variable, description, producer, scopes, refs)
+
+
+def set_producer(variable: str, producer: Producer | None) -> None:
+    """Install (or, with None, remove) the producer of a registered variable, keeping its scopes and agentRefs."""
+    sources = _current().sources
+    sources[variable] = replace(sources[variable], producer=producer)
+
+
+def variable_names() -> list[str]:
+    """Variables a scenario source may name, in registration order."""
+    return list(_current().sources)
+
+
+def get_source(variable: str) -> Source | None:
+    return _current().sources.get(variable)
+
+
+def get_producer(variable: str) -> Producer | None:
+    source = get_source(variable)
+    return source.producer if source else None
+
+
+def declared_scopes(requests: list[RecallRequest]) -> list[Scope]:
+    """The working-set entries the producers of these requests will read."""
+    scopes: list[Scope] = []
+    for request in requests:
+        source = get_source(request.source.variable)
+        if source is not None and source.scopes is not None:
+            scopes.extend(source.scopes(request))
+    return scopes
+
+
+# --- commit hooks ---------------------------------------------------------------------------------------------
+# Run when a turn is committed (inside its transaction); an app enqueues its Celery task from its hook with
+# `transaction.on_commit`, so a rolled-back commit schedules nothing.
+
+
+def register_commit_hook(name: str, hook: CommitHook) -> None:
+    _current().commit_hooks[name] = hook
+
+
+def unregister_commit_hook(name: str) -> None:
+    _current().commit_hooks.pop(name, None)
+
+
+def commit_hook_names() -> list[str]:
+    return list(_current().commit_hooks)
+
+
+def run_commit_hooks(turn_pk: int) -> list[str]:
+    """Run every hook; return the names of those that scheduled memory work (so "pending" is never a guess)."""
+    return [name for name, hook in list(_current().commit_hooks.items()) if hook(turn_pk)]
+
+
+# --- scenario sections ----------------------------------------------------------------------------------------
+# Settings owned by another app (e.g. "diary", "tables"), validated by it and stored in `Scenario.sections`;
+# the scenario API and admin call the same validators.
+
+
+def register_scenario_section(name: str, validate: SectionValidator) -> None:
+    _current().sections[name] = validate
+
+
+def scenario_section_names() -> list[str]:
+    return sorted(_current().sections)
+
+
+def validate_section(name: str, value: object) -> object:
+    return _current().sections[name](value)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from memoryhub.api.fields import IdentifierField, StrictCharField, StrictIntegerField, StrictSerializer
+from memoryhub.runtimes import registry
 
 
 class ScenarioSerializer(serializers.Serializer):
@@ -10,7 +11,7 @@ class ScenarioSerializer(serializers.Serializer):
 
     id = serializers.CharField()
     name = serializers.CharField()
-    memoryRuntime = serializers.ChoiceField(["personalization", "axon_go", "axon_shadow", "hinos"], required=False)
+    memoryRuntime = serializers.ChoiceField([], required=False)  # the registered runtimes: see get_fields
     memorySources = serializers.ListField(child=serializers.DictField(), required=False)
     template = serializers.CharField(required=False, allow_blank=True)
     memoryIngest = serializers.ChoiceField(["best_effort", "required"], required=False)
@@ -18,6 +19,11 @@ class ScenarioSerializer(serializers.Serializer):
     toolUpdates = serializers.BooleanField(required=False)
     memorySchema = serializers.JSONField(required=False, allow_null=True)
     version = serializers.IntegerField(read_only=True)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields["memoryRuntime"].choices = registry.runtime_names()  # read when built, so the schema shows the enum
+        return fields
 
 
 class TurnPrepareSerializer(StrictSerializer):

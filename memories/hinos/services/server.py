@@ -27,7 +27,7 @@ from memories.hinos.models import HinosClaim
 from memories.services.events import event_emit_for_turn
 from memories.services.scenarios import scenario_get, scenario_sources
 from memoryhub.errors import Conflict, NotFound
-from memoryhub.runtimes import hooks
+from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import MemoryWrite, SourceConfig, SourceResult, TurnContext
 from memoryhub.runtimes.common import recall_source, source_status
 
@@ -119,7 +119,7 @@ def assemble_memory(results: list[tuple[SourceConfig, SourceResult]]) -> str:
 def reflected_through(*, product: Product, user_id: str, conversation_id: str) -> int:
     """The conversation's last committed round, lowered to before the oldest claim whose work is pending."""
     committed = Turn.objects.filter(
-        product=product, user_id=user_id, conversation_key=conversation_id, status="committed"
+        product=product, user_id=user_id, conversation_id=conversation_id, status="committed"
     ).aggregate(last=Max("round"))["last"] or 0
     pending = HinosClaim.objects.filter(
         product=product, user_id=user_id, conversation_key=conversation_id, status="committed",
@@ -177,7 +177,7 @@ def _same_body_or_conflict(claim: HinosClaim, digest: str) -> HinosClaim:
 def _own_pipeline_turn(claim: HinosClaim, user: str, assistant: str) -> Turn | None:
     """The same product's own hinos turn for this claim: its pipeline stores the round and runs the hooks."""
     return Turn.objects.filter(
-        product_id=claim.product_id, user_id=claim.user_id, conversation_key=claim.conversation_key,
+        product_id=claim.product_id, user_id=claim.user_id, conversation_id=claim.conversation_key,
         runtime="hinos", runtime_state__hinos__claim_id=claim.claim_id, status__in=["completed", "committed"],
         user_message=user, assistant_message=assistant,
     ).first()
@@ -193,7 +193,7 @@ def _store_turn(claim: HinosClaim, user: str, assistant: str) -> Turn:
     Message.objects.bulk_create([
         Message(role="user", content=user, **common), Message(role="assistant", content=assistant, **common),
     ])
-    scheduled = hooks.run_commit_hooks(turn.pk)  # the same background work as a completed turn
+    scheduled = registry.run_commit_hooks(turn.pk)  # the same background work as a completed turn
     write = MemoryWrite("pending" if scheduled else "skipped", None if scheduled else "no background work")
     turn.memory_write = write.as_dict()
     turn.save(update_fields=["memory_write"])
@@ -208,8 +208,8 @@ def _turn_fields(claim: HinosClaim, conversation: Conversation, user: str, assis
     now = timezone.now()
     scenario = claim.scenario
     return dict(
-        product_id=claim.product_id, conversation=conversation, user_id=claim.user_id,
-        conversation_key=claim.conversation_key, scenario=scenario, scenario_slug=claim.scenario_slug,
+        product_id=claim.product_id, conversation_row=conversation, user_id=claim.user_id,
+        conversation_id=claim.conversation_key, scenario=scenario, scenario_slug=claim.scenario_slug,
         scenario_version=scenario.version if scenario else 0, runtime=RUNTIME, round=conversation.rounds,
         status="committed", request_id=claim.request_id, user_message=user, assistant_message=assistant,
         prompt=claim.system, variables={HINOS_VARIABLE: claim.memory}, sources=claim.sources,

@@ -1,0 +1,155 @@
+"""The turn pipeline's one registry: what the apps register, reset(), and the runtime/agentRef lists derived from it."""
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from memories.admin.turns import ScenarioForm
+from memories.api.serializers.turns import ScenarioSerializer
+from memories.models import Scenario
+from memoryhub.runtimes import registry
+from memoryhub.runtimes.base import Recall, RecallRequest, SourceResult, TurnContext
+from memoryhub.runtimes.common import LocalRuntime, recall_all
+from memoryhub.runtimes.rendering import render_template, template_placeholders
+from tests.support.api import assert_envelope
+
+BUILT_IN_RUNTIMES = ["personalization", "axon_go", "axon_shadow", "hinos"]
+ECHO_SOURCE = {"id": "echo", "agentRef": "echo-agent", "variable": "echoMemory"}
+
+
+class EchoRuntime(LocalRuntime):
+    """A runtime a test registers: it accepts only echoMemory."""
+
+    name = "echo"
+    allowed_variables = frozenset({"echoMemory"})
+
+    def recall(self, context: TurnContext) -> Recall:
+        variables, statuses = recall_all(context, context.sources, with_query=True)
+        return Recall(variables=variables, sources=statuses)
+
+
+def produce_echo(request: RecallRequest) -> SourceResult:
+    return SourceResult(text=f"echo of {request.user_message}", status="ok")
+
+
+def register_echo() -> None:
+    registry.register_runtime("echo", EchoRuntime)
+    registry.register_source("echoMemory", description="the user's message, echoed", producer=produce_echo,
+                             agent_refs=["echo-agent"])
+
+
+def echo_scenario(slug: str = "echo", **overrides) -> dict:
+    return {"id": slug, "name": "Echo", "memoryRuntime": "echo", "memorySources": [ECHO_SOURCE],
+            "template": "{{echoMemory}} / {{userMessage}}", **overrides}
+
+
+def refused_fields(api, body: dict) -> dict:
+    return assert_envelope(api.post("/v1/scenarios", body), 400, "invalid_request")["details"]["fields"]
+
+
+def model_accepts(runtime: str) -> bool:
+    try:
+        Scenario._meta.get_field("memory_runtime").clean(runtime, None)
+    except ValidationError:
+        return False
+    return True
+
+
+def schema_runtimes(client) -> list[str]:
+    schemas = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()["components"]["schemas"]
+    reference = schemas["Scenario"]["properties"]["memoryRuntime"]["$ref"]  # an enum component, as before
+    return schemas[reference.rsplit("/", 1)[1]]["enum"]
+
+
+def registered() -> dict:
+    return {
+        "runtimes": registry.runtime_names(),
+        "producers": {v: registry.get_producer(v) for v in registry.variable_names()},
+        "hooks": dict.fromkeys(registry.commit_hook_names()),
+        "sections": registry.scenario_section_names(),
+    }
+
+
+# --- what the apps register -----------------------------------------------------------------------------
+
+
+def test_memoryhub_and_the_apps_register_their_runtimes_sources_hooks_and_sections():
+    assert registry.runtime_names() == BUILT_IN_RUNTIMES
+    variables = {"jsonMemory", "preferences", "hinosMemory", "compassMemory", "memoryTable"}
+    assert set(registry.variable_names()) == variables
+    assert registry.get_producer("hinosMemory") is None  # the Hinos runtime fills it itself
+    assert all(registry.get_producer(v) for v in ("jsonMemory", "preferences", "compassMemory", "memoryTable"))
+    assert set(registry.commit_hook_names()) == {"memories.turn_committed_audit", "diaries", "tables"}
+    assert registry.scenario_section_names() == ["diary", "hinos", "preferences", "tableWebhook", "tables"]
+    assert registry.get_runtime("hinos") is registry.get_runtime("hinos")  # one instance per name
+
+
+def test_reset_restores_what_the_apps_registered():
+    before = registered()
+    register_echo()
+    registry.register_commit_hook("probe", lambda pk: True)
+    registry.register_scenario_section("probe", lambda value: value)
+    registry.unregister_commit_hook("tables")
+    registry.set_producer("jsonMemory", None)
+    assert registered() != before
+
+    registry.reset()
+
+    assert registered() == before
+    with pytest.raises(KeyError):
+        registry.get_runtime("echo")
+
+
+# --- runtime choices come from the registry -----------------------------------------------------------------
+
+
+def test_an_unknown_runtime_is_refused_naming_the_field_and_the_registered_runtimes(alice):
+    fields = refused_fields(alice, echo_scenario())
+    assert fields["memoryRuntime"] == f"unknown runtime; one of: {', '.join(BUILT_IN_RUNTIMES)}"
+    assert fields["memorySources[0].variable"].startswith("unknown variable; one of: ")
+
+
+def test_a_registered_runtime_is_valid_in_the_api_model_serializer_admin_and_schema_until_reset(alice, client):
+    register_echo()
+    created = alice.post("/v1/scenarios", echo_scenario())
+    assert created.status_code == 201, created.json()
+    assert created.json()["memoryRuntime"] == "echo"
+    turn = alice.post("/v1/users/u1/conversations/c1/turns", {"scenarioId": "echo", "userMessage": "hi"}).json()
+    assert (turn["runtime"], turn["prompt"]) == ("echo", "echo of hi / hi")
+    assert "echo" in ScenarioSerializer().fields["memoryRuntime"].choices
+    assert model_accepts("echo") and ("echo", "echo") in ScenarioForm().fields["memory_runtime"].choices
+    assert schema_runtimes(client) == [*BUILT_IN_RUNTIMES, "echo"]
+
+    registry.reset()
+
+    assert "memoryRuntime" in refused_fields(alice, echo_scenario("echo-2"))
+    assert list(ScenarioSerializer().fields["memoryRuntime"].choices) == BUILT_IN_RUNTIMES
+    assert not model_accepts("echo") and model_accepts("hinos")
+    assert [value for value, _ in ScenarioForm().fields["memory_runtime"].choices] == BUILT_IN_RUNTIMES
+    assert schema_runtimes(client) == BUILT_IN_RUNTIMES
+
+
+def test_a_source_registered_with_agent_refs_accepts_only_those(alice):
+    register_echo()
+    source = {**ECHO_SOURCE, "agentRef": "someone-else"}
+    fields = refused_fields(alice, echo_scenario(memorySources=[source]))
+    assert fields["memorySources[0].agentRef"] == "unknown agentRef for echoMemory; one of: echo-agent"
+    assert alice.post("/v1/scenarios", echo_scenario()).status_code == 201
+
+
+def test_sources_registered_without_agent_refs_accept_any_agent_ref(alice):
+    body = {"id": "gate", "name": "Gate", "template": "{{jsonMemory}}",
+            "memorySources": [{"id": "s1", "agentRef": "anything-at-all", "variable": "jsonMemory"}]}
+    assert alice.post("/v1/scenarios", body).status_code == 201
+
+
+# --- rendering -------------------------------------------------------------------------------------------
+
+
+def test_placeholders_are_listed_once_in_order_of_first_use():
+    assert template_placeholders("{{b}} {{ a }} {{b}} {{not a placeholder") == ["b", "a"]
+
+
+def test_rendering_substitutes_in_one_pass_and_blanks_unknown_placeholders():
+    rendered = render_template("{{a}} | {{ b }} | {{c}}", {"a": "{{b}}", "b": "B"})
+    assert rendered == "{{b}} | B | "  # recalled text is never re-interpreted as a template
