@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -234,6 +234,6 @@ def test_parse_non_object(data: object) -> None:
 
 
 def test_quota_window_is_rolling_per_days() -> None:
-    now = datetime(2025, 1, 10, 12, tzinfo=timezone.utc)
+    now = datetime(2025, 1, 10, 12, tzinfo=UTC)
     policy = DiaryPolicy(free_diary_quota=FreeDiaryQuota(per_days=7, count=1))
     assert quota_window_start(now, policy) == now - timedelta(days=7)

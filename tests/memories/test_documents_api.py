@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -317,7 +317,7 @@ def test_revisions_list_every_commit_newest_first_with_actor_and_utc_time(alice)
         assert row["createdAt"].endswith("Z")
         created = datetime.fromisoformat(row["createdAt"])
         assert created.utcoffset().total_seconds() == 0
-        assert abs((datetime.now(timezone.utc) - created).total_seconds()) < 60
+        assert abs((datetime.now(UTC) - created).total_seconds()) < 60
 
 
 def test_revisions_record_which_key_wrote(alice):

@@ -32,7 +32,7 @@ def tool_names(response) -> list[str]:
 
 def parse_utc(text: str) -> dt.datetime:
     assert text.endswith("Z"), text
-    return dt.datetime.fromisoformat(text[:-1]).replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.fromisoformat(text[:-1]).replace(tzinfo=dt.UTC)
 
 
 def make_scenario(api, slug: str, **fields) -> None:

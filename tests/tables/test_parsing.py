@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tables.parsing import (
-    REASONING_REASON,
     COMMENTED_OUT_REASON,
     OUTSIDE_BLOCK_REASON,
+    REASONING_REASON,
     UNCLOSED_BLOCK_REASON,
     ParseResult,
     TableEditCall,
