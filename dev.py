@@ -8,6 +8,7 @@
 With no environment variables set, memoryhub runs on SQLite, the local-memory cache and in-process
 Celery tasks, so nothing else needs to be running.
 """
+
 import argparse
 import hashlib
 import json
@@ -90,7 +91,9 @@ def cmd_serve(port: int) -> None:
         flush=True,
     )
     os.chdir(ROOT)
-    os.execv(py, [str(py), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"])  # --insecure: serve admin/docs assets with DEBUG off
+    os.execv(
+        py, [str(py), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"]
+    )  # --insecure: serve admin/docs assets with DEBUG off
 
 
 def cmd_test(pytest_args: list[str]) -> None:

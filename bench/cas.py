@@ -11,6 +11,7 @@ noise hits all three alike. The benchmark uses its own database `memoryhub_bench
 named by DATABASE_URL (created and migrated afresh for every run, dropped at the end). The cache is
 whatever the environment configures (REDIS_URL → Redis, else the local-memory cache); the output says which.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=100, help="untimed writes per path first (default 100)")
     parser.add_argument("--memory-bytes", type=int, default=1024, help="approximate document size (default 1024)")
     parser.add_argument(
-        "--synchronous-commit", choices=("on", "off"), default="on",
+        "--synchronous-commit",
+        choices=("on", "off"),
+        default="on",
         help="'off' takes the WAL flush out of every path, leaving round trips and CPU (default on)",
     )
     return parser.parse_args()
@@ -99,9 +102,9 @@ class Writers:
         import psycopg
         from django.test import Client
 
+        from memories.services.products import product_create
         from memoryhub.actors import Actor
         from memoryhub.addresses import ConversationAddress
-        from memories.services.products import product_create
 
         self.size = size
         self.product, issued = product_create(name=f"cas-bench {time.strftime('%Y-%m-%d %H:%M:%S')}")
@@ -123,8 +126,8 @@ class Writers:
             cursor.execute(f"SET synchronous_commit = {value}")
 
     def _create_raw_row(self) -> None:
-        from memoryhub.addresses import ConversationAddress
         from memories.services.documents import memory_document_replace
+        from memoryhub.addresses import ConversationAddress
 
         address = ConversationAddress(self.product, *self.raw_key[1:])
         memory_document_replace(address=address, expected_revision=0, memory=document(0, self.size), actor=self.actor)

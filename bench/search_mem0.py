@@ -7,6 +7,7 @@ the rest as precomputed vectors through the store's own `insert`, with the paylo
 when the collection already holds them), then times `Memory.search` for each query index read from stdin,
 so the parent can interleave mem0's searches with memoryhub's under the same machine load.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +16,8 @@ import logging
 import sys
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -25,26 +27,48 @@ logging.basicConfig(level=logging.ERROR)
 def memory_from(cfg: dict):
     from mem0 import Memory
 
-    return Memory.from_config({
-        "vector_store": {"provider": "pgvector", "config": {
-            "connection_string": cfg["dsn"], "collection_name": cfg["collection"],
-            "embedding_model_dims": 512, "hnsw": True,
-        }},
-        # The same OpenAI-compatible server memoryhub uses, backed by the same bundled model.
-        "embedder": {"provider": "openai", "config": {
-            "model": cfg["model"], "openai_base_url": cfg["embedding_url"], "api_key": "bench", "embedding_dims": 512,
-        }},
-        # Never called: records are added with infer=False and search does not use the LLM.
-        "llm": {"provider": "openai", "config": {"model": "unused", "api_key": "unused",
-                                                 "openai_base_url": cfg["embedding_url"]}},
-        "history_db_path": cfg["history_db"],
-    })
+    return Memory.from_config(
+        {
+            "vector_store": {
+                "provider": "pgvector",
+                "config": {
+                    "connection_string": cfg["dsn"],
+                    "collection_name": cfg["collection"],
+                    "embedding_model_dims": 512,
+                    "hnsw": True,
+                },
+            },
+            # The same OpenAI-compatible server memoryhub uses, backed by the same bundled model.
+            "embedder": {
+                "provider": "openai",
+                "config": {
+                    "model": cfg["model"],
+                    "openai_base_url": cfg["embedding_url"],
+                    "api_key": "bench",
+                    "embedding_dims": 512,
+                },
+            },
+            # Never called: records are added with infer=False and search does not use the LLM.
+            "llm": {
+                "provider": "openai",
+                "config": {"model": "unused", "api_key": "unused", "openai_base_url": cfg["embedding_url"]},
+            },
+            "history_db_path": cfg["history_db"],
+        }
+    )
 
 
 def payload(text: str, user_id: str) -> dict:
-    now = datetime.now(timezone.utc).isoformat()
-    return {"user_id": user_id, "role": "user", "data": text, "hash": hashlib.md5(text.encode()).hexdigest(),
-            "created_at": now, "updated_at": now, "text_lemmatized": text}
+    now = datetime.now(UTC).isoformat()
+    return {
+        "user_id": user_id,
+        "role": "user",
+        "data": text,
+        "hash": hashlib.md5(text.encode()).hexdigest(),
+        "created_at": now,
+        "updated_at": now,
+        "text_lemmatized": text,
+    }
 
 
 def load(memory, cfg: dict, texts: list[str], vectors: np.ndarray) -> dict:
@@ -55,9 +79,9 @@ def load(memory, cfg: dict, texts: list[str], vectors: np.ndarray) -> dict:
     add_seconds = time.perf_counter() - started
     batch = 2000
     for start in range(via_add, len(texts), batch):
-        chunk = texts[start:start + batch]
+        chunk = texts[start : start + batch]
         memory.vector_store.insert(
-            vectors=[v.tolist() for v in vectors[start:start + batch]],
+            vectors=[v.tolist() for v in vectors[start : start + batch]],
             payloads=[payload(t, cfg["user_id"]) for t in chunk],
             ids=[str(uuid.uuid4()) for _ in chunk],
         )
@@ -81,9 +105,9 @@ def serve(memory, cfg: dict, queries: list[str], query_vectors: np.ndarray) -> N
 
 
 def main() -> None:
-    cfg = json.load(open(sys.argv[1]))
-    texts = json.load(open(cfg["texts"]))
-    queries = json.load(open(cfg["queries"]))
+    cfg = json.loads(Path(sys.argv[1]).read_text())
+    texts = json.loads(Path(cfg["texts"]).read_text())
+    queries = json.loads(Path(cfg["queries"]).read_text())
     vectors = np.load(cfg["vectors"])
     memory = memory_from(cfg)
     count = _count(cfg)

@@ -11,6 +11,7 @@ rate limiting, serialization included), interleaved so that machine noise hits b
 The script migrates the database it is given, creates its own products and removes them at the end
 (pass --keep to leave the filler documents for a second run).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
-from memories.models import MemoryDocument, Product
+from memories.models import MemoryDocument, Product  # noqa: E402
 from memories.services.products import product_create  # noqa: E402
 from memoryhub import working_set  # noqa: E402
 from memoryhub.runtimes import registry  # noqa: E402
@@ -48,7 +49,10 @@ USER, CONV = "bench-user", "bench-conv"
 BASE = f"/v1/users/{USER}/conversations/{CONV}"
 VARIABLES = ["jsonMemory", "preferences", "compassMemory", "memoryTable"]
 MEMORY = {
-    "scene": "城门", "keyHolder": "守卫", "mood": "wary", "inventory": ["lantern", "rope", "bread"],
+    "scene": "城门",
+    "keyHolder": "守卫",
+    "mood": "wary",
+    "inventory": ["lantern", "rope", "bread"],
     "relationships": {"guard": {"trust": 3, "notes": "owes the user a favour"}, "merchant": {"trust": -1}},
     "facts": [f"fact number {i}: the north gate closes at dusk" for i in range(12)],
 }
@@ -68,7 +72,8 @@ def expect(response, status: int):
 
 def scenario_body(slug: str = "bench", variables: list[str] = VARIABLES) -> dict:
     body = {
-        "id": slug, "name": slug,
+        "id": slug,
+        "name": slug,
         "memorySources": [{"id": f"s-{v}", "agentRef": f"ref-{v}", "variable": v} for v in variables],
         "template": "\n".join(f"<{v}>{{{{{v}}}}}</{v}>" for v in variables) + "\nUser: {{userMessage}}",
     }
@@ -81,7 +86,9 @@ def seed(client: APIClient, product: Product) -> None:
     """Give every source something to recall, through the API where the API can write it."""
     expect(client.put(f"{BASE}/memory", {"expectedRevision": 0, "memory": MEMORY}, format="json"), 200)
     preference = {
-        "kind": "preference", "consent": True, "evidence": "以后请用简短的中文回答我",
+        "kind": "preference",
+        "consent": True,
+        "evidence": "以后请用简短的中文回答我",
         "source": "以后请用简短的中文回答我，谢谢。",
         "content": {"language": "zh", "detail": "brief", "text": "用户喜欢简短的中文回答"},
     }
@@ -97,9 +104,17 @@ def _seed_diary(product: Product) -> None:
     except ImportError:
         return
     DiaryEntry.objects.create(
-        product=product, user_id=USER, conversation_id=CONV, agent_ref="ref-compassMemory", round_from=1,
-        round_to=20, kind="summary_diary", summary="The user and the guard argued at the north gate; the guard "
-        "kept the key.", body="…", summarizer="bench", subscription_category="default",
+        product=product,
+        user_id=USER,
+        conversation_id=CONV,
+        agent_ref="ref-compassMemory",
+        round_from=1,
+        round_to=20,
+        kind="summary_diary",
+        summary="The user and the guard argued at the north gate; the guard kept the key.",
+        body="…",
+        summarizer="bench",
+        subscription_category="default",
     )
 
 
@@ -135,8 +150,10 @@ def measure(client: APIClient, iterations: int, slug: str = "bench") -> dict:
         if not index % 2:
             gets.append(timed(get)[0])
     return {
-        "get_ms": statistics.median(gets) * 1000, "prepare_ms": statistics.median(prepares) * 1000,
-        "sources": [(s["variable"], s["status"]) for s in response.json()["sources"]], "misses": misses,
+        "get_ms": statistics.median(gets) * 1000,
+        "prepare_ms": statistics.median(prepares) * 1000,
+        "sources": [(s["variable"], s["status"]) for s in response.json()["sources"]],
+        "misses": misses,
     }
 
 
@@ -184,7 +201,9 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=400)
     parser.add_argument("--sizes", default="10000,1000000", help="store sizes (other memory documents) to measure")
     parser.add_argument("--profile", action="store_true", help="print the queries of each request and a cProfile")
-    parser.add_argument("--breakdown", action="store_true", help="also measure a prepare with no source and with each one")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also measure a prepare with no source and with each one"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark's products and filler documents")
     args = parser.parse_args()
     if not settings.IS_POSTGRES:
@@ -238,9 +257,11 @@ def report(args, product: Product, key: str, filler: Product) -> None:
         bare = (base["prepare_ms"] + again["prepare_ms"]) / 2
         bare_ratio = (base["prepare_ms"] / base["get_ms"] + again["prepare_ms"] / again["get_ms"]) / 2
         for label, _, figures in rows[1:]:
-            print(f"{label:>22}: prepare / mean bare-store prepare = {figures['prepare_ms'] / bare:.2f};"
-                  f" load-normalized (prepare/GET ÷ bare-store prepare/GET) = "
-                  f"{figures['prepare_ms'] / figures['get_ms'] / bare_ratio:.2f}")
+            print(
+                f"{label:>22}: prepare / mean bare-store prepare = {figures['prepare_ms'] / bare:.2f};"
+                f" load-normalized (prepare/GET ÷ bare-store prepare/GET) = "
+                f"{figures['prepare_ms'] / figures['get_ms'] / bare_ratio:.2f}"
+            )
 
 
 def breakdown(client: APIClient, iterations: int) -> None:
@@ -249,8 +270,10 @@ def breakdown(client: APIClient, iterations: int) -> None:
         slug = f"bench-{label.replace(' ', '-')}"
         expect(client.post("/v1/scenarios", scenario_body(slug, variables), format="json"), 201)
         figures = measure(client, iterations, slug)
-        print(f"  breakdown {label:>14}: prepare {figures['prepare_ms']:.2f} ms, GET memory {figures['get_ms']:.2f} ms,"
-              f" prepare/GET {figures['prepare_ms'] / figures['get_ms']:.2f}")
+        print(
+            f"  breakdown {label:>14}: prepare {figures['prepare_ms']:.2f} ms, GET memory {figures['get_ms']:.2f} ms,"
+            f" prepare/GET {figures['prepare_ms'] / figures['get_ms']:.2f}"
+        )
 
 
 def explain(filler: Product) -> None:
@@ -269,7 +292,8 @@ def explain(filler: Product) -> None:
 
 def _row(label: str, stored: int, figures: dict, base: dict) -> str:
     return (
-        f"{label:>22} | {stored:>9,} docs | GET memory {figures['get_ms']:.2f} ms | prepare {figures['prepare_ms']:.2f} ms"
+        f"{label:>22} | {stored:>9,} docs | GET memory {figures['get_ms']:.2f} ms"
+        f" | prepare {figures['prepare_ms']:.2f} ms"
         f" | prepare/GET {figures['prepare_ms'] / figures['get_ms']:.2f}"
         f" | prepare/bare prepare {figures['prepare_ms'] / base['prepare_ms']:.2f}"
         f" | prepares with a cache miss {figures['misses']}"

@@ -1,16 +1,17 @@
 """Operator console for diaries: per conversation, its entries and every plan decision with its reason."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
+from memoryhub.admin_base import ReadOnlyAdmin
 from memoryhub.clients.errors import UpstreamError
 
 from .models import DiaryEntry, DiaryPlanRecord, DiaryState
 from .selectors import diary_plan_records
 from .services import diary_replan_conversation
 from .summarizers import SummarizerConfigError
-from memoryhub.admin_base import ReadOnlyAdmin
 
 ROWS_SHOWN = 50
 
@@ -21,8 +22,16 @@ class DiaryStateAdmin(ReadOnlyAdmin):
     list_filter = ["product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id"]
-    readonly_fields = ["product", "user_id", "conversation_id", "rounds", "last_diary_round", "updated_at",
-                       "entries", "plan_decisions"]
+    readonly_fields = [
+        "product",
+        "user_id",
+        "conversation_id",
+        "rounds",
+        "last_diary_round",
+        "updated_at",
+        "entries",
+        "plan_decisions",
+    ]
     fields = readonly_fields
     actions = ["replan"]
 
@@ -37,8 +46,10 @@ class DiaryStateAdmin(ReadOnlyAdmin):
         ).order_by("-id")[:ROWS_SHOWN]
         return _table(
             ["rounds", "kind", "summariser", "created", "summary", "diary"],
-            ((f"{e.round_from}–{e.round_to}", e.kind, e.summarizer, e.created_at, e.summary, e.body or "—")
-             for e in rows),
+            (
+                (f"{e.round_from}–{e.round_to}", e.kind, e.summarizer, e.created_at, e.summary, e.body or "—")
+                for e in rows
+            ),
         )
 
     @admin.display(description="Plan decisions (newest first)")
@@ -48,8 +59,19 @@ class DiaryStateAdmin(ReadOnlyAdmin):
         )
         return _table(
             ["round", "category", "decision", "outcome", "reason", "trigger", "turn", "when"],
-            ((r.round, r.subscription_category, r.decision, r.outcome, r.reason, r.trigger, r.turn_id or "—",
-              r.created_at) for r in rows),
+            (
+                (
+                    r.round,
+                    r.subscription_category,
+                    r.decision,
+                    r.outcome,
+                    r.reason,
+                    r.trigger,
+                    r.turn_id or "—",
+                    r.created_at,
+                )
+                for r in rows
+            ),
         )
 
     @admin.action(
@@ -72,16 +94,29 @@ class DiaryStateAdmin(ReadOnlyAdmin):
 def _table(headers: list[str], rows) -> str:
     head = format_html_join("", "<th>{}</th>", ((h,) for h in headers))
     body = format_html_join(
-        "", "<tr>{}</tr>",
-        ((format_html_join("", "<td style='white-space:pre-wrap'>{}</td>", ((cell,) for cell in row)),) for row in rows),
+        "",
+        "<tr>{}</tr>",
+        (
+            (format_html_join("", "<td style='white-space:pre-wrap'>{}</td>", ((cell,) for cell in row)),)
+            for row in rows
+        ),
     )
     return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, body)
 
 
 @admin.register(DiaryEntry)
 class DiaryEntryAdmin(ReadOnlyAdmin):
-    list_display = ["user_id", "conversation_id", "round_from", "round_to", "kind", "summarizer",
-                    "subscription_category", "created_at", "product"]
+    list_display = [
+        "user_id",
+        "conversation_id",
+        "round_from",
+        "round_to",
+        "kind",
+        "summarizer",
+        "subscription_category",
+        "created_at",
+        "product",
+    ]
     list_filter = ["kind", "summarizer", "subscription_category", "product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id", "summary"]
@@ -90,8 +125,18 @@ class DiaryEntryAdmin(ReadOnlyAdmin):
 
 @admin.register(DiaryPlanRecord)
 class DiaryPlanRecordAdmin(ReadOnlyAdmin):
-    list_display = ["user_id", "conversation_id", "round", "decision", "outcome", "reason", "subscription_category",
-                    "trigger", "created_at", "product"]
+    list_display = [
+        "user_id",
+        "conversation_id",
+        "round",
+        "decision",
+        "outcome",
+        "reason",
+        "subscription_category",
+        "trigger",
+        "created_at",
+        "product",
+    ]
     list_filter = ["decision", "outcome", "trigger", "subscription_category", "product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id", "reason"]

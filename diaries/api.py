@@ -1,4 +1,5 @@
 """GET /v1/users/{u}/conversations/{c}/diaries — the conversation's diary entries, newest first by default."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -7,8 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api.common import conversation_address
-from memoryhub.errors import InvalidRequest
 from memoryhub.api.pagination import page_params
+from memoryhub.errors import InvalidRequest
 
 from .selectors import diary_entries_page
 
@@ -56,7 +57,11 @@ class DiaryListView(APIView):
         address = conversation_address(request, user_id, conversation_id)
         cursor, limit = page_params(request)
         rows, next_cursor = diary_entries_page(
-            product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
-            cursor=cursor, limit=limit, newest_first=_newest_first(request),
+            product=address.product,
+            user_id=address.user_id,
+            conversation_id=address.conversation_id,
+            cursor=cursor,
+            limit=limit,
+            newest_first=_newest_first(request),
         )
         return Response({"results": DiaryEntrySerializer(rows, many=True).data, "next": next_cursor})

@@ -14,8 +14,10 @@ class DiariesConfig(AppConfig):
         from .tasks import enqueue_diary_plan
 
         registry.register_source(
-            "compassMemory", description="the newest diary summaries of the conversation",
-            producer=produce_compass_memory, scopes=compass_scopes,
+            "compassMemory",
+            description="the newest diary summaries of the conversation",
+            producer=produce_compass_memory,
+            scopes=compass_scopes,
         )
         registry.register_scenario_section("diary", validate_diary_section)
         registry.register_commit_hook("diaries", enqueue_diary_plan)

@@ -3,6 +3,7 @@
 Conversations are addressed as elsewhere by (product, user_id, conversation_id), the ids the
 product uses. Entries are append-only: a re-plan adds a new entry, it never edits one.
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -65,7 +66,7 @@ class DiaryEntry(models.Model):
     round_to = models.PositiveIntegerField()
     kind = models.CharField(max_length=20, choices=KINDS)
     summary = models.TextField()
-    body = models.TextField(null=True, blank=True, help_text="The diary text; null for summary_only.")
+    body = models.TextField(null=True, blank=True, help_text="The diary text; null for summary_only.")  # noqa: DJ001  null means "no body" (summary_only), not ""
     summarizer = models.CharField(max_length=200)
     subscription_category = models.CharField(max_length=16, help_text="Category of the turn that triggered it.")
     turn = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
@@ -74,7 +75,8 @@ class DiaryEntry(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["product", "user_id", "conversation_id", "round_from", "round_to"], name="diary_entry_range_unique"
+                fields=["product", "user_id", "conversation_id", "round_from", "round_to"],
+                name="diary_entry_range_unique",
             )
         ]
         indexes = [

@@ -4,6 +4,7 @@ Pure code, no Django: the Celery task gathers a `DiaryState` from the database a
 `plan_diary` what to write. Keeping the decision pure makes the round arithmetic testable
 at every boundary and keeps "not every ten rounds for everything" in one place.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -139,7 +140,14 @@ _QUOTA_KEYS = ("perDays", "count")
 
 
 def _read_int(
-    data: Mapping, key: str, path: str, errors: dict[str, str], *, default: int | None, minimum: int, maximum: int,
+    data: Mapping,
+    key: str,
+    path: str,
+    errors: dict[str, str],
+    *,
+    default: int | None,
+    minimum: int,
+    maximum: int,
     nullable: bool = False,
 ) -> int | None:
     if key not in data:
@@ -172,7 +180,13 @@ def _parse_quota(data: object, errors: dict[str, str]) -> FreeDiaryQuota:
         return FreeDiaryQuota()
     _unknown_keys(data, _QUOTA_KEYS, path, errors)
     per_days = _read_int(
-        data, "perDays", f"{path}.perDays", errors, default=DEFAULT_QUOTA_PER_DAYS, minimum=1, maximum=MAX_QUOTA_PER_DAYS
+        data,
+        "perDays",
+        f"{path}.perDays",
+        errors,
+        default=DEFAULT_QUOTA_PER_DAYS,
+        minimum=1,
+        maximum=MAX_QUOTA_PER_DAYS,
     )
     count = _read_int(
         data, "count", f"{path}.count", errors, default=None, minimum=0, maximum=MAX_QUOTA_COUNT, nullable=True

@@ -4,6 +4,7 @@ Recall is by user, conversation and source (the source's agentRef), never by the
 How many summaries reach the prompt depends on the turn's subscriptionCategory; that is an amount
 of recalled material, not a write cadence.
 """
+
 from __future__ import annotations
 
 from memoryhub import working_set
@@ -33,21 +34,36 @@ def produce_compass_memory(request: RecallRequest) -> SourceResult:
         return SourceResult(text="", status="error", details={"reason": str(exc)})
     agent_ref = request.source.agent_ref
     scope = selectors.compass_scope(
-        product_id=request.product.pk, user_id=request.user_id, conversation_id=request.conversation_id,
+        product_id=request.product.pk,
+        user_id=request.user_id,
+        conversation_id=request.conversation_id,
         agent_ref=agent_ref,
     )
-    newest, cached = working_set.get_or_build(scope, lambda: selectors.diary_recent_summaries(
-        product=request.product, user_id=request.user_id, conversation_id=request.conversation_id,
-        limit=CACHED_COUNT, agent_ref=agent_ref,
-    ))
+    newest, cached = working_set.get_or_build(
+        scope,
+        lambda: selectors.diary_recent_summaries(
+            product=request.product,
+            user_id=request.user_id,
+            conversation_id=request.conversation_id,
+            limit=CACHED_COUNT,
+            agent_ref=agent_ref,
+        ),
+    )
     chosen = newest[:count]
     if not chosen:
-        return SourceResult(text="", status="empty", details={"reason": "no diary written yet", "limit": count},
-                            cached=cached)
+        return SourceResult(
+            text="", status="empty", details={"reason": "no diary written yet", "limit": count}, cached=cached
+        )
     details = {"limit": count, "entryIds": [e["id"] for e in chosen], "throughRound": chosen[0]["round_to"]}
     return SourceResult(text=render_summaries(chosen), status="ok", details=details, cached=cached)
 
 
 def compass_scopes(request: RecallRequest) -> list[working_set.Scope]:
-    return [selectors.compass_scope(product_id=request.product.pk, user_id=request.user_id,
-                                    conversation_id=request.conversation_id, agent_ref=request.source.agent_ref)]
+    return [
+        selectors.compass_scope(
+            product_id=request.product.pk,
+            user_id=request.user_id,
+            conversation_id=request.conversation_id,
+            agent_ref=request.source.agent_ref,
+        )
+    ]

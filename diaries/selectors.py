@@ -1,4 +1,5 @@
 """Reads of diary data; every selector takes the product, so another product's rows are simply not there."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -36,15 +37,20 @@ def diary_recent_summaries(
     return [dict(row) for row in rows]
 
 
-def diary_plan_records(*, product: Product, user_id: str, conversation_id: str, limit: int = 50) -> list[DiaryPlanRecord]:
+def diary_plan_records(
+    *, product: Product, user_id: str, conversation_id: str, limit: int = 50
+) -> list[DiaryPlanRecord]:
     return list(_conversation(DiaryPlanRecord, product, user_id, conversation_id).order_by("-id")[:limit])
 
 
 def diary_quota_used(*, product: Product, user_id: str, since: datetime) -> int:
     """Full diaries written for the user in the free category since `since` (all conversations)."""
     return DiaryEntry.objects.filter(
-        product=product, user_id=user_id, kind=KIND_SUMMARY_AND_DIARY,
-        subscription_category=FREE_CATEGORY, created_at__gte=since,
+        product=product,
+        user_id=user_id,
+        kind=KIND_SUMMARY_AND_DIARY,
+        subscription_category=FREE_CATEGORY,
+        created_at__gte=since,
     ).count()
 
 
@@ -64,10 +70,17 @@ def scenario_uses_diaries(scenario: Scenario | None) -> bool:
 
 def diary_transcript(turn: Turn, round_from: int, round_to: int) -> list[dict]:
     """The committed user/assistant messages of the round range, in order, as chat messages."""
-    turns = Turn.objects.filter(
-        product_id=turn.product_id, conversation_row_id=turn.conversation_row_id, status="committed",
-        round__gte=round_from, round__lte=round_to,
-    ).order_by("round", "id").values_list("user_message", "assistant_message")
+    turns = (
+        Turn.objects.filter(
+            product_id=turn.product_id,
+            conversation_row_id=turn.conversation_row_id,
+            status="committed",
+            round__gte=round_from,
+            round__lte=round_to,
+        )
+        .order_by("round", "id")
+        .values_list("user_message", "assistant_message")
+    )
     messages: list[dict] = []
     for user_message, assistant_message in turns:
         messages.append({"role": "user", "content": user_message})

@@ -6,6 +6,7 @@ the first one's entry and skips. A redelivered task for an already planned turn 
 The lock spans the summariser call on purpose: the alternative (release, generate, re-lock) lets
 two workers pay for the same generation and then race to append it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,9 +21,16 @@ from memoryhub.clients.errors import UpstreamError
 
 from . import selectors
 from .models import DiaryEntry, DiaryPlanRecord, DiaryQuotaLock, DiaryState
-from .planning import DiaryPlan, DiaryPolicy, normalize_subscription_category, parse_diary_policy, plan_diary
+from .planning import (
+    FREE_CATEGORY,
+    DiaryPlan,
+    DiaryPolicy,
+    normalize_subscription_category,
+    parse_diary_policy,
+    plan_diary,
+    quota_window_start,
+)
 from .planning import DiaryState as PlanState
-from .planning import FREE_CATEGORY, quota_window_start
 from .summarizers import SummarizerConfigError, SummaryParseError, SummaryResult, get_summarizer
 
 GenerationError = (UpstreamError, SummarizerConfigError)
@@ -149,9 +157,19 @@ def _checked(result: SummaryResult, want_diary: bool) -> SummaryResult:
 
 def _record(turn: Turn, plan: DiaryPlan, category: str, outcome: str, trigger: str, reason: str = "", entry=None):
     return DiaryPlanRecord.objects.create(
-        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn,
-        round=turn.round, subscription_category=category, decision=plan.decision, reason=reason or plan.reason,
-        round_from=plan.round_from, round_to=plan.round_to, outcome=outcome, entry=entry, trigger=trigger,
+        product_id=turn.product_id,
+        user_id=turn.user_id,
+        conversation_id=turn.conversation_id,
+        turn=turn,
+        round=turn.round,
+        subscription_category=category,
+        decision=plan.decision,
+        reason=reason or plan.reason,
+        round_from=plan.round_from,
+        round_to=plan.round_to,
+        outcome=outcome,
+        entry=entry,
+        trigger=trigger,
     )
 
 
@@ -169,7 +187,9 @@ def _fail(
     details = {
         "reason": reason,
         "code": getattr(exc, "code", "summarizer_misconfigured"),
-        "decision": plan.decision, "roundFrom": plan.round_from, "roundTo": plan.round_to,
+        "decision": plan.decision,
+        "roundFrom": plan.round_from,
+        "roundTo": plan.round_to,
         "attempt": attempt + 1,
         "willRetry": isinstance(exc, UpstreamError) and retries_left > 0,
         "trigger": trigger,
@@ -186,10 +206,19 @@ def _write(
     state.save(update_fields=["last_diary_round", "updated_at"])
     _record(turn, plan, category, "written", trigger, entry=entry)
     if created:
-        event_emit_for_turn(turn, "diary.written", {
-            "kind": entry.kind, "entryId": entry.pk, "roundFrom": entry.round_from, "roundTo": entry.round_to,
-            "summarizer": entry.summarizer, "reason": plan.reason, "trigger": trigger,
-        })
+        event_emit_for_turn(
+            turn,
+            "diary.written",
+            {
+                "kind": entry.kind,
+                "entryId": entry.pk,
+                "roundFrom": entry.round_from,
+                "roundTo": entry.round_to,
+                "summarizer": entry.summarizer,
+                "reason": plan.reason,
+                "trigger": trigger,
+            },
+        )
     return DiaryOutcome("written", plan.reason, plan.decision, entry.pk)
 
 
@@ -204,21 +233,34 @@ def diary_append(*, turn: Turn, plan: DiaryPlan, category: str, result: SummaryR
     try:
         with transaction.atomic():
             entry = DiaryEntry.objects.create(
-                product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id,
-                agent_ref=agent_ref, round_from=plan.round_from, round_to=plan.round_to, kind=plan.decision,
-                summary=result.summary, body=result.diary, summarizer=result.summarizer,
-                subscription_category=category, turn=turn,
+                product_id=turn.product_id,
+                user_id=turn.user_id,
+                conversation_id=turn.conversation_id,
+                agent_ref=agent_ref,
+                round_from=plan.round_from,
+                round_to=plan.round_to,
+                kind=plan.decision,
+                summary=result.summary,
+                body=result.diary,
+                summarizer=result.summarizer,
+                subscription_category=category,
+                turn=turn,
             )
     except IntegrityError:
         return _existing_entry(turn, plan), False
-    working_set.invalidate(selectors.compass_scope(
-        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id, agent_ref=agent_ref
-    ))
+    working_set.invalidate(
+        selectors.compass_scope(
+            product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id, agent_ref=agent_ref
+        )
+    )
     return entry, True
 
 
 def _existing_entry(turn: Turn, plan: DiaryPlan) -> DiaryEntry:
     return DiaryEntry.objects.get(
-        product_id=turn.product_id, user_id=turn.user_id, conversation_id=turn.conversation_id,
-        round_from=plan.round_from, round_to=plan.round_to,
+        product_id=turn.product_id,
+        user_id=turn.user_id,
+        conversation_id=turn.conversation_id,
+        round_from=plan.round_from,
+        round_to=plan.round_to,
     )

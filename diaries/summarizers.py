@@ -4,6 +4,7 @@ Two implementations (SPEC D3): `ExtractiveSummarizer`, offline and deterministic
 and `HttpSummarizer`, which asks an OpenAI-compatible chat model for JSON. No Django import at
 module level: `get_summarizer` reads settings lazily so this module stays usable in plain tests.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Protocol, runtime_checkable
 
 from memoryhub.clients.errors import UpstreamProtocolError
@@ -35,17 +37,18 @@ class SummaryResult:
 class Summarizer(Protocol):
     name: str
 
-    def summarize(
-        self, messages: list[dict], round_from: int, round_to: int, want_diary: bool
-    ) -> SummaryResult: ...
+    def summarize(self, messages: list[dict], round_from: int, round_to: int, want_diary: bool) -> SummaryResult: ...
 
 
 class SummaryParseError(UpstreamProtocolError):
     """The model answered, but its text is not the summary/diary JSON we asked for."""
 
     def __init__(self, reason: str, *, raw: str = ""):
-        super().__init__(f"summarizer reply could not be parsed: {reason}", service=SERVICE,
-                         details={"reason": reason, "raw": raw[:500]})
+        super().__init__(
+            f"summarizer reply could not be parsed: {reason}",
+            service=SERVICE,
+            details={"reason": reason, "raw": raw[:500]},
+        )
         self.reason = reason
 
 
@@ -74,9 +77,84 @@ _SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])\s*|(?<=\.)\s+|\n+")
 _CJK_PUNCT_END = re.compile(f"[{_CJK}。！？；…」』）》”]$")
 # Function words carry no topic; without this list "the"/"的" would dominate every score.
 _STOPWORDS = frozenset(
-    "a an the and or but if so to of in on at by for with from as is are was were be been being am i you he she it "
-    "we they me him her us them my your his its our their this that these those do does did not no yes oh ok okay "
-    "just very too can could will would should what which who how then than there here have has had".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "so",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "i",
+        "you",
+        "he",
+        "she",
+        "it",
+        "we",
+        "they",
+        "me",
+        "him",
+        "her",
+        "us",
+        "them",
+        "my",
+        "your",
+        "his",
+        "its",
+        "our",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "do",
+        "does",
+        "did",
+        "not",
+        "no",
+        "yes",
+        "oh",
+        "ok",
+        "okay",
+        "just",
+        "very",
+        "too",
+        "can",
+        "could",
+        "will",
+        "would",
+        "should",
+        "what",
+        "which",
+        "who",
+        "how",
+        "then",
+        "than",
+        "there",
+        "here",
+        "have",
+        "has",
+        "had",
+    ]
 )
 _STOP_CHARS = frozenset("的了是我你他她它们在和就也都不有这那吗呢吧啊着么嗯哦呀个一")
 
@@ -89,7 +167,7 @@ def _terms(sentence: str) -> list[str]:
         chars = [c for c in run if c not in _STOP_CHARS]
         if len(chars) == 1:
             terms.append(chars[0])
-        terms.extend(a + b for a, b in zip(chars, chars[1:]))
+        terms.extend(a + b for a, b in pairwise(chars))
     return terms
 
 
@@ -219,7 +297,7 @@ def _decode_object(text: str) -> dict:
     candidates.append(stripped)
     # Models sometimes wrap the object in a sentence; the outermost braces are the object.
     if "{" in stripped and "}" in stripped:
-        candidates.append(stripped[stripped.index("{"): stripped.rindex("}") + 1])
+        candidates.append(stripped[stripped.index("{") : stripped.rindex("}") + 1])
     for candidate in candidates:
         try:
             value = json.loads(candidate)
@@ -302,7 +380,9 @@ def get_summarizer(settings_like: Mapping[str, object] | object | None = None) -
         # No silent default model: a wrong model name would fail every diary at the provider.
         raise SummarizerConfigError("SUMMARIZER_MODEL is required when SUMMARIZER_BASE_URL is set")
     client = ChatCompletionsClient(
-        str(base_url), str(model), str(values["SUMMARIZER_API_KEY"] or "") or None,
+        str(base_url),
+        str(model),
+        str(values["SUMMARIZER_API_KEY"] or "") or None,
         _timeout(values["SUMMARIZER_TIMEOUT_SECONDS"]),
     )
     return HttpSummarizer(client)

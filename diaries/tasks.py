@@ -1,4 +1,5 @@
 """Celery interface of diary planning: takes a turn pk, calls one service, retries transient failures."""
+
 from __future__ import annotations
 
 from celery import shared_task

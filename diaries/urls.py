@@ -1,4 +1,5 @@
 """URL patterns of this module (mounted under /v1/ by memoryhub/urls.py)."""
+
 from __future__ import annotations
 
 from django.urls import path

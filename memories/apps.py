@@ -12,7 +12,9 @@ class MemoriesConfig(AppConfig):
         from .tasks import enqueue_turn_committed_audit
 
         registry.register_source(
-            "jsonMemory", description="the conversation's JSON memory document as compact JSON text",
-            producer=produce_json_memory, scopes=json_memory_scopes,
+            "jsonMemory",
+            description="the conversation's JSON memory document as compact JSON text",
+            producer=produce_json_memory,
+            scopes=json_memory_scopes,
         )
         registry.register_commit_hook("memories.turn_committed_audit", enqueue_turn_committed_audit)

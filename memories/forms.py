@@ -1,4 +1,5 @@
 """Admin forms: operator edits go through the same services (and validation) as the API."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """This app's variable producer, jsonMemory; registered in MemoriesConfig.ready."""
+
 from __future__ import annotations
 
 from memoryhub import working_set
@@ -8,15 +9,17 @@ from memoryhub.runtimes.base import RecallRequest, SourceResult
 def produce_json_memory(request: RecallRequest) -> SourceResult:
     from memories.selectors.documents import memory_document_get
     from memories.services.documents import json_memory_scope
-    from memoryhub.addresses import ConversationAddress
     from memories.validation import compact_json
+    from memoryhub.addresses import ConversationAddress
 
     address = ConversationAddress(request.product, request.user_id, request.conversation_id)
     (revision, memory), cached = working_set.get_or_build(
         json_memory_scope(address), lambda: memory_document_get(address)
     )
     if memory is None:
-        return SourceResult(text="", status="empty", revision=0, details={"reason": "no memory written yet"}, cached=cached)
+        return SourceResult(
+            text="", status="empty", revision=0, details={"reason": "no memory written yet"}, cached=cached
+        )
     return SourceResult(text=compact_json(memory), status="ok", revision=revision, cached=cached)
 
 

@@ -1,4 +1,5 @@
 """One scenario validation (S2), used by the API serializer path and the admin form alike."""
+
 from __future__ import annotations
 
 import re
@@ -11,10 +12,26 @@ from memoryhub.runtimes.registry import BUILTIN_VARIABLES, DEFAULT_RUNTIME
 from memoryhub.runtimes.rendering import template_placeholders
 
 SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
-CORE_FIELDS = {"id", "name", "memoryRuntime", "memorySources", "template", "memoryIngest", "commitOn", "toolUpdates",
-               "memorySchema"}
-DEFAULTS = {"memoryRuntime": DEFAULT_RUNTIME, "memorySources": [], "template": "", "memoryIngest": "best_effort",
-            "commitOn": "completed", "toolUpdates": True, "memorySchema": None}
+CORE_FIELDS = {
+    "id",
+    "name",
+    "memoryRuntime",
+    "memorySources",
+    "template",
+    "memoryIngest",
+    "commitOn",
+    "toolUpdates",
+    "memorySchema",
+}
+DEFAULTS = {
+    "memoryRuntime": DEFAULT_RUNTIME,
+    "memorySources": [],
+    "template": "",
+    "memoryIngest": "best_effort",
+    "commitOn": "completed",
+    "toolUpdates": True,
+    "memorySchema": None,
+}
 SOURCE_FIELDS = {"id", "agentRef", "variable", "priority"}
 
 

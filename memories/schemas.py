@@ -1,4 +1,5 @@
 """Per-product (and per-scenario) JSON Schemas for memory documents: the seed's `beforeUpdate`."""
+
 from __future__ import annotations
 
 import json

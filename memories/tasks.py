@@ -1,4 +1,5 @@
 """Celery interface of this app: thin tasks taking ids, idempotent under redelivery (acks_late)."""
+
 from __future__ import annotations
 
 from celery import shared_task

@@ -1,4 +1,5 @@
 """Input rules shared by the API, the admin and the model-facing tools (one validation path)."""
+
 from __future__ import annotations
 
 import json

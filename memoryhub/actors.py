@@ -1,4 +1,5 @@
 """Who performed a write: an API key, an operator or a model through a tool token."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """Admin building blocks shared by every app's console."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The Celery app: `celery -A memoryhub worker` starts a worker."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Typed environment parsers; a malformed value raises ImproperlyConfigured at start-up."""
+
 from __future__ import annotations
 
 import os

@@ -11,6 +11,7 @@ settings.py refuses to turn it on unless DEBUG is on or the process runs under t
   in-process through the `fault_injection` fixture, and in the suite's Celery worker through
   tests/support/celery_worker.py. Handlers are test code: they live under tests/.
 """
+
 from __future__ import annotations
 
 import os

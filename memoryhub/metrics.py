@@ -1,4 +1,5 @@
 """Prometheus metrics (exported at /metrics)."""
+
 from __future__ import annotations
 
 from prometheus_client import Counter, Histogram

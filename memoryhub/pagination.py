@@ -1,4 +1,5 @@
 """Keyset (cursor) pagination: `{"results": [...], "next": cursor|null}`; stable under concurrent inserts."""
+
 from __future__ import annotations
 
 import base64
@@ -18,7 +19,9 @@ def parse_limit(raw: object, default: int = DEFAULT_LIMIT) -> int:
     try:
         limit = int(raw)
     except (TypeError, ValueError):
-        raise InvalidRequest(f"limit must be an integer between 1 and {MAX_LIMIT}", details={"field": "limit"}) from None
+        raise InvalidRequest(
+            f"limit must be an integer between 1 and {MAX_LIMIT}", details={"field": "limit"}
+        ) from None
     if isinstance(raw, bool) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidRequest(f"limit must be an integer between 1 and {MAX_LIMIT}", details={"field": "limit"})
     return limit
@@ -37,7 +40,9 @@ def decode_cursor(raw: str | None) -> object | None:
         raise InvalidRequest("cursor is not valid", details={"field": "cursor"}) from None
 
 
-def keyset_page(queryset: QuerySet, *, field: str, descending: bool, cursor: str | None, limit: int) -> tuple[list, str | None]:
+def keyset_page(
+    queryset: QuerySet, *, field: str, descending: bool, cursor: str | None, limit: int
+) -> tuple[list, str | None]:
     """Page `queryset` ordered by the unique integer `field`; the cursor is the last value seen."""
     after = decode_cursor(cursor)
     if after is not None:

@@ -1,4 +1,5 @@
 """One env-driven settings module. With nothing set: SQLite, local-memory cache, Celery in-process."""
+
 from __future__ import annotations
 
 import sys

@@ -9,4 +9,4 @@ def iso(dt: datetime.datetime | None) -> str | None:
     """ISO 8601 in UTC with a Z suffix; None stays None."""
     if dt is None:
         return None
-    return dt.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+    return dt.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")

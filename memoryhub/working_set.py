@@ -7,6 +7,7 @@ Invalidation writes a short-lived tombstone instead of deleting, and readers onl
 absent): a reader that loaded the database before a write can then never put its stale value
 back after the write's invalidation.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator

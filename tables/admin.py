@@ -1,4 +1,5 @@
 """Operator console for memory tables: rendered tables per conversation, history, and each turn's edits."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -6,11 +7,11 @@ from django.http import HttpResponseRedirect
 from django.utils.html import format_html, format_html_join
 
 from memoryhub.actors import Actor
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import DomainError
 from tables.forms import MemoryTableForm
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.selectors import table_edit_records, tables_list
-from memoryhub.addresses import ConversationAddress
 from tables.services import table_edit_manually
 
 
@@ -18,7 +19,8 @@ def html_table(columns: list[str], rows: list[list[str]]) -> str:
     """Rows as an HTML table whose first column is the rowIndex the model uses."""
     header = format_html_join("", "<th>{}</th>", ((f"{i}:{name}",) for i, name in enumerate(columns)))
     body = format_html_join(
-        "", "<tr><td>{}</td>{}</tr>",
+        "",
+        "<tr><td>{}</td>{}</tr>",
         ((index, format_html_join("", "<td>{}</td>", ((cell,) for cell in row))) for index, row in enumerate(rows)),
     )
     if not rows:
@@ -30,12 +32,22 @@ def html_calls(entries: list[dict]) -> str:
     if not entries:
         return "—"
     rows = format_html_join(
-        "", "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
-        ((e.get("op", ""), e.get("tableName", e.get("tableIndex", "")), e.get("rowIndex", ""),
-          e.get("source", ""), e.get("reason", e.get("values", ""))) for e in entries),
+        "",
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
+        (
+            (
+                e.get("op", ""),
+                e.get("tableName", e.get("tableIndex", "")),
+                e.get("rowIndex", ""),
+                e.get("source", ""),
+                e.get("reason", e.get("values", "")),
+            )
+            for e in entries
+        ),
     )
-    return format_html("<table><tr><th>op</th><th>table</th><th>row</th><th>call</th><th>values / reason</th></tr>"
-                       "{}</table>", rows)
+    return format_html(
+        "<table><tr><th>op</th><th>table</th><th>row</th><th>call</th><th>values / reason</th></tr>{}</table>", rows
+    )
 
 
 def _address(table: MemoryTable) -> ConversationAddress:
@@ -50,13 +62,39 @@ class MemoryTableAdmin(admin.ModelAdmin):
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id", "name"]
     ordering = ["product", "user_id", "conversation_id", "position"]
-    readonly_fields = ["product", "user_id", "conversation_id", "name", "position", "version", "updated_at",
-                       "rendered", "conversation_tables", "history", "turn_edits"]
+    readonly_fields = [
+        "product",
+        "user_id",
+        "conversation_id",
+        "name",
+        "position",
+        "version",
+        "updated_at",
+        "rendered",
+        "conversation_tables",
+        "history",
+        "turn_edits",
+    ]
     fieldsets = [
-        (None, {"fields": ["product", "user_id", "conversation_id", "name", "position", "version", "updated_at",
-                           "rendered"]}),
-        ("Edit (replaces all rows; refused if the table changed since you loaded it)",
-         {"fields": ["rows", "loaded_version"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "product",
+                    "user_id",
+                    "conversation_id",
+                    "name",
+                    "position",
+                    "version",
+                    "updated_at",
+                    "rendered",
+                ]
+            },
+        ),
+        (
+            "Edit (replaces all rows; refused if the table changed since you loaded it)",
+            {"fields": ["rows", "loaded_version"]},
+        ),
         ("This conversation", {"fields": ["conversation_tables", "turn_edits", "history"]}),
     ]
 
@@ -74,7 +112,8 @@ class MemoryTableAdmin(admin.ModelAdmin):
     @admin.display(description="all tables of this conversation")
     def conversation_tables(self, obj: MemoryTable) -> str:
         return format_html_join(
-            "", "<h4>* {}:{} (v{})</h4>{}",
+            "",
+            "<h4>* {}:{} (v{})</h4>{}",
             ((i, t.name, t.version, html_table(t.columns, t.rows)) for i, t in enumerate(tables_list(_address(obj)))),
         )
 
@@ -82,24 +121,39 @@ class MemoryTableAdmin(admin.ModelAdmin):
     def history(self, obj: MemoryTable) -> str:
         versions = MemoryTableVersion.objects.filter(table=obj).order_by("-version")[:50]
         return format_html_join(
-            "", "<h4>v{} · {} {} {} · {}</h4>{}",
-            ((v.version, v.cause, v.actor, f"turn {v.turn_id}" if v.turn_id else "", v.created_at,
-              html_table(obj.columns, v.rows)) for v in versions),
+            "",
+            "<h4>v{} · {} {} {} · {}</h4>{}",
+            (
+                (
+                    v.version,
+                    v.cause,
+                    v.actor,
+                    f"turn {v.turn_id}" if v.turn_id else "",
+                    v.created_at,
+                    html_table(obj.columns, v.rows),
+                )
+                for v in versions
+            ),
         )
 
     @admin.display(description="edits of the conversation's turns (newest first)")
     def turn_edits(self, obj: MemoryTable) -> str:
         return format_html_join(
-            "", "<h4>turn {} · round {} · {} · {} attempt(s)</h4><p>applied:</p>{}<p>skipped:</p>{}",
-            ((r.turn_id, r.round, r.outcome, r.attempts, html_calls(r.applied), html_calls(r.skipped))
-             for r in table_edit_records(_address(obj))),
+            "",
+            "<h4>turn {} · round {} · {} · {} attempt(s)</h4><p>applied:</p>{}<p>skipped:</p>{}",
+            (
+                (r.turn_id, r.round, r.outcome, r.attempts, html_calls(r.applied), html_calls(r.skipped))
+                for r in table_edit_records(_address(obj))
+            ),
         )
 
     def save_model(self, request, obj, form, change):
         try:
             table_edit_manually(
-                table=MemoryTable.objects.get(pk=obj.pk), expected_version=form.cleaned_data["loaded_version"],
-                rows=form.cleaned_data["rows"], actor=Actor.operator(request.user.get_username()),
+                table=MemoryTable.objects.get(pk=obj.pk),
+                expected_version=form.cleaned_data["loaded_version"],
+                rows=form.cleaned_data["rows"],
+                actor=Actor.operator(request.user.get_username()),
             )
         except DomainError as exc:  # lost a race after clean(): say so, never overwrite
             self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
@@ -113,13 +167,38 @@ class MemoryTableAdmin(admin.ModelAdmin):
 
 @admin.register(TableEditRecord)
 class TableEditRecordAdmin(admin.ModelAdmin):
-    list_display = ["turn", "user_id", "conversation_id", "round", "outcome", "attempts", "unclosed_block",
-                    "after_step_status", "created_at", "product"]
+    list_display = [
+        "turn",
+        "user_id",
+        "conversation_id",
+        "round",
+        "outcome",
+        "attempts",
+        "unclosed_block",
+        "after_step_status",
+        "created_at",
+        "product",
+    ]
     list_filter = ["outcome", "unclosed_block", "product"]
     list_select_related = ["product", "turn"]
     search_fields = ["user_id", "conversation_id", "turn__id"]
-    fields = ["product", "user_id", "conversation_id", "turn", "round", "outcome", "attempts", "unclosed_block",
-              "base_versions", "result_versions", "tables", "applied_calls", "skipped_calls", "after_step", "created_at"]
+    fields = [
+        "product",
+        "user_id",
+        "conversation_id",
+        "turn",
+        "round",
+        "outcome",
+        "attempts",
+        "unclosed_block",
+        "base_versions",
+        "result_versions",
+        "tables",
+        "applied_calls",
+        "skipped_calls",
+        "after_step",
+        "created_at",
+    ]
     readonly_fields = fields
 
     def has_add_permission(self, request) -> bool:

@@ -5,6 +5,7 @@ turn wrote. It runs after the table transaction committed, so its failure can ne
 the write: it is recorded on the TableEditRecord and as a `table.after_step_failed` event. A task that is
 redelivered before the outcome was recorded posts again (at-least-once delivery).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,10 +33,17 @@ def after_steps_run(record: TableEditRecord) -> str | None:
     except UpstreamError as exc:
         error = {"code": exc.code, "message": exc.message, "details": exc.details}
         _finish(record, {"status": "failed", "url": webhook["url"], "error": error})
-        event_emit_for_turn(turn, "table.after_step_failed", {
-            "step": "webhook", "url": webhook["url"], "error": error, "tables": record.tables,
-            "tableWrite": "committed",  # the tables were written; only this after-step failed
-        })
+        event_emit_for_turn(
+            turn,
+            "table.after_step_failed",
+            {
+                "step": "webhook",
+                "url": webhook["url"],
+                "error": error,
+                "tables": record.tables,
+                "tableWrite": "committed",  # the tables were written; only this after-step failed
+            },
+        )
         return "failed"
     _finish(record, {"status": "ok", "url": webhook["url"]})
     event_emit_for_turn(turn, "table.after_step_succeeded", {"step": "webhook", "url": webhook["url"]})
@@ -46,7 +54,9 @@ def _post(webhook: dict[str, Any], payload: dict[str, Any]) -> None:
     parts = urlsplit(webhook["url"])
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request_id = new_request_id()
-    with make_client(base_url=f"{parts.scheme}://{parts.netloc}", timeout_seconds=webhook["timeoutMs"] / 1000) as client:
+    with make_client(
+        base_url=f"{parts.scheme}://{parts.netloc}", timeout_seconds=webhook["timeoutMs"] / 1000
+    ) as client:
         post_json(client, path, service=SERVICE, json=payload, headers={"x-request-id": request_id})
 
 
@@ -65,12 +75,18 @@ def _payload(record: TableEditRecord) -> dict[str, Any]:
 
 def _table_payload(entry: dict[str, Any]) -> dict[str, Any]:
     table = MemoryTable.objects.filter(pk=entry["id"]).first()
-    rows = MemoryTableVersion.objects.filter(table_id=entry["id"], version=entry["version"]).values_list(
-        "rows", flat=True
-    ).first()
+    rows = (
+        MemoryTableVersion.objects.filter(table_id=entry["id"], version=entry["version"])
+        .values_list("rows", flat=True)
+        .first()
+    )
     return {
-        "id": entry["id"], "index": entry["index"], "name": entry["name"], "version": entry["version"],
-        "columns": table.columns if table else [], "rows": rows if rows is not None else [],
+        "id": entry["id"],
+        "index": entry["index"],
+        "name": entry["name"],
+        "version": entry["version"],
+        "columns": table.columns if table else [],
+        "rows": rows if rows is not None else [],
     }
 
 

@@ -1,4 +1,5 @@
 """The tables API: read a conversation's tables, edit one with compare-and-set, list its versions (TB, §3)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,15 +9,14 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.timefmt import iso
-
+from memoryhub.addresses import ConversationAddress
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.fields import StrictIntegerField, StrictSerializer
 from memoryhub.api.pagination import page_params
+from memoryhub.timefmt import iso
 from tables.models import MemoryTable, MemoryTableVersion
 from tables.rendering import render_tables
 from tables.selectors import table_get, table_versions_page, tables_list
-from memoryhub.addresses import ConversationAddress
 from tables.services import table_edit_manually, table_state
 
 
@@ -32,15 +32,29 @@ def table_address(request, user_id: str, conversation_id: str) -> ConversationAd
 
 def table_to_dict(table: MemoryTable, index: int | None = None) -> dict[str, Any]:
     return {
-        "id": table.pk, "index": table.position if index is None else index, "name": table.name,
-        "columns": table.columns, "note": table.note, "rules": table.rules, "required": table.required,
-        "maxRows": table.max_rows, "rows": table.rows, "version": table.version, "updatedAt": iso(table.updated_at),
+        "id": table.pk,
+        "index": table.position if index is None else index,
+        "name": table.name,
+        "columns": table.columns,
+        "note": table.note,
+        "rules": table.rules,
+        "required": table.required,
+        "maxRows": table.max_rows,
+        "rows": table.rows,
+        "version": table.version,
+        "updatedAt": iso(table.updated_at),
     }
 
 
 def version_to_dict(row: MemoryTableVersion) -> dict[str, Any]:
-    return {"version": row.version, "rows": row.rows, "cause": row.cause, "actor": row.actor or None,
-            "turnId": row.turn_id, "createdAt": iso(row.created_at)}
+    return {
+        "version": row.version,
+        "rows": row.rows,
+        "cause": row.cause,
+        "actor": row.actor or None,
+        "turnId": row.turn_id,
+        "createdAt": iso(row.created_at),
+    }
 
 
 class TableListView(APIView):
@@ -49,11 +63,13 @@ class TableListView(APIView):
     @extend_schema(responses=dict, operation_id="tables_list")
     def get(self, request, user_id: str, conversation_id: str):
         tables = tables_list(table_address(request, user_id, conversation_id))
-        return Response({
-            "tables": [table_to_dict(table, index) for index, table in enumerate(tables)],
-            "memoryTable": render_tables([table_state(table) for table in tables]) if tables else "",
-            "version": sum(table.version for table in tables),
-        })
+        return Response(
+            {
+                "tables": [table_to_dict(table, index) for index, table in enumerate(tables)],
+                "memoryTable": render_tables([table_state(table) for table in tables]) if tables else "",
+                "version": sum(table.version for table in tables),
+            }
+        )
 
 
 class TableDetailView(APIView):
@@ -78,7 +94,8 @@ class TableVersionListView(APIView):
     """Every committed version of a table, newest first, with what caused it."""
 
     @extend_schema(
-        responses=dict, parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
+        responses=dict,
+        parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
         operation_id="table_versions",
     )
     def get(self, request, user_id: str, conversation_id: str, table_id: int):

@@ -6,6 +6,7 @@ trained on them therefore mean every index "as the table was shown before this r
 order keeps those indices right. Unlike the plugin, an update past the last row is skipped instead of
 turning into an insert, and nothing is skipped silently: every refusal comes back with a reason.
 """
+
 from __future__ import annotations
 
 import dataclasses

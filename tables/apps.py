@@ -15,8 +15,10 @@ class TablesConfig(AppConfig):
         from .validation import validate_tables_section, validate_webhook_section
 
         registry.register_source(
-            "memoryTable", description="the conversation's memory tables rendered as prompt text",
-            producer=produce_memory_table, scopes=memory_table_scopes,
+            "memoryTable",
+            description="the conversation's memory tables rendered as prompt text",
+            producer=produce_memory_table,
+            scopes=memory_table_scopes,
         )
         registry.register_scenario_section("tables", validate_tables_section)
         registry.register_scenario_section("tableWebhook", validate_webhook_section)

@@ -1,4 +1,5 @@
 """Admin form for a manual table edit: the same validation and compare-and-set service as the API."""
+
 from __future__ import annotations
 
 from django import forms

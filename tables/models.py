@@ -1,4 +1,5 @@
 """Memory tables of a conversation, their version history, and what each turn's reply did to them."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -7,7 +8,7 @@ from memories.models import Product, Turn
 
 
 class MemoryTable(models.Model):
-    """One table of one (product, user, conversation), instantiated from a scenario template; `version` is its CAS version."""
+    """One table of one (product, user, conversation), from a scenario template; `version` is its CAS version."""
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
     user_id = models.CharField(max_length=128)
@@ -26,9 +27,13 @@ class MemoryTable(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["product", "user_id", "conversation_id", "name"], name="memory_table_unique"),
+            models.UniqueConstraint(
+                fields=["product", "user_id", "conversation_id", "name"], name="memory_table_unique"
+            ),
         ]
-        indexes = [models.Index(fields=["product", "user_id", "conversation_id", "position"], name="memory_table_conv_idx")]
+        indexes = [
+            models.Index(fields=["product", "user_id", "conversation_id", "position"], name="memory_table_conv_idx")
+        ]
         ordering = ["position", "pk"]
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ call on its own and returns every call it will not apply as a `SkippedCall` with
 It is a small hand-written reader, not `eval`/JSON: model output is sloppy JSON-ish JavaScript
 (`“”` quotes, `，` and `：`, bare keys, trailing commas, `//` comments) and must never raise.
 """
+
 from __future__ import annotations
 
 import re
@@ -298,7 +299,7 @@ def _as_values(arg: _Arg) -> tuple[dict[int, str], tuple[str, ...]]:
         else:
             values[column] = value
     if not values:
-        raise _Invalid("no cell with a column index (e.g. {0: \"value\"}); " + "; ".join(dropped or ["empty data"]))
+        raise _Invalid('no cell with a column index (e.g. {0: "value"}); ' + "; ".join(dropped or ["empty data"]))
     return values, tuple(dropped)
 
 
@@ -344,7 +345,6 @@ class _Reader:
         if self.at(_QUOTES):
             return True
         return self.text.startswith("\\", self.pos) and self.text[self.pos + 1 : self.pos + 2] in tuple(_QUOTES)
-
 
 
 def _read_args(reader: _Reader) -> list[_Arg]:

@@ -8,6 +8,7 @@ at render time (`render_tables(..., user_name=...)`), as the plugin does for its
 
 The plugin has no row limits in code (only in prompt text), hence `maxRows: None` everywhere.
 """
+
 from __future__ import annotations
 
 import copy

@@ -8,17 +8,18 @@ Versions: `SourceResult.details["versions"]` maps each table id to the version r
 `SourceResult.version` is their sum — it grows with every write to any of the tables, so one number
 says whether a later prompt saw newer tables.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from memoryhub import working_set
+from memoryhub.addresses import ConversationAddress
 from memoryhub.runtimes.base import RecallRequest, SourceResult, empty_result
 from tables.applying import TableState
 from tables.models import MemoryTableVersion
 from tables.rendering import render_tables
 from tables.selectors import round_base_record, tables_snapshot
-from memoryhub.addresses import ConversationAddress
 from tables.services import scenario_templates, tables_ensure, tables_scope
 
 
@@ -45,7 +46,9 @@ def _snapshot(address: ConversationAddress, templates: list[dict[str, Any]]) -> 
     return snapshot, cached
 
 
-def _as_before_round(address: ConversationAddress, round_number: int, tables: list[dict[str, Any]]) -> tuple[list, bool]:
+def _as_before_round(
+    address: ConversationAddress, round_number: int, tables: list[dict[str, Any]]
+) -> tuple[list, bool]:
     """A reply being regenerated is prompted with the tables as they were before its round (plugin #41)."""
     record = round_base_record(address, round_number)
     if record is None:
@@ -58,7 +61,8 @@ def _as_before_round(address: ConversationAddress, round_number: int, tables: li
     }
     rewound = [
         table | {"rows": past[(table["id"], wanted[table["id"]])], "version": wanted[table["id"]]}
-        if (table["id"], wanted.get(table["id"])) in past else table
+        if (table["id"], wanted.get(table["id"])) in past
+        else table
         for table in tables
     ]
     return rewound, True
@@ -69,8 +73,10 @@ def _result(tables: list[dict[str, Any]], *, cached: bool, regenerated: bool) ->
     versions = {str(table["id"]): table["version"] for table in tables}
     details: dict[str, Any] = {
         "versions": versions,
-        "tables": [{"id": t["id"], "index": i, "name": t["name"], "version": t["version"], "rows": len(t["rows"])}
-                   for i, t in enumerate(tables)],
+        "tables": [
+            {"id": t["id"], "index": i, "name": t["name"], "version": t["version"], "rows": len(t["rows"])}
+            for i, t in enumerate(tables)
+        ],
     }
     if regenerated:
         details["asBeforeRound"] = True

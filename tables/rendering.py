@@ -4,6 +4,7 @@ Pure code, no Django. The layout follows the plugin's `Sheet.getTableText` / `ge
 section 3) character for character, because models and prompts written for the plugin read indices from
 it: `* N:` is the tableIndex, the `N:` in the header is the colIndex and the first CSV field is the rowIndex.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

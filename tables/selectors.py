@@ -1,4 +1,5 @@
 """Reads of memory tables. Every selector is scoped by the address's product: a foreign id is simply not found."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -6,9 +7,9 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import NotFound
 from memoryhub.pagination import keyset_page
-from memoryhub.addresses import ConversationAddress
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 
 
@@ -47,8 +48,16 @@ def tables_snapshot(address: ConversationAddress) -> list[dict[str, Any]]:
     """Plain data of every table of the conversation: what the working set caches for `memoryTable`."""
     return [
         {
-            "id": t.pk, "name": t.name, "position": t.position, "columns": t.columns, "note": t.note,
-            "rules": t.rules, "required": t.required, "maxRows": t.max_rows, "rows": t.rows, "version": t.version,
+            "id": t.pk,
+            "name": t.name,
+            "position": t.position,
+            "columns": t.columns,
+            "note": t.note,
+            "rules": t.rules,
+            "required": t.required,
+            "maxRows": t.max_rows,
+            "rows": t.rows,
+            "version": t.version,
         }
         for t in tables_list(address)
     ]
@@ -75,5 +84,7 @@ def table_edit_records(address: ConversationAddress, *, limit: int = 50) -> list
     return list(
         TableEditRecord.objects.filter(
             product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
-        ).select_related("turn").order_by("-pk")[:limit]
+        )
+        .select_related("turn")
+        .order_by("-pk")[:limit]
     )

@@ -6,6 +6,7 @@ conversation's working-set entry is invalidated first, then one conditional UPDA
 stored rows writes nothing and keeps the version.
 Applying a turn's `<tableEdit>` calls lives in tables/turn_edits.py.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -68,10 +69,17 @@ def scenario_templates(scenario: Any) -> list[dict[str, Any]]:
 
 def table_state(table: MemoryTable, rows: list | None = None) -> TableState:
     """The pure representation applying/rendering work on (optionally with other rows, e.g. a past version)."""
-    return TableState.from_dict({
-        "name": table.name, "columns": table.columns, "note": table.note, "rules": table.rules,
-        "required": table.required, "maxRows": table.max_rows, "rows": table.rows if rows is None else rows,
-    })
+    return TableState.from_dict(
+        {
+            "name": table.name,
+            "columns": table.columns,
+            "note": table.note,
+            "rules": table.rules,
+            "required": table.required,
+            "maxRows": table.max_rows,
+            "rows": table.rows if rows is None else rows,
+        }
+    )
 
 
 def tables_ensure(address: ConversationAddress, templates: list[dict[str, Any]]) -> list[MemoryTable]:
@@ -100,10 +108,18 @@ def _create_table(address: ConversationAddress, position: int, template: dict[st
     try:
         with transaction.atomic():  # a savepoint: a concurrent first use may win the unique constraint
             table = MemoryTable.objects.create(
-                product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
-                name=template["name"], position=position, columns=template["columns"], note=template.get("note", ""),
-                rules=template.get("rules") or {}, required=template.get("required", False),
-                max_rows=template.get("maxRows"), rows=[], version=1,
+                product=address.product,
+                user_id=address.user_id,
+                conversation_id=address.conversation_id,
+                name=template["name"],
+                position=position,
+                columns=template["columns"],
+                note=template.get("note", ""),
+                rules=template.get("rules") or {},
+                required=template.get("required", False),
+                max_rows=template.get("maxRows"),
+                rows=[],
+                version=1,
             )
             MemoryTableVersion.objects.create(product=address.product, table=table, version=1, rows=[], cause="created")
             return table
@@ -124,14 +140,24 @@ def table_replace(
     if stored == (expected_version, rows):  # read-only: nothing to write, whatever happens next
         return ReplaceOutcome(expected_version, False)
     version = cas.compare_and_set(
-        cas.Versioned(MemoryTable, {"pk": table.pk}, kind="memory_table", field="version",
-                      conflict_message="the table is at version {current}; re-read and decide again",
-                      missing_message=f"no table {table.pk}"),
+        cas.Versioned(
+            MemoryTable,
+            {"pk": table.pk},
+            kind="memory_table",
+            field="version",
+            conflict_message="the table is at version {current}; re-read and decide again",
+            missing_message=f"no table {table.pk}",
+        ),
         expected_version,
         changes={"rows": rows, "updated_at": timezone.now()},
         history=lambda version: MemoryTableVersion.objects.create(
-            product_id=table.product_id, table_id=table.pk, version=version, rows=rows,
-            cause=cause.kind, actor=cause.actor, turn=cause.turn,
+            product_id=table.product_id,
+            table_id=table.pk,
+            version=version,
+            rows=rows,
+            cause=cause.kind,
+            actor=cause.actor,
+            turn=cause.turn,
         ),
         invalidate=[tables_scope(ConversationAddress(table.product, table.user_id, table.conversation_id))],
     )
@@ -142,13 +168,22 @@ def table_edit_manually(*, table: MemoryTable, expected_version: int, rows: obje
     """A product's or operator's edit: validate, compare-and-set, and say in the events what happened."""
     clean_rows = validate_rows(rows, columns=table.columns, max_rows=table.max_rows)
     with transaction.atomic():
-        outcome = table_replace(table=table, expected_version=expected_version, rows=clean_rows,
-                                cause=WriteCause.of_actor(actor))
+        outcome = table_replace(
+            table=table, expected_version=expected_version, rows=clean_rows, cause=WriteCause.of_actor(actor)
+        )
         event_emit(
-            product=table.product, user_id=table.user_id, conversation_id=table.conversation_id,
+            product=table.product,
+            user_id=table.user_id,
+            conversation_id=table.conversation_id,
             type="table.updated" if outcome.changed else "table.unchanged",
-            details={"manual": True, "actor": str(actor), "applied": [], "skipped": [],
-                     "tables": [{"id": table.pk, "name": table.name, "fromVersion": expected_version,
-                                 "version": outcome.version}]},
+            details={
+                "manual": True,
+                "actor": str(actor),
+                "applied": [],
+                "skipped": [],
+                "tables": [
+                    {"id": table.pk, "name": table.name, "fromVersion": expected_version, "version": outcome.version}
+                ],
+            },
         )
     return outcome

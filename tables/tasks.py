@@ -1,4 +1,5 @@
 """Celery interface of the tables app: thin, takes the turn's primary key, safe to run twice."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -13,8 +14,13 @@ from tables.after_steps import after_steps_run
 from tables.turn_edits import turn_table_edits_apply
 
 # Transient: the database or the cache (whose invalidation is part of every table write) is briefly away.
-TRANSIENT = (OperationalError, InterfaceError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-             ConnectionInterrupted)
+TRANSIENT = (
+    OperationalError,
+    InterfaceError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    ConnectionInterrupted,
+)
 
 
 @shared_task(

@@ -9,6 +9,7 @@
   the version read. On a conflict everything is re-read and re-applied once; a second conflict writes
   nothing and is reported as `table.conflict`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,14 +21,13 @@ from django.db.models import F
 from memories.models import Conversation, Turn
 from memories.services.events import event_emit_for_turn
 from memoryhub import faults
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import RevisionConflict
 from tables.applying import ApplyResult, apply_calls
 from tables.models import MemoryTable, TableEditRecord
 from tables.parsing import ParseResult, parse_table_edits
 from tables.selectors import round_base_record, table_rows_at
-from tables.services import turn_address
-from memoryhub.addresses import ConversationAddress
-from tables.services import WriteCause, scenario_templates, table_replace, table_state, tables_ensure
+from tables.services import WriteCause, scenario_templates, table_replace, table_state, tables_ensure, turn_address
 
 MAX_ATTEMPTS = 2  # TB3: the first try and at most one re-read
 CONFLICT_REASON = "not applied: the table changed while this reply's edits were written, twice (version conflict)"
@@ -89,8 +89,12 @@ def _replaced_chain(turn: Turn, limit: int = 50) -> list[int]:
 
 
 def _attempt(
-    turn: Turn, address: ConversationAddress, templates: list[dict[str, Any]], parsed: ParseResult,
-    base: dict[str, int], number: int,
+    turn: Turn,
+    address: ConversationAddress,
+    templates: list[dict[str, Any]],
+    parsed: ParseResult,
+    base: dict[str, int],
+    number: int,
 ) -> _Attempt:
     tables = tables_ensure(address, templates)
     base_versions = {str(t.pk): base.get(str(t.pk), t.version) for t in tables}
@@ -110,13 +114,24 @@ def _attempt(
 
 def _write(index: int, table: MemoryTable, rows: list[list[str]], turn: Turn) -> dict[str, Any]:
     outcome = table_replace(table=table, expected_version=table.version, rows=rows, cause=WriteCause.of_turn(turn))
-    return {"id": table.pk, "index": index, "name": table.name, "fromVersion": table.version, "version": outcome.version}
+    return {
+        "id": table.pk,
+        "index": index,
+        "name": table.name,
+        "fromVersion": table.version,
+        "version": outcome.version,
+    }
 
 
 def _conflict_entry(index: int, table: MemoryTable) -> dict[str, Any]:
     current = MemoryTable.objects.filter(pk=table.pk).values_list("version", flat=True).first()
-    return {"id": table.pk, "index": index, "name": table.name, "expectedVersion": table.version,
-            "currentVersion": current}
+    return {
+        "id": table.pk,
+        "index": index,
+        "name": table.name,
+        "expectedVersion": table.version,
+        "currentVersion": current,
+    }
 
 
 def _record(turn: Turn, parsed: ParseResult, attempt: _Attempt, attempts: int) -> TableEditRecord:
@@ -131,13 +146,29 @@ def _record(turn: Turn, parsed: ParseResult, attempt: _Attempt, attempts: int) -
     result_versions.update({str(w["id"]): w["version"] for w in attempt.written})
     tables = attempt.conflicts or attempt.written
     record = TableEditRecord.objects.create(
-        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn,
-        round=turn.round, outcome=outcome, base_versions=attempt.base_versions, result_versions=result_versions,
-        tables=tables, applied=applied, skipped=skipped, unclosed_block=parsed.unclosed_block, attempts=attempts,
+        product=turn.product,
+        user_id=turn.user_id,
+        conversation_id=turn.conversation_id,
+        turn=turn,
+        round=turn.round,
+        outcome=outcome,
+        base_versions=attempt.base_versions,
+        result_versions=result_versions,
+        tables=tables,
+        applied=applied,
+        skipped=skipped,
+        unclosed_block=parsed.unclosed_block,
+        attempts=attempts,
         after_step={"status": "pending"} if outcome == "updated" and _has_after_step(turn) else {},
     )
-    details = {"applied": applied, "skipped": skipped, "tables": tables, "attempts": attempts,
-               "unclosedBlock": parsed.unclosed_block, "round": turn.round}
+    details = {
+        "applied": applied,
+        "skipped": skipped,
+        "tables": tables,
+        "attempts": attempts,
+        "unclosedBlock": parsed.unclosed_block,
+        "round": turn.round,
+    }
     if turn.replaces_id:
         details["replacedTurnId"] = turn.replaces_id
     event_emit_for_turn(turn, f"table.{outcome}", details)
@@ -145,15 +176,36 @@ def _record(turn: Turn, parsed: ParseResult, attempt: _Attempt, attempts: int) -
 
 
 def _record_superseded(turn: Turn, parsed: ParseResult) -> TableEditRecord:
-    skipped = [*_parse_skipped(parsed), *({"op": c.op, "tableIndex": c.table_index, "rowIndex": c.row_index,
-                                           "block": c.block, "source": c.source, "reason": SUPERSEDED_REASON}
-                                          for c in parsed.calls)]
+    skipped = [
+        *_parse_skipped(parsed),
+        *(
+            {
+                "op": c.op,
+                "tableIndex": c.table_index,
+                "rowIndex": c.row_index,
+                "block": c.block,
+                "source": c.source,
+                "reason": SUPERSEDED_REASON,
+            }
+            for c in parsed.calls
+        ),
+    ]
     record = TableEditRecord.objects.create(
-        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn,
-        round=turn.round, outcome="superseded", applied=[], skipped=skipped, unclosed_block=parsed.unclosed_block,
+        product=turn.product,
+        user_id=turn.user_id,
+        conversation_id=turn.conversation_id,
+        turn=turn,
+        round=turn.round,
+        outcome="superseded",
+        applied=[],
+        skipped=skipped,
+        unclosed_block=parsed.unclosed_block,
     )
-    event_emit_for_turn(turn, "table.unchanged", {"applied": [], "skipped": skipped, "tables": [],
-                                                  "reason": "superseded", "round": turn.round})
+    event_emit_for_turn(
+        turn,
+        "table.unchanged",
+        {"applied": [], "skipped": skipped, "tables": [], "reason": "superseded", "round": turn.round},
+    )
     return record
 
 

@@ -1,4 +1,5 @@
 """URL patterns of this module (mounted by memoryhub/urls.py under /v1/)."""
+
 from __future__ import annotations
 
 from django.urls import path

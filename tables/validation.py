@@ -3,6 +3,7 @@
 Both the scenario API and the admin form reach these validators through memoryhub.runtimes.registry, so an
 operator and a product see the same errors, each naming its field (e.g. `tables[1].columns`).
 """
+
 from __future__ import annotations
 
 from typing import Any

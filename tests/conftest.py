@@ -3,6 +3,7 @@
 Tests that need PostgreSQL, Redis or a Celery worker are skipped on the embedded default, but FAIL
 when MEMORYHUB_REQUIRE_SERVICES=1 (the CI run on real services may skip nothing).
 """
+
 from __future__ import annotations
 
 import pytest

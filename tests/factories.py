@@ -6,6 +6,7 @@ need rows before or beside the pipeline build them here, e.g.
     scenario = TableScenarioFactory(product=alice.product)
     turn = TurnFactory(scenario=scenario, assistant_message=reply)   # committed, at the next round
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,11 +22,23 @@ from tables.validation import validate_tables_section
 
 # Two of the SillyTavern plugin's tables, as a scenario's "tables" section gives them.
 TABLE_TEMPLATES = [
-    {"name": "时空表格", "columns": ["日期", "时间", "地点（当前描写）", "此地角色"], "note": "记录时空信息的表格，应保持在一行",
-     "rules": {"init": "本轮需要记录当前时间、地点、人物信息，使用insertRow函数", "update": "当描写的场景，时间，人物变更时",
-               "delete": "此表大于一行时应删除多余行"}, "required": True},
-    {"name": "重要物品表格", "columns": ["拥有人", "物品描述", "物品名", "重要原因"], "note": "对某人很贵重或有特殊纪念意义的物品",
-     "rules": {"insert": "当某人获得了贵重或有特殊意义的物品时"}},
+    {
+        "name": "时空表格",
+        "columns": ["日期", "时间", "地点（当前描写）", "此地角色"],
+        "note": "记录时空信息的表格，应保持在一行",
+        "rules": {
+            "init": "本轮需要记录当前时间、地点、人物信息，使用insertRow函数",
+            "update": "当描写的场景，时间，人物变更时",
+            "delete": "此表大于一行时应删除多余行",
+        },
+        "required": True,
+    },
+    {
+        "name": "重要物品表格",
+        "columns": ["拥有人", "物品描述", "物品名", "重要原因"],
+        "note": "对某人很贵重或有特殊纪念意义的物品",
+        "rules": {"insert": "当某人获得了贵重或有特殊意义的物品时"},
+    },
 ]
 TABLE_SOURCES = [("tables", "table-agent", "memoryTable")]
 DIARY_AGENT_REF = "diary-orchestrator"
@@ -60,8 +73,9 @@ Sources = list[tuple[str, str, str]]
 
 def _add_sources(scenario: Scenario, sources: Sources) -> None:
     for position, (source_id, agent_ref, variable) in enumerate(sources):
-        MemorySourceFactory(scenario=scenario, position=position, source_id=source_id, agent_ref=agent_ref,
-                            variable=variable)
+        MemorySourceFactory(
+            scenario=scenario, position=position, source_id=source_id, agent_ref=agent_ref, variable=variable
+        )
 
 
 class ScenarioFactory(DjangoModelFactory):
@@ -102,10 +116,12 @@ class TableScenarioFactory(ScenarioFactory):
         webhook = None
 
     template = "{{memoryTable}}\nUser: {{userMessage}}"
-    sections = factory.LazyAttribute(lambda o: {
-        "tables": validate_tables_section(TABLE_TEMPLATES if o.tables is None else o.tables),
-        **({"tableWebhook": o.webhook} if o.webhook is not None else {}),
-    })
+    sections = factory.LazyAttribute(
+        lambda o: {
+            "tables": validate_tables_section(TABLE_TEMPLATES if o.tables is None else o.tables),
+            **({"tableWebhook": o.webhook} if o.webhook is not None else {}),
+        }
+    )
 
     @factory.post_generation
     def sources(self, create: bool, extracted: Sources | None, **_: Any) -> None:
@@ -156,7 +172,9 @@ class TurnFactory(DjangoModelFactory):
     user_id = "u1"
     conversation_id = "c1"
     conversation_row = factory.SubFactory(
-        ConversationFactory, product=factory.SelfAttribute("..product"), user_id=factory.SelfAttribute("..user_id"),
+        ConversationFactory,
+        product=factory.SelfAttribute("..product"),
+        user_id=factory.SelfAttribute("..user_id"),
         conversation_id=factory.SelfAttribute("..conversation_id"),
     )
     scenario_slug = factory.SelfAttribute("scenario.slug")

@@ -1,4 +1,5 @@
 """Typed environment parsers (SPEC 4): good values parse, absent ones default, malformed ones stop start-up."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,9 @@ from django.core.exceptions import ImproperlyConfigured
 from memoryhub.env import env_bool, env_int, env_list, env_str, env_url
 
 
-@pytest.mark.parametrize("raw, default, expected", [(None, "d", "d"), ("", "d", "d"), ("   ", None, None), (" x ", None, "x")])
+@pytest.mark.parametrize(
+    "raw, default, expected", [(None, "d", "d"), ("", "d", "d"), ("   ", None, None), (" x ", None, "x")]
+)
 def test_env_str_strips_and_treats_blank_as_unset(raw, default, expected):
     environ = {} if raw is None else {"NAME": raw}
     assert env_str("NAME", default, environ) == expected
@@ -120,14 +123,21 @@ def test_settings_with_nothing_set_use_sqlite_locmem_and_in_process_tasks(tmp_pa
     result = start_settings(tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
-        "django.db.backends.sqlite3", "django.core.cache.backends.locmem.LocMemCache", "True"
+        "django.db.backends.sqlite3",
+        "django.core.cache.backends.locmem.LocMemCache",
+        "True",
     ]
 
 
 @pytest.mark.parametrize(
     "name, value",
-    [("DATABASE_URL", "mysql://h/db"), ("REDIS_URL", "http://h"), ("DEBUG", "maybe"),
-     ("WORKING_SET_TTL_SECONDS", "0"), ("IDEMPOTENCY_KEY_RETENTION_HOURS", "12")],
+    [
+        ("DATABASE_URL", "mysql://h/db"),
+        ("REDIS_URL", "http://h"),
+        ("DEBUG", "maybe"),
+        ("WORKING_SET_TTL_SECONDS", "0"),
+        ("IDEMPOTENCY_KEY_RETENTION_HOURS", "12"),
+    ],
 )
 def test_settings_refuse_to_start_on_a_malformed_variable(tmp_path, name, value):
     result = start_settings(tmp_path, **{name: value})
@@ -141,9 +151,11 @@ def test_settings_refuse_to_start_on_a_malformed_variable(tmp_path, name, value)
 
 @pytest.mark.parametrize(
     "overrides",
-    [{"MEMORYHUB_FAULT_INJECTION": "1"},
-     {"MEMORYHUB_FAULT_INJECTION": "1", "DATABASE_URL": "postgres://u@127.0.0.1:5432/memoryhub"},
-     {"MEMORYHUB_CRASH_AFTER_COMMIT": "op-1"}],
+    [
+        {"MEMORYHUB_FAULT_INJECTION": "1"},
+        {"MEMORYHUB_FAULT_INJECTION": "1", "DATABASE_URL": "postgres://u@127.0.0.1:5432/memoryhub"},
+        {"MEMORYHUB_CRASH_AFTER_COMMIT": "op-1"},
+    ],
 )
 def test_settings_refuse_fault_injection_in_production(tmp_path, overrides):
     result = start_settings(tmp_path, **overrides)

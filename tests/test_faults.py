@@ -1,4 +1,5 @@
 """memoryhub.faults: off unless the suite switches it on; then its points run the registered handlers."""
+
 from __future__ import annotations
 
 import pytest

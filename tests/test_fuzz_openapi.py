@@ -1,4 +1,5 @@
 """R4: every bad input answers 4xx with the error envelope, never a 500 — fuzzed against our own OpenAPI schema."""
+
 from __future__ import annotations
 
 import pytest

@@ -6,6 +6,7 @@ back to that layout (memories 0005, no longterm, no hinos), writes rows through 
 migrates to the latest migrations (whatever later ones exist: the graph's leaf nodes) and reads every row
 back through the current models. Old-layout models are reached through the historical state only.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 PREVIOUS_LAYOUT = [("memories", "0005_memory_cas_function"), ("longterm", None), ("hinos", None)]
 MOVED = {
-    "longterm": ["embeddingindex", "longtermmemory", "longtermmemoryversion", "admissionrefusal", "task",
-                 "taskcheckpoint", "taskreport"],
+    "longterm": [
+        "embeddingindex",
+        "longtermmemory",
+        "longtermmemoryversion",
+        "admissionrefusal",
+        "task",
+        "taskcheckpoint",
+        "taskreport",
+    ],
     "hinos": ["hinosclaim", "failedhinoscommit"],
 }
 AT = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -56,6 +64,7 @@ def stored_values(obj) -> Counter:
 
 def write_previous_layout(apps) -> dict[str, object]:
     """One row of each kind, written as the previous release wrote them (all in the memories app)."""
+
     def model(name: str):
         return apps.get_model("memories", name)
 
@@ -63,35 +72,89 @@ def write_previous_layout(apps) -> dict[str, object]:
     scenario = model("Scenario").objects.create(product=product, slug="gate", name="Gate", memory_runtime="hinos")
     conversation = model("Conversation").objects.create(product=product, user_id="u1", conversation_id="c1", rounds=1)
     turn = model("Turn").objects.create(
-        product=product, conversation=conversation, user_id="u1", conversation_key="c1", scenario=scenario,
-        scenario_slug="gate", scenario_version=1, runtime="hinos", round=1, status="committed",
-        user_message="我答应明天归还铜钥匙", assistant_message="守卫点头，记下了约定", prompt="p",
-        runtime_state={"claimId": "claim-1"}, committed_at=AT,
+        product=product,
+        conversation=conversation,
+        user_id="u1",
+        conversation_key="c1",
+        scenario=scenario,
+        scenario_slug="gate",
+        scenario_version=1,
+        runtime="hinos",
+        round=1,
+        status="committed",
+        user_message="我答应明天归还铜钥匙",
+        assistant_message="守卫点头，记下了约定",
+        prompt="p",
+        runtime_state={"claimId": "claim-1"},
+        committed_at=AT,
     )
     index = model("EmbeddingIndex").objects.create(
-        provider="local", model="fast-use", dimension=512, preprocessing="none",
-        identity_key="local:fast-use:512:none", backend="sqlite-exact", status="active", activated_at=AT,
+        provider="local",
+        model="fast-use",
+        dimension=512,
+        preprocessing="none",
+        identity_key="local:fast-use:512:none",
+        backend="sqlite-exact",
+        status="active",
+        activated_at=AT,
     )
     content = {"language": "zh", "detail": "brief", "text": "用户喜欢简短的中文回答"}
     memory = model("LongTermMemory").objects.create(
-        product=product, user_id="u1", kind="preference", content=content, evidence="以后请用简短的中文回答我",
-        source="以后请用简短的中文回答我，谢谢。", version=2, search_text="简短 中文 回答", embedding_index=index,
+        product=product,
+        user_id="u1",
+        kind="preference",
+        content=content,
+        evidence="以后请用简短的中文回答我",
+        source="以后请用简短的中文回答我，谢谢。",
+        version=2,
+        search_text="简短 中文 回答",
+        embedding_index=index,
     )
     version = model("LongTermMemoryVersion").objects.create(
-        product=product, user_id="u1", memory_id=memory.memory_id, version=2, action="updated", kind="preference",
-        content=content, evidence=memory.evidence, operation_id="op-1", actor_type="api_key", actor="key:abc",
+        product=product,
+        user_id="u1",
+        memory_id=memory.memory_id,
+        version=2,
+        action="updated",
+        kind="preference",
+        content=content,
+        evidence=memory.evidence,
+        operation_id="op-1",
+        actor_type="api_key",
+        actor="key:abc",
     )
     task = model("Task").objects.create(product=product, user_id="u1", task_id="t1", input={"p": 1})
     checkpoint = model("TaskCheckpoint").objects.create(
         task=task, stage="collect", data={"done": 1}, fingerprint="f" * 64, operation_id="op-2"
     )
     claim = model("HinosClaim").objects.create(
-        claim_id="claim-1", product=product, conversation=conversation, user_id="u1", conversation_key="c1",
-        scenario=scenario, scenario_slug="gate", memory="用户答应明天归还铜钥匙", turn=1, state_through_round=0,
-        status="committed", commit_digest="d" * 64, awaiting=["diaries"], committed_turn=turn, committed_at=AT,
+        claim_id="claim-1",
+        product=product,
+        conversation=conversation,
+        user_id="u1",
+        conversation_key="c1",
+        scenario=scenario,
+        scenario_slug="gate",
+        memory="用户答应明天归还铜钥匙",
+        turn=1,
+        state_through_round=0,
+        status="committed",
+        commit_digest="d" * 64,
+        awaiting=["diaries"],
+        committed_turn=turn,
+        committed_at=AT,
     )
-    return {"product": product, "conversation": conversation, "turn": turn, "index": index, "memory": memory,
-            "version": version, "task": task, "checkpoint": checkpoint, "claim": claim}
+    return {
+        "product": product,
+        "conversation": conversation,
+        "turn": turn,
+        "index": index,
+        "memory": memory,
+        "version": version,
+        "task": task,
+        "checkpoint": checkpoint,
+        "claim": claim,
+    }
 
 
 def label_moved_content_types_as_before(apps) -> dict[int, tuple[str, str]]:
@@ -117,8 +180,14 @@ def test_rows_written_at_the_previous_layout_survive_the_migrations(previous_lay
     ContentType.objects.clear_cache()
 
     current = {
-        "product": Product, "conversation": Conversation, "turn": Turn, "index": EmbeddingIndex,
-        "memory": LongTermMemory, "version": LongTermMemoryVersion, "task": Task, "checkpoint": TaskCheckpoint,
+        "product": Product,
+        "conversation": Conversation,
+        "turn": Turn,
+        "index": EmbeddingIndex,
+        "memory": LongTermMemory,
+        "version": LongTermMemoryVersion,
+        "task": Task,
+        "checkpoint": TaskCheckpoint,
         "claim": HinosClaim,
     }
     for name, model in current.items():
@@ -130,7 +199,8 @@ def test_rows_written_at_the_previous_layout_survive_the_migrations(previous_lay
     assert memory.content["text"] == "用户喜欢简短的中文回答" and memory.product.name == "before the split"
     assert memory.embedding_index.identity_key == "local:fast-use:512:none"
     assert list(LongTermMemoryVersion.objects.values_list("memory_id", "version", "action")) == [
-        (memory.memory_id, 2, "updated")]
+        (memory.memory_id, 2, "updated")
+    ]
     checkpoint = TaskCheckpoint.objects.select_related("task").get()
     assert (checkpoint.task.task_id, checkpoint.stage, checkpoint.data) == ("t1", "collect", {"done": 1})
     claim = HinosClaim.objects.select_related("committed_turn", "conversation").get()

@@ -1,4 +1,5 @@
 """Operations (SPEC O1, O2, R3): health, readiness, OpenAPI, metrics, and a Redis outage during a write."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,7 +17,11 @@ DEAD_REDIS_CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
         "LOCATION": DEAD_REDIS,
-        "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient", "SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1},
+        "OPTIONS": {
+            "CLIENT_CLASS": "django_redis.client.DefaultClient",
+            "SOCKET_CONNECT_TIMEOUT": 1,
+            "SOCKET_TIMEOUT": 1,
+        },
     }
 }
 

@@ -1,4 +1,5 @@
 """R5: per-key rate limits answer 429 with the envelope and a Retry-After; other keys are not affected."""
+
 from __future__ import annotations
 
 import pytest

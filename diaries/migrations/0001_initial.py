@@ -5,102 +5,170 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('memories', '0002_scenarios_turns'),
+        ("memories", "0002_scenarios_turns"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DiaryEntry',
+            name="DiaryEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_id', models.CharField(max_length=128)),
-                ('agent_ref', models.CharField(blank=True, help_text="agentRef of the scenario's compassMemory source it was written for.", max_length=200)),
-                ('round_from', models.PositiveIntegerField()),
-                ('round_to', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('summary_only', 'summary_only'), ('summary_and_diary', 'summary_and_diary')], max_length=20)),
-                ('summary', models.TextField()),
-                ('body', models.TextField(blank=True, help_text='The diary text; null for summary_only.', null=True)),
-                ('summarizer', models.CharField(max_length=200)),
-                ('subscription_category', models.CharField(help_text='Category of the turn that triggered it.', max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
-                ('turn', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memories.turn')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("conversation_id", models.CharField(max_length=128)),
+                (
+                    "agent_ref",
+                    models.CharField(
+                        blank=True,
+                        help_text="agentRef of the scenario's compassMemory source it was written for.",
+                        max_length=200,
+                    ),
+                ),
+                ("round_from", models.PositiveIntegerField()),
+                ("round_to", models.PositiveIntegerField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("summary_only", "summary_only"), ("summary_and_diary", "summary_and_diary")],
+                        max_length=20,
+                    ),
+                ),
+                ("summary", models.TextField()),
+                ("body", models.TextField(blank=True, help_text="The diary text; null for summary_only.", null=True)),
+                ("summarizer", models.CharField(max_length=200)),
+                (
+                    "subscription_category",
+                    models.CharField(help_text="Category of the turn that triggered it.", max_length=16),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
+                (
+                    "turn",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memories.turn",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'diary entries',
+                "verbose_name_plural": "diary entries",
             },
         ),
         migrations.CreateModel(
-            name='DiaryPlanRecord',
+            name="DiaryPlanRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_id', models.CharField(max_length=128)),
-                ('round', models.PositiveIntegerField()),
-                ('subscription_category', models.CharField(max_length=16)),
-                ('decision', models.CharField(max_length=20)),
-                ('reason', models.TextField()),
-                ('round_from', models.PositiveIntegerField(default=0)),
-                ('round_to', models.PositiveIntegerField(default=0)),
-                ('outcome', models.CharField(choices=[('skipped', 'skipped'), ('written', 'written'), ('failed', 'failed')], max_length=10)),
-                ('trigger', models.CharField(choices=[('task', 'task'), ('admin', 'admin')], default='task', max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('entry', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='diaries.diaryentry')),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
-                ('turn', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memories.turn')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("conversation_id", models.CharField(max_length=128)),
+                ("round", models.PositiveIntegerField()),
+                ("subscription_category", models.CharField(max_length=16)),
+                ("decision", models.CharField(max_length=20)),
+                ("reason", models.TextField()),
+                ("round_from", models.PositiveIntegerField(default=0)),
+                ("round_to", models.PositiveIntegerField(default=0)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[("skipped", "skipped"), ("written", "written"), ("failed", "failed")], max_length=10
+                    ),
+                ),
+                (
+                    "trigger",
+                    models.CharField(choices=[("task", "task"), ("admin", "admin")], default="task", max_length=10),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "entry",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="diaries.diaryentry",
+                    ),
+                ),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
+                (
+                    "turn",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memories.turn",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='DiaryQuotaLock',
+            name="DiaryQuotaLock",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
             ],
         ),
         migrations.CreateModel(
-            name='DiaryState',
+            name="DiaryState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_id', models.CharField(max_length=128)),
-                ('rounds', models.PositiveIntegerField(default=0, help_text='Highest committed round seen by diary planning.')),
-                ('last_diary_round', models.PositiveIntegerField(default=0, help_text='Round through which the newest entry (summary only or full) covers; 0 if none.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("conversation_id", models.CharField(max_length=128)),
+                (
+                    "rounds",
+                    models.PositiveIntegerField(default=0, help_text="Highest committed round seen by diary planning."),
+                ),
+                (
+                    "last_diary_round",
+                    models.PositiveIntegerField(
+                        default=0,
+                        help_text="Round through which the newest entry (summary only or full) covers; 0 if none.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
             ],
             options={
-                'verbose_name': 'diary conversation',
+                "verbose_name": "diary conversation",
             },
         ),
         migrations.AddIndex(
-            model_name='diaryentry',
-            index=models.Index(fields=['product', 'user_id', 'conversation_id', '-id'], name='diary_entry_conversation_idx'),
+            model_name="diaryentry",
+            index=models.Index(
+                fields=["product", "user_id", "conversation_id", "-id"], name="diary_entry_conversation_idx"
+            ),
         ),
         migrations.AddIndex(
-            model_name='diaryentry',
-            index=models.Index(fields=['product', 'user_id', 'kind', 'created_at'], name='diary_entry_quota_idx'),
+            model_name="diaryentry",
+            index=models.Index(fields=["product", "user_id", "kind", "created_at"], name="diary_entry_quota_idx"),
         ),
         migrations.AddConstraint(
-            model_name='diaryentry',
-            constraint=models.UniqueConstraint(fields=('product', 'user_id', 'conversation_id', 'round_from', 'round_to'), name='diary_entry_range_unique'),
+            model_name="diaryentry",
+            constraint=models.UniqueConstraint(
+                fields=("product", "user_id", "conversation_id", "round_from", "round_to"),
+                name="diary_entry_range_unique",
+            ),
         ),
         migrations.AddIndex(
-            model_name='diaryplanrecord',
-            index=models.Index(fields=['product', 'user_id', 'conversation_id', '-id'], name='diary_plan_conversation_idx'),
+            model_name="diaryplanrecord",
+            index=models.Index(
+                fields=["product", "user_id", "conversation_id", "-id"], name="diary_plan_conversation_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='diaryquotalock',
-            constraint=models.UniqueConstraint(fields=('product', 'user_id'), name='diary_quota_lock_unique'),
+            model_name="diaryquotalock",
+            constraint=models.UniqueConstraint(fields=("product", "user_id"), name="diary_quota_lock_unique"),
         ),
         migrations.AddConstraint(
-            model_name='diarystate',
-            constraint=models.UniqueConstraint(fields=('product', 'user_id', 'conversation_id'), name='diary_state_unique'),
+            model_name="diarystate",
+            constraint=models.UniqueConstraint(
+                fields=("product", "user_id", "conversation_id"), name="diary_state_unique"
+            ),
         ),
     ]

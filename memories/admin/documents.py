@@ -1,15 +1,16 @@
 """Operator console for products, keys and JSON memory documents."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from memoryhub.actors import Actor
 from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
-from memoryhub.addresses import ConversationAddress
 from memories.services.documents import memory_document_replace
 from memories.services.products import api_key_create, api_key_revoke
+from memoryhub.actors import Actor
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import DomainError
 
 
@@ -39,7 +40,8 @@ class ProductAdmin(admin.ModelAdmin):
         for product in queryset:
             issued = api_key_create(product=product, name=f"issued by {request.user.get_username()}")
             self.message_user(
-                request, f"New key for {product.name}: {issued.plaintext} — copy it now, it is not shown again.",
+                request,
+                f"New key for {product.name}: {issued.plaintext} — copy it now, it is not shown again.",
                 messages.WARNING,
             )
 
@@ -48,7 +50,8 @@ class ProductAdmin(admin.ModelAdmin):
         if not change:
             issued = api_key_create(product=obj, name="default")
             self.message_user(
-                request, f"API key for {obj.name}: {issued.plaintext} — copy it now, it is not shown again.",
+                request,
+                f"API key for {obj.name}: {issued.plaintext} — copy it now, it is not shown again.",
                 messages.WARNING,
             )
 
@@ -146,4 +149,3 @@ class MemoryRevisionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
-

@@ -1,4 +1,5 @@
 """Operator console for the run-once store: Idempotency-Key and operationId records (read-only)."""
+
 from __future__ import annotations
 
 from django.contrib import admin

@@ -1,4 +1,5 @@
 """Operator console for scenarios, turns, messages and events: "what did the model see, and why"."""
+
 from __future__ import annotations
 
 import json
@@ -21,12 +22,23 @@ class ScenarioForm(forms.ModelForm):
     # Declared (not generated from the model) so the choices are read per form, not once at admin import,
     # which runs before the apps register their runtimes.
     memory_runtime = forms.ChoiceField(choices=runtime_choices, initial=DEFAULT_RUNTIME)
-    sections = forms.JSONField(required=False, help_text='Settings owned by other apps, e.g. {"diary": {...}, "tables": [...]}')
+    sections = forms.JSONField(
+        required=False, help_text='Settings owned by other apps, e.g. {"diary": {...}, "tables": [...]}'
+    )
 
     class Meta:
         model = Scenario
-        fields = ["slug", "name", "memory_runtime", "template", "memory_ingest", "commit_on", "tool_updates",
-                  "memory_schema", "sections"]
+        fields = [
+            "slug",
+            "name",
+            "memory_runtime",
+            "template",
+            "memory_ingest",
+            "commit_on",
+            "tool_updates",
+            "memory_schema",
+            "sections",
+        ]
 
 
 class SourceFormSet(BaseInlineFormSet):
@@ -50,7 +62,11 @@ def scenario_payload(scenario: Scenario, source_forms) -> dict:
         cleaned = getattr(form, "cleaned_data", None)
         if not cleaned or cleaned.get("DELETE"):
             continue
-        source = {"id": cleaned.get("source_id"), "agentRef": cleaned.get("agent_ref"), "variable": cleaned.get("variable")}
+        source = {
+            "id": cleaned.get("source_id"),
+            "agentRef": cleaned.get("agent_ref"),
+            "variable": cleaned.get("variable"),
+        }
         if cleaned.get("priority") is not None:
             source["priority"] = cleaned["priority"]
         sources.append(source)
@@ -121,18 +137,49 @@ class TurnEventInline(ReadOnlyTabularInline):
 
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyAdmin):
-    list_display = ["id", "user_id", "conversation_id", "round", "status", "scenario_slug", "runtime",
-                    "referenced_variables", "unreferenced_variables", "memory_write_status", "created_at"]
+    list_display = [
+        "id",
+        "user_id",
+        "conversation_id",
+        "round",
+        "status",
+        "scenario_slug",
+        "runtime",
+        "referenced_variables",
+        "unreferenced_variables",
+        "memory_write_status",
+        "created_at",
+    ]
     list_filter = ["status", "runtime", "product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id", "scenario_slug", "request_id"]
     date_hierarchy = "created_at"
     inlines = [TurnMessageInline, TurnEventInline]
-    fields = ["product", "user_id", "conversation_id", "scenario_link", "scenario_version", "runtime", "round",
-              "status", "subscription_category", "request_id", "user_message", "prompt_shown",
-              "referenced_variables", "unreferenced_variables", "sources_table", "variables_pretty",
-              "runtime_state_pretty", "memory_write", "assistant_message", "replaces", "created_at", "completed_at",
-              "committed_at"]
+    fields = [
+        "product",
+        "user_id",
+        "conversation_id",
+        "scenario_link",
+        "scenario_version",
+        "runtime",
+        "round",
+        "status",
+        "subscription_category",
+        "request_id",
+        "user_message",
+        "prompt_shown",
+        "referenced_variables",
+        "unreferenced_variables",
+        "sources_table",
+        "variables_pretty",
+        "runtime_state_pretty",
+        "memory_write",
+        "assistant_message",
+        "replaces",
+        "created_at",
+        "completed_at",
+        "committed_at",
+    ]
     readonly_fields = fields
 
     @admin.display(description="memory write")
@@ -153,12 +200,23 @@ class TurnAdmin(ReadOnlyAdmin):
     @admin.display(description="sources (status, revision/version)")
     def sources_table(self, obj) -> str:
         rows = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((s.get("id"), s.get("variable"), s.get("status"), s.get("revision", s.get("version", "")),
-              json.dumps(s.get("details", {}), ensure_ascii=False)) for s in obj.sources),
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    s.get("id"),
+                    s.get("variable"),
+                    s.get("status"),
+                    s.get("revision", s.get("version", "")),
+                    json.dumps(s.get("details", {}), ensure_ascii=False),
+                )
+                for s in obj.sources
+            ),
         )
-        return format_html("<table><tr><th>source</th><th>variable</th><th>status</th><th>rev/ver</th>"
-                           "<th>details</th></tr>{}</table>", rows)
+        return format_html(
+            "<table><tr><th>source</th><th>variable</th><th>status</th><th>rev/ver</th><th>details</th></tr>{}</table>",
+            rows,
+        )
 
     @admin.display(description="variables (recalled text)")
     def variables_pretty(self, obj) -> str:

@@ -43,7 +43,9 @@ class MemoryDocumentView(APIView):
 
         def perform() -> Answer:
             revision = memory_document_replace(
-                address=address, expected_revision=data["expectedRevision"], memory=data["memory"],
+                address=address,
+                expected_revision=data["expectedRevision"],
+                memory=data["memory"],
                 actor=request.user.actor,
             )
             return Answer(200, {"revision": revision})

@@ -4,6 +4,7 @@ The first successful answer to a request carrying the header is stored in the ru
 same transaction as the write; the same key with the same method, path and body gets that answer again
 (`Idempotent-Replayed: true`) without a second write; the same key with another request is 422.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -14,8 +14,12 @@ from .serializers.turns import ScenarioSerializer
 
 
 def _out(scenario: Scenario) -> dict:
-    return {**scenario_to_dict(scenario), "version": scenario.version, "createdAt": iso(scenario.created_at),
-            "updatedAt": iso(scenario.updated_at)}
+    return {
+        **scenario_to_dict(scenario),
+        "version": scenario.version,
+        "createdAt": iso(scenario.created_at),
+        "updatedAt": iso(scenario.updated_at),
+    }
 
 
 def _fresh(scenario: Scenario) -> dict:
@@ -24,13 +28,20 @@ def _fresh(scenario: Scenario) -> dict:
 
 
 def _version_out(version: ScenarioVersion) -> dict:
-    return {"version": version.version, "scenario": version.snapshot, "actor": version.actor,
-            "createdAt": iso(version.created_at)}
+    return {
+        "version": version.version,
+        "scenario": version.snapshot,
+        "actor": version.actor,
+        "createdAt": iso(version.created_at),
+    }
 
 
 class ScenarioListView(APIView):
-    @extend_schema(responses=ScenarioSerializer(many=True), operation_id="scenarios_list",
-                   parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)])
+    @extend_schema(
+        responses=ScenarioSerializer(many=True),
+        operation_id="scenarios_list",
+        parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
+    )
     def get(self, request):
         cursor, limit = page_params(request)
         rows, next_cursor = scenarios_page(product=request.user.product, cursor=cursor, limit=limit)
@@ -68,8 +79,11 @@ class ScenarioDetailView(APIView):
 
 
 class ScenarioVersionListView(APIView):
-    @extend_schema(operation_id="scenarios_versions", responses=dict,
-                   parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)])
+    @extend_schema(
+        operation_id="scenarios_versions",
+        responses=dict,
+        parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
+    )
     def get(self, request, scenario_id: str):
         cursor, limit = page_params(request)
         rows, next_cursor = scenario_versions_page(

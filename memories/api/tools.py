@@ -6,12 +6,10 @@ from rest_framework.views import APIView
 
 from memories.services.tools import tool_call, tool_token_mint, tools_available
 from memoryhub.api.authentication import IsProductOrToolClient, IsToolClient
-
-from .authentication import ProductKeyAuthentication, ToolTokenAuthentication
-
+from memoryhub.api.common import conversation_address, validated
 from memoryhub.timefmt import iso
 
-from memoryhub.api.common import conversation_address, validated
+from .authentication import ProductKeyAuthentication, ToolTokenAuthentication
 from .serializers.turns import ToolCallSerializer, ToolTokenSerializer
 
 
@@ -44,6 +42,9 @@ class ToolCallView(APIView):
     def post(self, request):
         data = validated(ToolCallSerializer, request.data)
         details = tool_call(
-            product=request.user.product, token=request.user.claims["token"], name=data["name"], arguments=data["arguments"]
+            product=request.user.product,
+            token=request.user.claims["token"],
+            name=data["name"],
+            arguments=data["arguments"],
         )
         return Response({"details": details})

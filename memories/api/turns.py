@@ -6,12 +6,17 @@ from rest_framework.views import APIView
 
 from memories.selectors.turns import events_page, messages_page
 from memories.services.turns import TurnRequest, turn_accept, turn_complete, turn_get, turn_prepare
+from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
-
 from memoryhub.timefmt import iso
 
-from memoryhub.api.common import conversation_address, validated
-from .serializers.turns import EmptySerializer, TurnCompleteSerializer, TurnPrepareSerializer, completion_to_dict, turn_to_dict
+from .serializers.turns import (
+    EmptySerializer,
+    TurnCompleteSerializer,
+    TurnPrepareSerializer,
+    completion_to_dict,
+    turn_to_dict,
+)
 
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
 
@@ -21,11 +26,16 @@ class TurnPrepareView(APIView):
     def post(self, request, user_id: str, conversation_id: str):
         address = conversation_address(request, user_id, conversation_id)
         data = validated(TurnPrepareSerializer, request.data)
-        turn = turn_prepare(address=address, request=TurnRequest(
-            scenario_slug=data["scenarioId"], user_message=data["userMessage"],
-            subscription_category=data.get("subscriptionCategory"), request_id=data.get("requestId"),
-            replaces_turn_id=data.get("replacesTurnId"),
-        ))
+        turn = turn_prepare(
+            address=address,
+            request=TurnRequest(
+                scenario_slug=data["scenarioId"],
+                user_message=data["userMessage"],
+                subscription_category=data.get("subscriptionCategory"),
+                request_id=data.get("requestId"),
+                replaces_turn_id=data.get("replacesTurnId"),
+            ),
+        )
         return Response(turn_to_dict(turn), status=201)
 
 
@@ -57,9 +67,21 @@ class MessageListView(APIView):
     @extend_schema(responses=dict, parameters=PAGE, operation_id="messages_list")
     def get(self, request, user_id: str, conversation_id: str):
         cursor, limit = page_params(request)
-        rows, next_cursor = messages_page(conversation_address(request, user_id, conversation_id), cursor=cursor, limit=limit)
-        results = [{"id": m.pk, "turnId": m.turn_id, "round": m.round, "role": m.role, "content": m.content,
-                    "superseded": m.superseded, "createdAt": iso(m.created_at)} for m in rows]
+        rows, next_cursor = messages_page(
+            conversation_address(request, user_id, conversation_id), cursor=cursor, limit=limit
+        )
+        results = [
+            {
+                "id": m.pk,
+                "turnId": m.turn_id,
+                "round": m.round,
+                "role": m.role,
+                "content": m.content,
+                "superseded": m.superseded,
+                "createdAt": iso(m.created_at),
+            }
+            for m in rows
+        ]
         return Response({"results": results, "next": next_cursor})
 
 
@@ -68,9 +90,13 @@ class EventListView(APIView):
     def get(self, request, user_id: str, conversation_id: str):
         cursor, limit = page_params(request)
         rows, next_cursor = events_page(
-            conversation_address(request, user_id, conversation_id), cursor=cursor, limit=limit,
+            conversation_address(request, user_id, conversation_id),
+            cursor=cursor,
+            limit=limit,
             type=request.query_params.get("type"),
         )
-        results = [{"id": e.pk, "type": e.type, "turnId": e.turn_id, "details": e.details, "createdAt": iso(e.created_at)}
-                   for e in rows]
+        results = [
+            {"id": e.pk, "type": e.type, "turnId": e.turn_id, "details": e.details, "createdAt": iso(e.created_at)}
+            for e in rows
+        ]
         return Response({"results": results, "next": next_cursor})

@@ -1,12 +1,13 @@
 """Operator console for Hinos: failed commits (with a re-send action) and the server's claims."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
 
 from memories.forms import pretty_json
 from memories.hinos.models import FailedHinosCommit, HinosClaim
-from memories.hinos.services.commits import hinos_commit_resend
 from memories.hinos.runtime import commit_acknowledged
+from memories.hinos.services.commits import hinos_commit_resend
 from memoryhub.admin_base import ReadOnlyAdmin
 
 
@@ -41,8 +42,10 @@ class FailedHinosCommitAdmin(ReadOnlyAdmin):
     def resend_commit(self, request, queryset):
         actor = f"operator:{request.user.get_username()}"
         outcomes = [hinos_commit_resend(event=event, actor=actor) for event in queryset.select_related("turn")]
-        counts = {status: sum(1 for o in outcomes if o.status == status)
-                  for status in ("committed", "already_committed", "failed", "not_resendable")}
+        counts = {
+            status: sum(1 for o in outcomes if o.status == status)
+            for status in ("committed", "already_committed", "failed", "not_resendable")
+        }
         summary = ", ".join(f"{count} {status.replace('_', ' ')}" for status, count in counts.items() if count)
         level = messages.WARNING if counts["failed"] or counts["not_resendable"] else messages.SUCCESS
         self.message_user(request, f"Re-sent {len(outcomes)} commit(s): {summary}.", level)
@@ -53,8 +56,19 @@ class FailedHinosCommitAdmin(ReadOnlyAdmin):
 
 @admin.register(HinosClaim)
 class HinosClaimAdmin(ReadOnlyAdmin):
-    list_display = ["claim_id", "product", "user_id", "conversation_key", "scenario_slug", "turn",
-                    "state_through_round", "status", "created_at", "committed_at", "reflected_at"]
+    list_display = [
+        "claim_id",
+        "product",
+        "user_id",
+        "conversation_key",
+        "scenario_slug",
+        "turn",
+        "state_through_round",
+        "status",
+        "created_at",
+        "committed_at",
+        "reflected_at",
+    ]
     list_filter = ["status", "product"]
     list_select_related = ["product"]
     search_fields = ["claim_id", "user_id", "conversation_key", "request_id"]
@@ -63,4 +77,3 @@ class HinosClaimAdmin(ReadOnlyAdmin):
 
     def get_readonly_fields(self, request, obj=None) -> list[str]:
         return [field.name for field in HinosClaim._meta.fields]
-

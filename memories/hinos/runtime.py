@@ -11,6 +11,7 @@ it); `memoryIngest: best_effort` completes the turn anyway, `required` fails the
 `model_config_id` and `prompt_id` come from the scenario's optional "hinos" section
 (`{"modelConfigId": "...", "promptId": "..."}`); both are sent as null when not configured.
 """
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -32,8 +33,11 @@ def validate_hinos_section(value: object) -> dict:
     """The scenario's "hinos" section: optional identifiers forwarded to the Hinos service."""
     if not isinstance(value, dict):
         raise SectionInvalid({SECTION: "must be an object with optional modelConfigId and promptId"})
-    errors = {f"{SECTION}.{key}": f"unknown field (allowed: {', '.join(SECTION_FIELDS)})"
-              for key in value if key not in SECTION_FIELDS}
+    errors = {
+        f"{SECTION}.{key}": f"unknown field (allowed: {', '.join(SECTION_FIELDS)})"
+        for key in value
+        if key not in SECTION_FIELDS
+    }
     for key in SECTION_FIELDS:
         item = value.get(key)
         if item is not None and (not isinstance(item, str) or not item.strip() or len(item) > 200):
@@ -67,8 +71,13 @@ class HinosRuntime:
         variables[HINOS_VARIABLE] = prepared.memory  # "" renders exactly as the normal preparation
         by_id = {status["id"]: status for status in statuses}
         by_id[hinos_source.id] = source_status(hinos_source, _hinos_result(prepared))
-        state = {"hinos": {"claim_id": prepared.claim_id, "turn": prepared.turn,
-                           "state_through_round": prepared.state_through_round}}
+        state = {
+            "hinos": {
+                "claim_id": prepared.claim_id,
+                "turn": prepared.turn,
+                "state_through_round": prepared.state_through_round,
+            }
+        }
         return Recall(variables=variables, sources=[by_id[s.id] for s in context.sources], state=state)
 
     def commit(self, turn) -> MemoryWrite:
@@ -91,9 +100,14 @@ def _prepare(context: TurnContext, *, system: str) -> HinosPrepared:
     section = (context.scenario.sections or {}).get(SECTION) or {}
     messages = [*context.history, {"role": "user", "content": context.user_message}]
     return get_hinos_client().prepare(
-        conversation_id=context.conversation_id, request_id=context.request_id, user_id=context.user_id,
-        scenario_id=context.scenario.slug, model_config_id=section.get("modelConfigId"),
-        prompt_id=section.get("promptId"), system=system, messages=messages,
+        conversation_id=context.conversation_id,
+        request_id=context.request_id,
+        user_id=context.user_id,
+        scenario_id=context.scenario.slug,
+        model_config_id=section.get("modelConfigId"),
+        prompt_id=section.get("promptId"),
+        system=system,
+        messages=messages,
     )
 
 
@@ -118,8 +132,11 @@ def send_commit(turn) -> None:
     if not claim_id:
         raise UpstreamProtocolError("the turn has no Hinos claim id to commit", service=SERVICE)
     get_hinos_client().commit(
-        conversation_id=turn.conversation_id, request_id=turn.request_id or None, claim_id=claim_id,
-        user=turn.user_message, assistant=turn.assistant_message,
+        conversation_id=turn.conversation_id,
+        request_id=turn.request_id or None,
+        claim_id=claim_id,
+        user=turn.user_message,
+        assistant=turn.assistant_message,
     )
 
 
@@ -136,8 +153,13 @@ def record_commit_failure(turn, exc: UpstreamError, **extra) -> dict:
     from memories.services.events import event_emit_for_turn
 
     details = {
-        "service": SERVICE, "claim_id": hinos_state(turn).get("claim_id"), "reason": exc.message, "code": exc.code,
-        "memoryIngest": _ingest(turn), "round": turn.round, **extra,
+        "service": SERVICE,
+        "claim_id": hinos_state(turn).get("claim_id"),
+        "reason": exc.message,
+        "code": exc.code,
+        "memoryIngest": _ingest(turn),
+        "round": turn.round,
+        **extra,
     }
     if "status" in exc.details:
         details["upstreamStatus"] = exc.details["status"]
@@ -163,6 +185,10 @@ def _commit_failed(turn, exc: UpstreamError) -> MemoryWrite:
         f"the reply was stored, but the Hinos memory commit failed ({exc.message}); memoryIngest is 'required', "
         "so the turn is not committed — retry with POST …/accept or re-send it from the admin",
         service=SERVICE,
-        details={"turnId": turn.pk, "claim_id": details["claim_id"], "reason": exc.message,
-                 "memoryWrite": turn.memory_write},
+        details={
+            "turnId": turn.pk,
+            "claim_id": details["claim_id"],
+            "reason": exc.message,
+            "memoryWrite": turn.memory_write,
+        },
     )

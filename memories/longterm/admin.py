@@ -4,12 +4,12 @@ Everything here is read-only except deleting a memory, which goes through the sa
 API (history, vector backend, working-set invalidation). Memories are written only by the product,
 which alone can give consent; an operator cannot invent one.
 """
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
-from memoryhub.actors import Actor
 from memories.longterm.models import (
     AdmissionRefusal,
     EmbeddingIndex,
@@ -19,11 +19,12 @@ from memories.longterm.models import (
     TaskCheckpoint,
     TaskReport,
 )
-from memoryhub.addresses import UserAddress
 from memories.longterm.services.memories import memory_delete
 from memories.longterm.services.reindex import reindex_pending
-from memoryhub.errors import DomainError
+from memoryhub.actors import Actor
+from memoryhub.addresses import UserAddress
 from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
+from memoryhub.errors import DomainError
 
 
 class UserIdFilter(admin.SimpleListFilter):
@@ -46,8 +47,21 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
     list_filter = ["product", "kind", UserIdFilter]
     list_select_related = ["product", "embedding_index"]
     search_fields = ["user_id", "memory_id", "evidence"]
-    fields = ["product", "user_id", "memory_id", "key", "kind", "version", "content_json", "evidence", "source",
-              "embedding_index", "created_at", "updated_at", "history"]
+    fields = [
+        "product",
+        "user_id",
+        "memory_id",
+        "key",
+        "kind",
+        "version",
+        "content_json",
+        "evidence",
+        "source",
+        "embedding_index",
+        "created_at",
+        "updated_at",
+        "history",
+    ]
     readonly_fields = fields
     actions = ["delete_through_service"]
 
@@ -79,14 +93,21 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
     @admin.display(description="version history")
     def history(self, obj) -> str:
         rows = LongTermMemoryVersion.objects.filter(product=obj.product, memory_id=obj.memory_id).order_by("-id")[:50]
-        return format_html("<table>{}</table>", format_html_join(
-            "", "<tr><td>v{}</td><td>{}</td><td>{}:{}</td><td>{}</td><td>{}</td></tr>",
-            ((r.version, r.action, r.actor_type, r.actor, r.created_at, pre(r.content)) for r in rows),
-        ))
+        return format_html(
+            "<table>{}</table>",
+            format_html_join(
+                "",
+                "<tr><td>v{}</td><td>{}</td><td>{}:{}</td><td>{}</td><td>{}</td></tr>",
+                ((r.version, r.action, r.actor_type, r.actor, r.created_at, pre(r.content)) for r in rows),
+            ),
+        )
 
     def delete_model(self, request, obj) -> None:
-        memory_delete(scope=UserAddress(obj.product, obj.user_id), memory_id=obj.memory_id,
-                      actor=Actor.operator(request.user.get_username()))
+        memory_delete(
+            scope=UserAddress(obj.product, obj.user_id),
+            memory_id=obj.memory_id,
+            actor=Actor.operator(request.user.get_username()),
+        )
 
     @admin.action(description="Delete the selected memories (with history and vectors)", permissions=["delete"])
     def delete_through_service(self, request, queryset):
@@ -102,8 +123,17 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
 
 @admin.register(LongTermMemoryVersion)
 class LongTermMemoryVersionAdmin(ReadOnlyAdmin):
-    list_display = ["memory_id", "version", "action", "user_id", "actor_type", "actor", "operation_id", "created_at",
-                    "product"]
+    list_display = [
+        "memory_id",
+        "version",
+        "action",
+        "user_id",
+        "actor_type",
+        "actor",
+        "operation_id",
+        "created_at",
+        "product",
+    ]
     list_filter = ["action", "product", "actor_type"]
     list_select_related = ["product"]
     search_fields = ["memory_id", "user_id", "operation_id"]
@@ -119,8 +149,20 @@ class AdmissionRefusalAdmin(ReadOnlyAdmin):
 
 @admin.register(EmbeddingIndex)
 class EmbeddingIndexAdmin(ReadOnlyAdmin):
-    list_display = ["id", "status", "provider", "model", "dimension", "preprocessing", "backend", "storage_name",
-                    "records_indexed", "pending", "activated_at", "retired_at"]
+    list_display = [
+        "id",
+        "status",
+        "provider",
+        "model",
+        "dimension",
+        "preprocessing",
+        "backend",
+        "storage_name",
+        "records_indexed",
+        "pending",
+        "activated_at",
+        "retired_at",
+    ]
     list_filter = ["status", "backend"]
     ordering = ["-id"]
 

@@ -7,6 +7,7 @@ card and ID numbers, chit-chat and guesses are refused with a distinct code.
 
 Pure Python, no Django: the API layer maps a refusal to 422 `rejected_by_policy` with the code.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,7 +63,9 @@ _QUESTION_VALUE = re.compile(r"^(?:多少|什么|是什么|啥|几|\?|？)")
 _PASSWORD_PATTERNS = (
     re.compile(
         r"\b(?:password|passwd|passphrase|passcode|pwd|pin(?:\s*code)?)"
-        r"(?:\s+(?:for|to|of|on)\s+[^\s:：=]+)?\s*(?:\bis\b|=|:|：)\s*[\"'“]?(?P<value>[^\s\"'”]+)", _I),
+        r"(?:\s+(?:for|to|of|on)\s+[^\s:：=]+)?\s*(?:\bis\b|=|:|：)\s*[\"'“]?(?P<value>[^\s\"'”]+)",
+        _I,
+    ),
     re.compile(r"(?:密码|密碼|口令|暗码|pin码)\s*(?:是|为|為|:|：|=)\s*[\"'“「]?(?P<value>[^\s\"'”」，。,]+)", _I),
     re.compile(r"(?:密码|密碼|口令)(?P<value>[A-Za-z0-9!@#$%^&*_\-]{4,})"),
 )
@@ -75,23 +78,27 @@ _KEY_PATTERNS = (
     ("api_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    ("api_key", re.compile(
-        r"\b(?:api[_\- ]?key|secret(?:[_\- ]?key)?|client[_\- ]?secret|access[_\- ]?(?:key|token)|"
-        r"auth[_\- ]?token|token)\b\s*(?:\bis\b|=|:|：)\s*[\"']?[A-Za-z0-9._~+/=\-]{8,}", _I)),
+    (
+        "api_key",
+        re.compile(
+            r"\b(?:api[_\- ]?key|secret(?:[_\- ]?key)?|client[_\- ]?secret|access[_\- ]?(?:key|token)|"
+            r"auth[_\- ]?token|token)\b\s*(?:\bis\b|=|:|：)\s*[\"']?[A-Za-z0-9._~+/=\-]{8,}",
+            _I,
+        ),
+    ),
     ("api_key", re.compile(r"(?:密钥|秘钥|私钥|令牌|口令牌)\s*(?:是|为|:|：|=)\s*[^\s，。,]{6,}")),
 )
 _BEARER = re.compile(r"\bbearer\s+(?P<value>[A-Za-z0-9._~+/=\-]{8,})", _I)
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{20,}")
-_CARD = re.compile(
-    r"(?<![\d-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}|\d{4}([ -])\d{6}\2\d{4,5})(?![\d])"
-)
+_CARD = re.compile(r"(?<![\d-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}|\d{4}([ -])\d{6}\2\d{4,5})(?![\d])")
 _CN_ID = re.compile(
     r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
 )
 _SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
 _ID_KEYWORD = re.compile(
     r"(?:身份证|身份證|护照|護照|社保号|\bssn\b|\bsocial security(?: number| no\.?)?|\bpassport(?: number| no\.?)?)"
-    r"\s*(?:号码|號碼|号|號)?\s*(?:是|为|:|：|#|\bis\b)?\s*[A-Za-z]?\d[\d -]{5,}", _I
+    r"\s*(?:号码|號碼|号|號)?\s*(?:是|为|:|：|#|\bis\b)?\s*[A-Za-z]?\d[\d -]{5,}",
+    _I,
 )
 _CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _CN_ID_CHECK = "10X98765432"
@@ -243,23 +250,62 @@ def get_kind(name: str) -> KindRules:
 
 # code -> (names accepted in content, words that mention the language in evidence)
 _LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "zh": (("chinese", "mandarin", "中文", "汉语", "漢語", "华语", "華語", "普通话", "普通話", "国语", "國語",
-            "简体中文", "繁体中文", "繁體中文"),
-           ("中文", "汉语", "漢語", "华语", "華語", "普通话", "普通話", "国语", "國語", "中国话", "简体", "繁体",
-            "繁體", "chinese", "mandarin")),
+    "zh": (
+        (
+            "chinese",
+            "mandarin",
+            "中文",
+            "汉语",
+            "漢語",
+            "华语",
+            "華語",
+            "普通话",
+            "普通話",
+            "国语",
+            "國語",
+            "简体中文",
+            "繁体中文",
+            "繁體中文",
+        ),
+        (
+            "中文",
+            "汉语",
+            "漢語",
+            "华语",
+            "華語",
+            "普通话",
+            "普通話",
+            "国语",
+            "國語",
+            "中国话",
+            "简体",
+            "繁体",
+            "繁體",
+            "chinese",
+            "mandarin",
+        ),
+    ),
     "en": (("english", "英文", "英语", "英語"), ("英文", "英语", "英語", "english")),
     "ja": (("japanese", "日语", "日文", "日本语", "日本語"), ("日语", "日文", "日本语", "日本語", "japanese")),
-    "ko": (("korean", "韩语", "韓語", "韩文", "韓文", "한국어", "朝鲜语"),
-           ("韩语", "韓語", "韩文", "韓文", "한국어", "朝鲜语", "korean")),
-    "fr": (("french", "français", "francais", "法语", "法文", "法語"),
-           ("法语", "法文", "法語", "french", "français", "francais")),
+    "ko": (
+        ("korean", "韩语", "韓語", "韩文", "韓文", "한국어", "朝鲜语"),
+        ("韩语", "韓語", "韩文", "韓文", "한국어", "朝鲜语", "korean"),
+    ),
+    "fr": (
+        ("french", "français", "francais", "法语", "法文", "法語"),
+        ("法语", "法文", "法語", "french", "français", "francais"),
+    ),
     "de": (("german", "deutsch", "德语", "德文", "德語"), ("德语", "德文", "德語", "german", "deutsch")),
-    "es": (("spanish", "español", "espanol", "西班牙语", "西班牙文", "西班牙語"),
-           ("西班牙语", "西班牙文", "西班牙語", "spanish", "español", "espanol")),
+    "es": (
+        ("spanish", "español", "espanol", "西班牙语", "西班牙文", "西班牙語"),
+        ("西班牙语", "西班牙文", "西班牙語", "spanish", "español", "espanol"),
+    ),
     "ru": (("russian", "русский", "俄语", "俄文", "俄語"), ("俄语", "俄文", "俄語", "russian", "русский")),
     "it": (("italian", "italiano", "意大利语", "意大利文"), ("意大利语", "意大利文", "italian", "italiano")),
-    "pt": (("portuguese", "português", "portugues", "葡萄牙语", "葡萄牙文"),
-           ("葡萄牙语", "葡萄牙文", "portuguese", "português", "portugues")),
+    "pt": (
+        ("portuguese", "português", "portugues", "葡萄牙语", "葡萄牙文"),
+        ("葡萄牙语", "葡萄牙文", "portuguese", "português", "portugues"),
+    ),
 }
 _LANGUAGE_ALIASES = {name: code for code, (names, _) in _LANGUAGES.items() for name in (code, *names)}
 _DETAIL_VALUES = ("brief", "normal", "detailed")
@@ -309,45 +355,149 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 
 # A preference/instruction cue: the user tells the assistant how to answer from now on.
 _CUE = _rx(
-    r"喜欢", r"希望", r"请(?!问)", r"偏好", r"偏爱", r"习惯", r"要求", r"更愿意", r"倾向", r"以后", r"今后",
-    r"往后", r"总是", r"一直", r"始终", r"每次", r"永远", r"务必", r"麻烦", r"记住", r"默认", r"统一", r"尽量",
-    r"都用", r"用.{0,8}?(?:回答|回复|答复|作答)", r"(?:和|跟|与|对)我.{0,8}?(?:交流|沟通|聊|对话|说)",
+    r"喜欢",
+    r"希望",
+    r"请(?!问)",
+    r"偏好",
+    r"偏爱",
+    r"习惯",
+    r"要求",
+    r"更愿意",
+    r"倾向",
+    r"以后",
+    r"今后",
+    r"往后",
+    r"总是",
+    r"一直",
+    r"始终",
+    r"每次",
+    r"永远",
+    r"务必",
+    r"麻烦",
+    r"记住",
+    r"默认",
+    r"统一",
+    r"尽量",
+    r"都用",
+    r"用.{0,8}?(?:回答|回复|答复|作答)",
+    r"(?:和|跟|与|对)我.{0,8}?(?:交流|沟通|聊|对话|说)",
     r"(?:一点|一些)(?:吧|哦)?(?:$|[，,。.!！])",
-    r"就好", r"就行", r"就可以",
-    r"\bprefer(?:s|red)?\b", r"\bplease\b", r"\balways\b", r"\bfrom now on\b", r"\bgoing forward\b",
-    r"\bby default\b", r"\bin (?:the )?future\b",
+    r"就好",
+    r"就行",
+    r"就可以",
+    r"\bprefer(?:s|red)?\b",
+    r"\bplease\b",
+    r"\balways\b",
+    r"\bfrom now on\b",
+    r"\bgoing forward\b",
+    r"\bby default\b",
+    r"\bin (?:the )?future\b",
     r"\b(?:reply|respond|answer)\s+(?:to me\s+)?(?:only\s+)?in\b",
     r"\b(?:write|talk|speak|communicate|chat)\s+(?:to|with)\s+me\s+(?:only\s+)?in\b",
-    r"\bi(?:'d| would)? like\b", r"\bi want\b", r"\bkeep (?:it|answers|replies|responses)\b",
+    r"\bi(?:'d| would)? like\b",
+    r"\bi want\b",
+    r"\bkeep (?:it|answers|replies|responses)\b",
     r"\bbe (?:more )?(?:brief|concise|short|detailed|thorough)\b",
 )
 _GUESS = _rx(
-    r"可能", r"也许", r"大概", r"好像", r"猜", r"似乎", r"或许", r"估计", r"说不定", r"不确定",
-    r"\bmaybe\b", r"\bprobably\b", r"\bperhaps\b", r"\bpossibly\b", r"\bmight\b", r"\bi guess\b",
-    r"\bi suppose\b", r"\bnot sure\b", r"\bseems?\b",
+    r"可能",
+    r"也许",
+    r"大概",
+    r"好像",
+    r"猜",
+    r"似乎",
+    r"或许",
+    r"估计",
+    r"说不定",
+    r"不确定",
+    r"\bmaybe\b",
+    r"\bprobably\b",
+    r"\bperhaps\b",
+    r"\bpossibly\b",
+    r"\bmight\b",
+    r"\bi guess\b",
+    r"\bi suppose\b",
+    r"\bnot sure\b",
+    r"\bseems?\b",
 )
 # "as brief as possible" is an instruction, not a guess.
 _NOT_GUESS = _rx(r"尽可能", r"可能的话", r"如果可能", r"\bas possible\b", r"\bif possible\b")
 _TEMPORARY = _rx(
-    r"这次", r"这一次", r"本次", r"这回", r"今天", r"今晚", r"暂时", r"临时", r"这句", r"这段", r"翻译",
-    r"\bjust this once\b", r"\bthis time\b", r"\bfor now\b", r"\btoday\b", r"\bright now\b",
-    r"\btranslate\b", r"\bthis sentence\b",
+    r"这次",
+    r"这一次",
+    r"本次",
+    r"这回",
+    r"今天",
+    r"今晚",
+    r"暂时",
+    r"临时",
+    r"这句",
+    r"这段",
+    r"翻译",
+    r"\bjust this once\b",
+    r"\bthis time\b",
+    r"\bfor now\b",
+    r"\btoday\b",
+    r"\bright now\b",
+    r"\btranslate\b",
+    r"\bthis sentence\b",
 )
 _DURABLE_START = _rx(r"从今天(?:起|开始)", r"今天起", r"从现在(?:起|开始)", r"\bfrom today on\b", r"\bfrom now on\b")
 _CHITCHAT = _rx(
     r"^(?:你好|您好|嗨|哈喽|哈啰|早上好|早安|午安|晚上好|晚安|谢谢|多谢|哈+|呵呵|嗯+|好的|ok|okay|hi|hello|hey|"
     r"thanks|thank you|lol|haha+|good (?:morning|night|evening))[\s!！.。~～,，?？]*$",
-    r"天气", r"\bweather\b",
+    r"天气",
+    r"\bweather\b",
 )
 _DETAIL_CUES = {
-    "brief": _rx(r"简短", r"简洁", r"简要", r"简明", r"简单(?:点|一点|一些|些)", r"短(?:一)?(?:点|些)", r"精简",
-                 r"言简意赅", r"长话短说", r"一句话", r"不要太长", r"别太长", r"不要啰嗦", r"别啰嗦", r"少废话",
-                 r"\bbrief(?:ly)?\b", r"\bconcise(?:ly)?\b", r"\bshort(?:er)?\b", r"\bsuccinct(?:ly)?\b",
-                 r"\bterse\b", r"\bto the point\b", r"\bnot too long\b"),
-    "normal": _rx(r"适中", r"适度", r"正常长度", r"不长不短", r"中等", r"\bnormal\b", r"\bmoderate(?:ly)?\b",
-                  r"\bmedium\b", r"\bbalanced\b"),
-    "detailed": _rx(r"详细", r"详尽", r"具体(?:一点|些)", r"展开讲", r"深入", r"\bdetailed\b", r"\bin detail\b",
-                    r"\bthorough(?:ly)?\b", r"\bin[- ]depth\b", r"\bcomprehensive(?:ly)?\b", r"\belaborate\b"),
+    "brief": _rx(
+        r"简短",
+        r"简洁",
+        r"简要",
+        r"简明",
+        r"简单(?:点|一点|一些|些)",
+        r"短(?:一)?(?:点|些)",
+        r"精简",
+        r"言简意赅",
+        r"长话短说",
+        r"一句话",
+        r"不要太长",
+        r"别太长",
+        r"不要啰嗦",
+        r"别啰嗦",
+        r"少废话",
+        r"\bbrief(?:ly)?\b",
+        r"\bconcise(?:ly)?\b",
+        r"\bshort(?:er)?\b",
+        r"\bsuccinct(?:ly)?\b",
+        r"\bterse\b",
+        r"\bto the point\b",
+        r"\bnot too long\b",
+    ),
+    "normal": _rx(
+        r"适中",
+        r"适度",
+        r"正常长度",
+        r"不长不短",
+        r"中等",
+        r"\bnormal\b",
+        r"\bmoderate(?:ly)?\b",
+        r"\bmedium\b",
+        r"\bbalanced\b",
+    ),
+    "detailed": _rx(
+        r"详细",
+        r"详尽",
+        r"具体(?:一点|些)",
+        r"展开讲",
+        r"深入",
+        r"\bdetailed\b",
+        r"\bin detail\b",
+        r"\bthorough(?:ly)?\b",
+        r"\bin[- ]depth\b",
+        r"\bcomprehensive(?:ly)?\b",
+        r"\belaborate\b",
+    ),
 }
 _CLAUSE_END = re.compile(r"[，,。.!！?？;；:：\n]")
 _ZH_NEGATION = re.compile(r"不|别|没|勿|莫|无需|无须|甭")
@@ -470,19 +620,19 @@ def admit(kind: str, *, consent: object, source: object, evidence: object, conte
 
 
 __all__ = [
-    "Admission",
     "EVIDENCE_NOT_IN_SOURCE",
     "INVALID_CONTENT",
     "KINDS",
-    "KindRules",
     "NOT_DURABLE_PREFERENCE",
     "NO_CONSENT",
     "PREFERENCE",
     "REFUSAL_CODES",
-    "Refused",
     "SECRET_DETECTED",
-    "SecretFinding",
     "UNKNOWN_KIND",
+    "Admission",
+    "KindRules",
+    "Refused",
+    "SecretFinding",
     "admit",
     "cn_resident_id_valid",
     "contains_secret",

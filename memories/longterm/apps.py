@@ -16,7 +16,9 @@ class LongTermConfig(AppConfig):
         from .producers import preference_scopes, produce_preferences, validate_section
 
         registry.register_source(
-            "preferences", description="the user's long-term preference memories as text",
-            producer=produce_preferences, scopes=preference_scopes,
+            "preferences",
+            description="the user's long-term preference memories as text",
+            producer=produce_preferences,
+            scopes=preference_scopes,
         )
         registry.register_scenario_section("preferences", validate_section)

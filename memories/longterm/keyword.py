@@ -4,6 +4,7 @@ PostgreSQL's `to_tsvector('simple', …)` would make a whole Chinese sentence on
 stored as jieba-segmented text joined with spaces; the `simple` parser then sees one token per word.
 Queries are segmented the same way. SQLite matches the same tokens with LIKE over ` tok ` boundaries.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,73 @@ MAX_QUERY_TERMS = 32
 _WORDLIKE = re.compile(r"[0-9A-Za-z\u00C0-\u024F\u0400-\u04FF\u3040-\u30FF\u3400-\u9FFF\uAC00-\uD7AF]")
 # Particles and pronouns that would match almost every record; a keyword search on them says nothing.
 STOPWORDS = frozenset(
-    "的 了 着 过 是 在 和 与 及 或 也 都 就 很 吗 呢 吧 啊 呀 哦 嗯 我 你 您 他 她 它 我们 你们 请 用 给 把 被 让 这 那 "
-    "一个 一些 a an the and or of to in on at for with by is are was be me my i you your it this that please".split()
+    [
+        "的",
+        "了",
+        "着",
+        "过",
+        "是",
+        "在",
+        "和",
+        "与",
+        "及",
+        "或",
+        "也",
+        "都",
+        "就",
+        "很",
+        "吗",
+        "呢",
+        "吧",
+        "啊",
+        "呀",
+        "哦",
+        "嗯",
+        "我",
+        "你",
+        "您",
+        "他",
+        "她",
+        "它",
+        "我们",
+        "你们",
+        "请",
+        "用",
+        "给",
+        "把",
+        "被",
+        "让",
+        "这",
+        "那",
+        "一个",
+        "一些",
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "is",
+        "are",
+        "was",
+        "be",
+        "me",
+        "my",
+        "i",
+        "you",
+        "your",
+        "it",
+        "this",
+        "that",
+        "please",
+    ]
 )
 
 

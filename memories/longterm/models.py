@@ -1,4 +1,5 @@
 """Long-term user memories (SPEC L1–L7), their embedding index, operation ids, and task checkpoints (L8)."""
+
 from __future__ import annotations
 
 import secrets
@@ -27,7 +28,9 @@ class EmbeddingIndex(models.Model):
     backend = models.CharField(max_length=32, help_text="pgvector, sqlite-exact or qdrant")
     storage_name = models.CharField(max_length=200, blank=True, help_text="HNSW index or Qdrant collection name")
     status = models.CharField(max_length=16, choices=STATUSES, default="building")
-    records_indexed = models.PositiveIntegerField(default=0, help_text="Records carried by this index at the last count.")
+    records_indexed = models.PositiveIntegerField(
+        default=0, help_text="Records carried by this index at the last count."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     activated_at = models.DateTimeField(null=True, blank=True)

@@ -6,18 +6,19 @@ With few preferences all of them are used; with more, the turn's user message is
 top k are chosen by cosine similarity over the snapshot (exact, the same vectors the index holds).
 Each used memory's id and version is recorded in the source status.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
-from memoryhub.addresses import UserAddress
 from memories.longterm.services.memories import preferences_scope
 from memories.longterm.services.vectors import backend_named
 from memoryhub import working_set
-from memoryhub.runtimes.registry import SectionInvalid
+from memoryhub.addresses import UserAddress
 from memoryhub.runtimes.base import RecallRequest, SourceResult
+from memoryhub.runtimes.registry import SectionInvalid
 
 DEFAULT_TOP_K = 5
 DEFAULT_ALL_WHEN_AT_MOST = 5
@@ -58,13 +59,18 @@ def build_snapshot(scope: UserAddress) -> dict:
     index = EmbeddingIndex.objects.filter(status="active").first()
     rows = list(
         LongTermMemory.objects.filter(product=scope.product, user_id=scope.user_id, kind="preference")
-        .order_by("-pk").values("pk", "memory_id", "version", "content", "embedding_index_id")[:MAX_SNAPSHOT]
+        .order_by("-pk")
+        .values("pk", "memory_id", "version", "content", "embedding_index_id")[:MAX_SNAPSHOT]
     )
     in_index = [row["pk"] for row in rows if index is not None and row["embedding_index_id"] == index.pk]
     vectors = backend_named(index.backend).vectors(index, in_index) if in_index else {}
     items = [
-        {"id": row["memory_id"], "version": row["version"], "content": row["content"],
-         "vector": np.asarray(vectors[row["pk"]], dtype=np.float32).tobytes() if row["pk"] in vectors else None}
+        {
+            "id": row["memory_id"],
+            "version": row["version"],
+            "content": row["content"],
+            "vector": np.asarray(vectors[row["pk"]], dtype=np.float32).tobytes() if row["pk"] in vectors else None,
+        }
         for row in rows
     ]
     return {"index": index.pk if index else None, "items": items}
@@ -122,8 +128,10 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
     top_k, all_when_at_most = _settings(request.scenario)
     few = len(items) <= all_when_at_most
     chosen = [(item, None) for item in items] if few else _rank(scope, snapshot, request.user_message, top_k)
-    used = [{"id": item["id"], "version": item["version"], **({"score": round(score, 6)} if score is not None else {})}
-            for item, score in chosen]
+    used = [
+        {"id": item["id"], "version": item["version"], **({"score": round(score, 6)} if score is not None else {})}
+        for item, score in chosen
+    ]
     details = {"mode": "all" if few else "semantic", "memories": used, "available": len(items)}
     version = chosen[0][0]["version"] if len(chosen) == 1 else None
     return SourceResult(text=render(chosen), status="ok", version=version, details=details, cached=cached)

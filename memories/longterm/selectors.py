@@ -5,6 +5,7 @@ Search is honest about what it is: `keyword` matches jieba-segmented words in SQ
 distance of real embeddings in the vector backend. Only searchable kinds (`preference`) take part;
 task checkpoints are other tables and never appear.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -116,13 +117,19 @@ def _keyword_postgres(scope: UserAddress, terms: list[str], limit: int, offset: 
 def _keyword_portable(scope: UserAddress, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
     """SQLite: count the query's tokens present in the space-padded token list (LIKE, escaped by Django)."""
     hits = sum(
-        (Case(When(search_text__contains=f" {term} ", then=Value(1)), default=Value(0), output_field=IntegerField())
-         for term in terms),
+        (
+            Case(When(search_text__contains=f" {term} ", then=Value(1)), default=Value(0), output_field=IntegerField())
+            for term in terms
+        ),
         Value(0),
     )
     rows = (
-        _scoped(scope).filter(kind__in=searchable_kinds()).annotate(hits=hits).filter(hits__gt=0)
-        .order_by("-hits", "-pk").values_list("pk", "hits")[offset: offset + limit]
+        _scoped(scope)
+        .filter(kind__in=searchable_kinds())
+        .annotate(hits=hits)
+        .filter(hits__gt=0)
+        .order_by("-hits", "-pk")
+        .values_list("pk", "hits")[offset : offset + limit]
     )
     return [(pk, matched / len(terms)) for pk, matched in rows]
 
@@ -131,14 +138,20 @@ def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> Search
     in_use = index_in_use()  # 503 when the index was built for another identity
     vector = in_use.embed_one(query)  # 503/502 when the embedder is down or answers wrongly
     hits = in_use.backend.search(
-        in_use.index, product_id=scope.product.pk, user_id=scope.user_id, kinds=searchable_kinds(),
-        vector=vector, limit=limit + 1, offset=offset,
+        in_use.index,
+        product_id=scope.product.pk,
+        user_id=scope.user_id,
+        kinds=searchable_kinds(),
+        vector=vector,
+        limit=limit + 1,
+        offset=offset,
     )
     rows = _scoped(scope).in_bulk([hit.pk for hit in hits])
     # A vector whose stored version is not the row's (Qdrant ahead of a rolled-back write) is not served.
     results = [(rows[h.pk], h.score) for h in hits[:limit] if h.pk in rows and h.version in (None, rows[h.pk].version)]
-    return SearchPage(SEMANTIC, results, _next(SEMANTIC, query, offset, limit, len(hits) > limit),
-                      in_use.index.identity_key)
+    return SearchPage(
+        SEMANTIC, results, _next(SEMANTIC, query, offset, limit, len(hits) > limit), in_use.index.identity_key
+    )
 
 
 # ---------------------------------------------------------------------------------------------

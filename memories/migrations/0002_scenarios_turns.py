@@ -5,153 +5,254 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0001_initial'),
+        ("memories", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Conversation',
+            name="Conversation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_id', models.CharField(max_length=128)),
-                ('rounds', models.PositiveIntegerField(default=0, help_text='Completed rounds.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("conversation_id", models.CharField(max_length=128)),
+                ("rounds", models.PositiveIntegerField(default=0, help_text="Completed rounds.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
             ],
         ),
         migrations.CreateModel(
-            name='Scenario',
+            name="Scenario",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(help_text='The scenario id used by the API.', max_length=100)),
-                ('name', models.CharField(max_length=200)),
-                ('memory_runtime', models.CharField(choices=[('personalization', 'personalization'), ('axon_go', 'axon_go'), ('axon_shadow', 'axon_shadow'), ('hinos', 'hinos')], default='personalization', max_length=32)),
-                ('template', models.TextField(blank=True)),
-                ('memory_ingest', models.CharField(choices=[('best_effort', 'best_effort'), ('required', 'required')], default='best_effort', max_length=16)),
-                ('commit_on', models.CharField(choices=[('completed', 'completed'), ('accepted', 'accepted')], default='completed', max_length=16)),
-                ('tool_updates', models.BooleanField(default=True, help_text='Offer update_memory to the model.')),
-                ('memory_schema', models.JSONField(blank=True, help_text="JSON Schema for this scenario's memory writes.", null=True)),
-                ('sections', models.JSONField(blank=True, default=dict, help_text='Settings owned by other apps (diary, tables).')),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='scenarios', to='memories.product')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(help_text="The scenario id used by the API.", max_length=100)),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "memory_runtime",
+                    models.CharField(
+                        choices=[
+                            ("personalization", "personalization"),
+                            ("axon_go", "axon_go"),
+                            ("axon_shadow", "axon_shadow"),
+                            ("hinos", "hinos"),
+                        ],
+                        default="personalization",
+                        max_length=32,
+                    ),
+                ),
+                ("template", models.TextField(blank=True)),
+                (
+                    "memory_ingest",
+                    models.CharField(
+                        choices=[("best_effort", "best_effort"), ("required", "required")],
+                        default="best_effort",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "commit_on",
+                    models.CharField(
+                        choices=[("completed", "completed"), ("accepted", "accepted")],
+                        default="completed",
+                        max_length=16,
+                    ),
+                ),
+                ("tool_updates", models.BooleanField(default=True, help_text="Offer update_memory to the model.")),
+                (
+                    "memory_schema",
+                    models.JSONField(blank=True, help_text="JSON Schema for this scenario's memory writes.", null=True),
+                ),
+                (
+                    "sections",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Settings owned by other apps (diary, tables)."
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "product",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="scenarios", to="memories.product"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='MemorySource',
+            name="MemorySource",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveSmallIntegerField(default=0)),
-                ('source_id', models.CharField(max_length=100, verbose_name='id')),
-                ('agent_ref', models.CharField(max_length=200)),
-                ('variable', models.CharField(max_length=64)),
-                ('priority', models.IntegerField(blank=True, null=True)),
-                ('scenario', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sources', to='memories.scenario')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveSmallIntegerField(default=0)),
+                ("source_id", models.CharField(max_length=100, verbose_name="id")),
+                ("agent_ref", models.CharField(max_length=200)),
+                ("variable", models.CharField(max_length=64)),
+                ("priority", models.IntegerField(blank=True, null=True)),
+                (
+                    "scenario",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="sources", to="memories.scenario"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position', 'pk'],
+                "ordering": ["position", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='ScenarioVersion',
+            name="ScenarioVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('snapshot', models.JSONField()),
-                ('actor', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('scenario', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='memories.scenario')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version", models.PositiveIntegerField()),
+                ("snapshot", models.JSONField()),
+                ("actor", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "scenario",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="memories.scenario"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-version'],
+                "ordering": ["-version"],
             },
         ),
         migrations.CreateModel(
-            name='Turn',
+            name="Turn",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_key', models.CharField(help_text='The conversation id as the product names it.', max_length=128)),
-                ('scenario_slug', models.CharField(max_length=100)),
-                ('scenario_version', models.PositiveIntegerField()),
-                ('runtime', models.CharField(max_length=32)),
-                ('round', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('prepared', 'prepared'), ('completed', 'completed'), ('committed', 'committed'), ('superseded', 'superseded')], default='prepared', max_length=16)),
-                ('request_id', models.CharField(blank=True, max_length=128)),
-                ('subscription_category', models.CharField(blank=True, max_length=16)),
-                ('user_message', models.TextField()),
-                ('assistant_message', models.TextField(blank=True)),
-                ('prompt', models.TextField()),
-                ('variables', models.JSONField(default=dict)),
-                ('referenced_variables', models.JSONField(default=list)),
-                ('unreferenced_variables', models.JSONField(default=list)),
-                ('sources', models.JSONField(default=list)),
-                ('runtime_state', models.JSONField(blank=True, default=dict, help_text='e.g. the Hinos claim id, shadow comparison.')),
-                ('memory_write', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('committed_at', models.DateTimeField(blank=True, null=True)),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='memories.conversation')),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
-                ('replaces', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memories.turn')),
-                ('scenario', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='memories.scenario')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                (
+                    "conversation_key",
+                    models.CharField(help_text="The conversation id as the product names it.", max_length=128),
+                ),
+                ("scenario_slug", models.CharField(max_length=100)),
+                ("scenario_version", models.PositiveIntegerField()),
+                ("runtime", models.CharField(max_length=32)),
+                ("round", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("prepared", "prepared"),
+                            ("completed", "completed"),
+                            ("committed", "committed"),
+                            ("superseded", "superseded"),
+                        ],
+                        default="prepared",
+                        max_length=16,
+                    ),
+                ),
+                ("request_id", models.CharField(blank=True, max_length=128)),
+                ("subscription_category", models.CharField(blank=True, max_length=16)),
+                ("user_message", models.TextField()),
+                ("assistant_message", models.TextField(blank=True)),
+                ("prompt", models.TextField()),
+                ("variables", models.JSONField(default=dict)),
+                ("referenced_variables", models.JSONField(default=list)),
+                ("unreferenced_variables", models.JSONField(default=list)),
+                ("sources", models.JSONField(default=list)),
+                (
+                    "runtime_state",
+                    models.JSONField(blank=True, default=dict, help_text="e.g. the Hinos claim id, shadow comparison."),
+                ),
+                ("memory_write", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                ("committed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="turns", to="memories.conversation"
+                    ),
+                ),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
+                (
+                    "replaces",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memories.turn",
+                    ),
+                ),
+                (
+                    "scenario",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to="memories.scenario"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_id', models.CharField(max_length=128)),
-                ('round', models.PositiveIntegerField()),
-                ('role', models.CharField(choices=[('user', 'user'), ('assistant', 'assistant')], max_length=16)),
-                ('content', models.TextField()),
-                ('superseded', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
-                ('turn', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='memories.turn')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("conversation_id", models.CharField(max_length=128)),
+                ("round", models.PositiveIntegerField()),
+                ("role", models.CharField(choices=[("user", "user"), ("assistant", "assistant")], max_length=16)),
+                ("content", models.TextField()),
+                ("superseded", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
+                (
+                    "turn",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="messages", to="memories.turn"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_id', models.CharField(max_length=128)),
-                ('type', models.CharField(db_index=True, max_length=64)),
-                ('details', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
-                ('turn', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='events', to='memories.turn')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("conversation_id", models.CharField(max_length=128)),
+                ("type", models.CharField(db_index=True, max_length=64)),
+                ("details", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
+                (
+                    "turn",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="events",
+                        to="memories.turn",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='conversation',
-            constraint=models.UniqueConstraint(fields=('product', 'user_id', 'conversation_id'), name='conversation_unique'),
+            model_name="conversation",
+            constraint=models.UniqueConstraint(
+                fields=("product", "user_id", "conversation_id"), name="conversation_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='scenario',
-            constraint=models.UniqueConstraint(fields=('product', 'slug'), name='scenario_slug_unique'),
+            model_name="scenario",
+            constraint=models.UniqueConstraint(fields=("product", "slug"), name="scenario_slug_unique"),
         ),
         migrations.AddConstraint(
-            model_name='scenarioversion',
-            constraint=models.UniqueConstraint(fields=('scenario', 'version'), name='scenario_version_unique'),
+            model_name="scenarioversion",
+            constraint=models.UniqueConstraint(fields=("scenario", "version"), name="scenario_version_unique"),
         ),
         migrations.AddIndex(
-            model_name='turn',
-            index=models.Index(fields=['product', 'user_id', 'conversation_key', '-id'], name='turn_conversation_idx'),
+            model_name="turn",
+            index=models.Index(fields=["product", "user_id", "conversation_key", "-id"], name="turn_conversation_idx"),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(fields=['product', 'user_id', 'conversation_id', 'id'], name='message_conversation_idx'),
+            model_name="message",
+            index=models.Index(fields=["product", "user_id", "conversation_id", "id"], name="message_conversation_idx"),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(fields=['product', 'user_id', 'conversation_id', 'id'], name='event_conversation_idx'),
+            model_name="event",
+            index=models.Index(fields=["product", "user_id", "conversation_id", "id"], name="event_conversation_idx"),
         ),
     ]

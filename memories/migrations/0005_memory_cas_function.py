@@ -4,6 +4,7 @@ PL/pgSQL caches the plans of its statements per connection, so a write is not re
 (Django turns psycopg's prepared statements off to stay compatible with connection poolers, and a
 function keeps working behind a transaction-pooling PgBouncer). SQLite needs nothing here.
 """
+
 from django.db import migrations
 
 CREATE = """

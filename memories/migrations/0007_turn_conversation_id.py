@@ -12,29 +12,30 @@ import memoryhub.runtimes.registry
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0006_move_longterm_and_hinos_out'),
+        ("memories", "0006_move_longterm_and_hinos_out"),
     ]
 
     operations = [
-        migrations.RenameField(model_name='turn', old_name='conversation', new_name='conversation_row'),
-        migrations.RenameField(model_name='turn', old_name='conversation_key', new_name='conversation_id'),
+        migrations.RenameField(model_name="turn", old_name="conversation", new_name="conversation_row"),
+        migrations.RenameField(model_name="turn", old_name="conversation_key", new_name="conversation_id"),
         migrations.SeparateDatabaseAndState(
             database_operations=[],
             state_operations=[
-                migrations.RemoveIndex(model_name='turn', name='turn_conversation_idx'),
+                migrations.RemoveIndex(model_name="turn", name="turn_conversation_idx"),
                 migrations.AddIndex(
-                    model_name='turn',
-                    index=models.Index(fields=['product', 'user_id', 'conversation_id', '-id'],
-                                       name='turn_conversation_idx'),
+                    model_name="turn",
+                    index=models.Index(
+                        fields=["product", "user_id", "conversation_id", "-id"], name="turn_conversation_idx"
+                    ),
                 ),
             ],
         ),
         migrations.AlterField(
-            model_name='scenario',
-            name='memory_runtime',
-            field=models.CharField(choices=memoryhub.runtimes.registry.runtime_choices, default='personalization',
-                                   max_length=32),
+            model_name="scenario",
+            name="memory_runtime",
+            field=models.CharField(
+                choices=memoryhub.runtimes.registry.runtime_choices, default="personalization", max_length=32
+            ),
         ),
     ]

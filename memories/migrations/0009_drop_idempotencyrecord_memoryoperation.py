@@ -4,12 +4,11 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0008_run_once_store'),
+        ("memories", "0008_run_once_store"),
     ]
 
     operations = [
-        migrations.DeleteModel(name='IdempotencyRecord'),
-        migrations.DeleteModel(name='MemoryOperation'),
+        migrations.DeleteModel(name="IdempotencyRecord"),
+        migrations.DeleteModel(name="MemoryOperation"),
     ]

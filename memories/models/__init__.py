@@ -1,8 +1,8 @@
 from .documents import MemoryDocument, MemoryRevision
 from .products import ApiKey, Product
+from .runonce import RunOnceRecord
 from .scenarios import MemorySource, Scenario, ScenarioVersion
 from .turns import Conversation, Event, Message, Turn
-from .runonce import RunOnceRecord
 
 __all__ = [
     "ApiKey",

@@ -28,8 +28,10 @@ class RunOnceRecord(models.Model):
         max_length=32, help_text="memory.replace, memory.create, memory.update, task.checkpoint, task.report"
     )
     fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the canonical request.")
-    result = models.JSONField(help_text="What a replay answers: the HTTP response for an Idempotency-Key, "
-                                        "the service's result for an operationId.")
+    result = models.JSONField(
+        help_text="What a replay answers: the HTTP response for an Idempotency-Key, "
+        "the service's result for an operationId."
+    )
     # A default, not auto_now_add: the data migration keeps the original times (the purge goes by them).
     created_at = models.DateTimeField(default=timezone.now, editable=False, db_index=True)
 

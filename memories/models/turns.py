@@ -83,7 +83,9 @@ class Message(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        indexes = [models.Index(fields=["product", "user_id", "conversation_id", "id"], name="message_conversation_idx")]
+        indexes = [
+            models.Index(fields=["product", "user_id", "conversation_id", "id"], name="message_conversation_idx")
+        ]
 
     def __str__(self) -> str:
         return f"{self.role}@r{self.round}"

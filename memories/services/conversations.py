@@ -1,12 +1,13 @@
 """The conversation row (round counter) as a working-set entry: a prepare reads it without a query."""
+
 from __future__ import annotations
 
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from memories.models import Conversation
-from memoryhub.addresses import ConversationAddress
 from memoryhub import working_set
+from memoryhub.addresses import ConversationAddress
 
 # Not a template variable: the working-set slot of the conversation's (pk, completed rounds).
 ROUND_COUNTER = "conversation"
@@ -25,7 +26,9 @@ def conversation_state(address: ConversationAddress) -> tuple[int, int]:
         )
         return conversation.pk, conversation.rounds
 
-    state, _ = working_set.get_or_build(conversation_scope(address.product.pk, address.user_id, address.conversation_id), build)
+    state, _ = working_set.get_or_build(
+        conversation_scope(address.product.pk, address.user_id, address.conversation_id), build
+    )
     return state
 
 

@@ -1,4 +1,5 @@
 """JSON memory documents: full replacement through memoryhub.cas, the write and its history in one SQL statement."""
+
 from __future__ import annotations
 
 from django.db import connection, transaction

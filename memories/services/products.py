@@ -42,7 +42,7 @@ def api_key_authenticate(plaintext: str) -> ApiKey | None:
     """Return the active key matching `plaintext`, comparing hashes in constant time."""
     if not plaintext.startswith(KEY_PREFIX):
         return None
-    prefix = plaintext[len(KEY_PREFIX):].split("_", 1)[0]
+    prefix = plaintext[len(KEY_PREFIX) :].split("_", 1)[0]
     api_key = ApiKey.objects.select_related("product").filter(prefix=prefix, revoked_at__isnull=True).first()
     if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(plaintext)):
         return None

@@ -71,8 +71,10 @@ class RunOnce:
     @classmethod
     def idempotency_key(cls, product: Product, key: str, action: str, request_hash: str) -> RunOnce:
         if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
-            raise InvalidRequest(f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY_LENGTH} characters",
-                                 details={"header": "Idempotency-Key"})
+            raise InvalidRequest(
+                f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY_LENGTH} characters",
+                details={"header": "Idempotency-Key"},
+            )
         return cls(product, IDEMPOTENCY_KEY, key, action, request_hash)
 
     @classmethod
@@ -162,8 +164,13 @@ def _field(model: type[models.Model], name: str) -> models.Field:
 
 def _record(request: RunOnce, result: dict) -> None:
     RunOnceRecord.objects.create(
-        product=request.product, kind=request.kind, key=request.key, user_id=request.user_id,
-        action=request.action, fingerprint=request.fingerprint, result=result,
+        product=request.product,
+        kind=request.kind,
+        key=request.key,
+        user_id=request.user_id,
+        action=request.action,
+        fingerprint=request.fingerprint,
+        result=result,
     )
 
 

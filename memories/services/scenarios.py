@@ -1,15 +1,15 @@
 """Scenarios: validated by the one scenario validation, versioned on every change (S5)."""
+
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from memoryhub.actors import Actor
 from memories.models import MemorySource, Product, Scenario, ScenarioVersion
-from memories.selectors.scenarios import scenario_get
 from memories.scenario_validation import CORE_FIELDS, ScenarioInvalid, validate_scenario
 from memoryhub import working_set
+from memoryhub.actors import Actor
 from memoryhub.errors import Conflict, NotFound
 from memoryhub.runtimes.base import SourceConfig
 
@@ -118,7 +118,11 @@ def _apply(scenario: Scenario, clean: dict) -> None:
     scenario.sources.all().delete()
     MemorySource.objects.bulk_create(
         MemorySource(
-            scenario=scenario, position=i, source_id=s["id"], agent_ref=s["agentRef"], variable=s["variable"],
+            scenario=scenario,
+            position=i,
+            source_id=s["id"],
+            agent_ref=s["agentRef"],
+            variable=s["variable"],
             priority=s.get("priority"),
         )
         for i, s in enumerate(clean["memorySources"])

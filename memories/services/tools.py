@@ -1,20 +1,21 @@
 """Model-facing memory tools (TOOL1–TOOL3) and the short-lived tool tokens that fix their identity (T4)."""
+
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core import signing
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
-from memoryhub.actors import Actor
 from memories.models import Product, Scenario
 from memories.selectors.documents import memory_document_get
-from memoryhub.addresses import ConversationAddress
 from memories.services.documents import memory_document_replace
+from memoryhub.actors import Actor
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Forbidden, InvalidRequest, NotFound, RevisionConflict
 
 TOKEN_PREFIX = "mht_"
@@ -60,13 +61,21 @@ class ToolToken:
     expires_at: datetime
 
 
-def tool_token_mint(*, address: ConversationAddress, scenario_slug: str | None, ttl_seconds: int | None) -> tuple[str, datetime]:
+def tool_token_mint(
+    *, address: ConversationAddress, scenario_slug: str | None, ttl_seconds: int | None
+) -> tuple[str, datetime]:
     ttl = settings.TOOL_TOKEN_DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
     if scenario_slug is not None and not Scenario.objects.filter(product=address.product, slug=scenario_slug).exists():
         raise NotFound(f"no scenario {scenario_slug!r}")
     expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
-    payload = {"p": address.product.pk, "u": address.user_id, "c": address.conversation_id, "s": scenario_slug,
-               "j": secrets.token_hex(6), "e": int(expires_at.timestamp())}
+    payload = {
+        "p": address.product.pk,
+        "u": address.user_id,
+        "c": address.conversation_id,
+        "s": scenario_slug,
+        "j": secrets.token_hex(6),
+        "e": int(expires_at.timestamp()),
+    }
     return TOKEN_PREFIX + signing.dumps(payload, salt=_SALT, compress=True), expires_at
 
 
@@ -75,10 +84,10 @@ def tool_token_read(token: str) -> ToolToken | None:
     if not token.startswith(TOKEN_PREFIX):
         return None
     try:
-        claims = signing.loads(token[len(TOKEN_PREFIX):], salt=_SALT)
+        claims = signing.loads(token[len(TOKEN_PREFIX) :], salt=_SALT)
     except signing.BadSignature:
         return None
-    expires_at = datetime.fromtimestamp(claims["e"], tz=dt_timezone.utc)
+    expires_at = datetime.fromtimestamp(claims["e"], tz=UTC)
     if expires_at <= timezone.now():
         return None
     return ToolToken(claims["p"], claims["u"], claims["c"], claims["s"], claims["j"], expires_at)
@@ -129,8 +138,11 @@ def _update(address: ConversationAddress, token: ToolToken, arguments: dict) -> 
     scenario = _scenario(address.product, token)
     try:
         return memory_document_replace(
-            address=address, expected_revision=arguments["expectedRevision"], memory=arguments["memory"],
-            actor=Actor("tool", token.token_id), schema=scenario.memory_schema if scenario else None,
+            address=address,
+            expected_revision=arguments["expectedRevision"],
+            memory=arguments["memory"],
+            actor=Actor("tool", token.token_id),
+            schema=scenario.memory_schema if scenario else None,
         )
     except RevisionConflict as exc:
         # TOOL2: tell the model to re-read and re-decide; the tool never replays the write itself.

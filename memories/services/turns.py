@@ -1,4 +1,5 @@
 """The turn pipeline: prepare (recall + render) → complete (store the reply) → commit (memory + background work)."""
+
 from __future__ import annotations
 
 import uuid
@@ -30,8 +31,10 @@ class TurnRequest:
 
 def turn_prepare(*, address: ConversationAddress, request: TurnRequest) -> Turn:
     category = _category(request.subscription_category)
-    entries = [scenario_scope(address.product.pk, request.scenario_slug),
-               conversation_scope(address.product.pk, address.user_id, address.conversation_id)]
+    entries = [
+        scenario_scope(address.product.pk, request.scenario_slug),
+        conversation_scope(address.product.pk, address.user_id, address.conversation_id),
+    ]
     with working_set.batch(entries):  # one cache round trip for both
         scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
         conversation_pk, rounds = conversation_state(address)
@@ -42,9 +45,16 @@ def turn_prepare(*, address: ConversationAddress, request: TurnRequest) -> Turn:
     # The formal message history grows with the conversation: load it only for runtimes that send it on.
     history = tuple(_history(address, before_round=round_number)) if getattr(runtime, "uses_history", True) else ()
     context = TurnContext(
-        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
-        scenario=scenario, sources=sources, user_message=request.user_message, subscription_category=category,
-        round=round_number, request_id=request.request_id or uuid.uuid4().hex, history=history,
+        product=address.product,
+        user_id=address.user_id,
+        conversation_id=address.conversation_id,
+        scenario=scenario,
+        sources=sources,
+        user_message=request.user_message,
+        subscription_category=category,
+        round=round_number,
+        request_id=request.request_id or uuid.uuid4().hex,
+        history=history,
         replaces_turn_id=replaces.pk if replaces else None,
     )
     recall = runtime.recall(context)
@@ -70,10 +80,17 @@ def _replaced_turn(address: ConversationAddress, turn_id: int | None) -> Turn | 
 
 
 def _history(address: ConversationAddress, *, before_round: int) -> list[dict]:
-    rows = Message.objects.filter(
-        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id,
-        superseded=False, round__lt=before_round,
-    ).order_by("id").values("role", "content")
+    rows = (
+        Message.objects.filter(
+            product=address.product,
+            user_id=address.user_id,
+            conversation_id=address.conversation_id,
+            superseded=False,
+            round__lt=before_round,
+        )
+        .order_by("id")
+        .values("role", "content")
+    )
     return [dict(row) for row in rows]
 
 
@@ -82,14 +99,25 @@ def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext,
     used = set(template_placeholders(scenario.template))
     prompt = render_template(scenario.template, {**recall.variables, "userMessage": context.user_message})
     return Turn.objects.create(
-        product=context.product, conversation_row_id=conversation_pk, user_id=context.user_id,
-        conversation_id=context.conversation_id, scenario=scenario, scenario_slug=scenario.slug,
-        scenario_version=scenario.version, runtime=scenario.memory_runtime, round=context.round,
-        request_id=context.request_id, subscription_category=context.subscription_category or "",
-        user_message=context.user_message, prompt=prompt, variables=recall.variables,
+        product=context.product,
+        conversation_row_id=conversation_pk,
+        user_id=context.user_id,
+        conversation_id=context.conversation_id,
+        scenario=scenario,
+        scenario_slug=scenario.slug,
+        scenario_version=scenario.version,
+        runtime=scenario.memory_runtime,
+        round=context.round,
+        request_id=context.request_id,
+        subscription_category=context.subscription_category or "",
+        user_message=context.user_message,
+        prompt=prompt,
+        variables=recall.variables,
         referenced_variables=[v for v in configured if v in used],
         unreferenced_variables=[v for v in configured if v not in used],
-        sources=recall.sources, runtime_state=recall.state, replaces=replaces,
+        sources=recall.sources,
+        runtime_state=recall.state,
+        replaces=replaces,
     )
 
 
@@ -125,7 +153,9 @@ def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_messa
 def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
     turn = turn_get(address=address, turn_id=turn_id)
     if turn.status != "completed":
-        raise Conflict(f"turn {turn_id} is {turn.status}; only a completed turn can be accepted", code="turn_not_acceptable")
+        raise Conflict(
+            f"turn {turn_id} is {turn.status}; only a completed turn can be accepted", code="turn_not_acceptable"
+        )
     return turn_commit(turn=turn)
 
 
@@ -137,11 +167,15 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
         conversation.rounds += 1
         conversation.save(update_fields=["rounds", "updated_at"])
         turn.round = conversation.rounds
-    common = dict(product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn, round=turn.round)
-    Message.objects.bulk_create([
-        Message(role="user", content=turn.user_message, **common),
-        Message(role="assistant", content=assistant_message, **common),
-    ])
+    common = dict(
+        product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn, round=turn.round
+    )
+    Message.objects.bulk_create(
+        [
+            Message(role="user", content=turn.user_message, **common),
+            Message(role="assistant", content=assistant_message, **common),
+        ]
+    )
     turn.assistant_message = assistant_message
     turn.status = "completed"
     turn.completed_at = timezone.now()
@@ -157,14 +191,18 @@ def turn_commit(*, turn: Turn) -> Turn:
     """Commit to the runtime (outside any transaction: it may call a remote service), then record and schedule."""
     runtime_write = registry.get_runtime(turn.runtime).commit(turn)
     with transaction.atomic():
-        claimed = Turn.objects.filter(pk=turn.pk, status="completed").update(status="committed", committed_at=timezone.now())
+        claimed = Turn.objects.filter(pk=turn.pk, status="completed").update(
+            status="committed", committed_at=timezone.now()
+        )
         if not claimed:
             raise Conflict(f"turn {turn.pk} was committed already", code="turn_already_committed")
         scheduled = registry.run_commit_hooks(turn.pk)
-        write = runtime_write or MemoryWrite("pending" if scheduled else "skipped", None if scheduled else "no background work")
+        write = runtime_write or MemoryWrite(
+            "pending" if scheduled else "skipped", None if scheduled else "no background work"
+        )
         turn.status, turn.memory_write = "committed", write.as_dict()
         Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)
-        event_emit_for_turn(turn, "turn.completed", {"round": turn.round, "memoryWrite": turn.memory_write, "scheduled": scheduled})
+        event_emit_for_turn(
+            turn, "turn.completed", {"round": turn.round, "memoryWrite": turn.memory_write, "scheduled": scheduled}
+        )
     return turn
-
-

@@ -1,4 +1,5 @@
 """The authenticated caller and the permissions on it; the authentication classes live with the keys (memories.api)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

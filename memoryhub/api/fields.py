@@ -1,4 +1,5 @@
 """Strict serializer fields: JSON types are checked as sent (no "5" → 5, no true → 1)."""
+
 from __future__ import annotations
 
 from rest_framework import serializers

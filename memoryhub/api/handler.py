@@ -1,4 +1,5 @@
 """The one exception handler: every error becomes the envelope, and the transaction is rolled back."""
+
 from __future__ import annotations
 
 import logging
@@ -85,7 +86,11 @@ def _describe(exc: Exception) -> tuple[int, dict, dict]:
         return 503, envelope("storage_unavailable", "the database is unavailable", {"dependency": "database"}), {}
     if isinstance(exc, DatabaseError):
         logger.exception("database error")
-        return 503, envelope("storage_unavailable", "the database refused the operation", {"dependency": "database"}), {}
+        return (
+            503,
+            envelope("storage_unavailable", "the database refused the operation", {"dependency": "database"}),
+            {},
+        )
     logger.exception("unhandled error")
     return 500, envelope("internal_error", "internal error"), {}
 

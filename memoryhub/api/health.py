@@ -1,4 +1,5 @@
 """Liveness and readiness: /healthz says the process is up, /readyz checks each configured dependency."""
+
 from __future__ import annotations
 
 from django.conf import settings

@@ -1,4 +1,5 @@
 """Request metrics by route (the URL pattern, not the raw path, to keep label cardinality bounded)."""
+
 from __future__ import annotations
 
 import time

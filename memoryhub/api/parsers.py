@@ -1,4 +1,5 @@
 """JSON parsing that turns every malformed body (deep nesting included) into a 400."""
+
 from __future__ import annotations
 
 from rest_framework.exceptions import ParseError

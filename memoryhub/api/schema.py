@@ -1,8 +1,9 @@
 """OpenAPI descriptions of our authentication and strict fields (drf-spectacular extensions)."""
+
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
-from drf_spectacular.plumbing import build_bearer_security_scheme_object, build_basic_type
+from drf_spectacular.plumbing import build_basic_type, build_bearer_security_scheme_object
 from drf_spectacular.types import OpenApiTypes
 
 

@@ -1,4 +1,5 @@
 """Per-key rate limits (R5)."""
+
 from __future__ import annotations
 
 from rest_framework.throttling import SimpleRateThrottle

@@ -6,6 +6,7 @@ raises `DependencyUnavailable` (503) — there is deliberately no fallback (SPEC
 
 No Django import at module top: the embedding server and tests use this module without settings.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -202,7 +203,10 @@ class OpenAIEmbedder:
     def _post(self, body: dict) -> object:
         try:
             return post_json(
-                self._client, "/embeddings", service=self.service, json=body,
+                self._client,
+                "/embeddings",
+                service=self.service,
+                json=body,
                 headers={"x-request-id": new_request_id()},
             )
         except UpstreamUnavailable as exc:
@@ -298,12 +302,12 @@ def reset_embedder_cache() -> None:
 
 __all__ = [
     "DIMENSION_MISMATCH",
+    "PREPROCESSING_ID",
     "Embedder",
     "EmbeddingDimensionMismatch",
     "EmbeddingIdentity",
     "LocalUSEEmbedder",
     "OpenAIEmbedder",
-    "PREPROCESSING_ID",
     "get_embedder",
     "local_model_load_seconds",
     "preprocess",

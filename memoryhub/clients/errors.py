@@ -1,4 +1,5 @@
 """Typed failures of outbound calls; memoryhub.api.handler maps them to 502, 503 or 504."""
+
 from __future__ import annotations
 
 

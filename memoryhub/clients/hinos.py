@@ -6,6 +6,7 @@ commit: after the reply, send the same `claim_id` with the user input and assist
 `committed: true` answer counts as the receipt. Every failure is a typed `UpstreamError` with
 service="hinos": timeout → 504, unreachable/non-2xx/protocol violation → 502.
 """
+
 from __future__ import annotations
 
 import threading
@@ -173,9 +174,7 @@ def _settings_config() -> tuple:
 
     url = getattr(settings, "HINOS_MEMORY_URL", None) or None
     if url is None:
-        raise HinosNotConfigured(
-            "the hinos memory runtime needs HINOS_MEMORY_URL, which is not set", service=SERVICE
-        )
+        raise HinosNotConfigured("the hinos memory runtime needs HINOS_MEMORY_URL, which is not set", service=SERVICE)
     timeout_ms = int(getattr(settings, "HINOS_MEMORY_TIMEOUT_MS", None) or DEFAULT_TIMEOUT_MS)
     return (str(url), timeout_ms, getattr(settings, "HINOS_MEMORY_TOKEN", None) or None)
 

@@ -1,4 +1,5 @@
 """The one httpx factory: every outbound call gets explicit timeouts and a request id."""
+
 from __future__ import annotations
 
 import uuid
@@ -22,7 +23,9 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-def post_json(client: httpx.Client, path: str, *, service: str, json: dict, headers: Mapping[str, str] | None = None) -> object:
+def post_json(
+    client: httpx.Client, path: str, *, service: str, json: dict, headers: Mapping[str, str] | None = None
+) -> object:
     """POST JSON and return the decoded body; every failure becomes a typed upstream error."""
     try:
         response = client.post(path, json=json, headers=dict(headers or {}))

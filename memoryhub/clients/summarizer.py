@@ -3,6 +3,7 @@
 Only the wire protocol lives here; prompting and parsing of the model's text belong to
 `diaries.summarizers`. Every failure surfaces as a typed upstream error from `errors`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -62,5 +63,8 @@ def extract_content(response: object) -> str:
 
 
 def _protocol_error(problem: str) -> UpstreamProtocolError:
-    return UpstreamProtocolError(f"{SERVICE} answered outside the chat completions protocol: {problem}",
-                                 service=SERVICE, details={"problem": problem})
+    return UpstreamProtocolError(
+        f"{SERVICE} answered outside the chat completions protocol: {problem}",
+        service=SERVICE,
+        details={"problem": problem},
+    )

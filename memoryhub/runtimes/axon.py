@@ -1,4 +1,5 @@
 """Axon runtimes: recall diaries and tables by user, conversation and source — never by query."""
+
 from __future__ import annotations
 
 from .base import Recall, TurnContext

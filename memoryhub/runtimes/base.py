@@ -1,4 +1,5 @@
 """Frozen data passed between the turn pipeline, runtimes and variable producers."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

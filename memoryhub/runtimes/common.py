@@ -1,4 +1,5 @@
 """Shared runtime behaviour: recall each source through its producer and report its status."""
+
 from __future__ import annotations
 
 import logging
@@ -72,7 +73,10 @@ def _produce(request: RecallRequest) -> SourceResult:
 
 def source_status(source: SourceConfig, result: SourceResult) -> dict:
     status: dict[str, object] = {
-        "id": source.id, "agentRef": source.agent_ref, "variable": source.variable, "status": result.status,
+        "id": source.id,
+        "agentRef": source.agent_ref,
+        "variable": source.variable,
+        "status": result.status,
     }
     if result.revision is not None:
         status["revision"] = result.revision

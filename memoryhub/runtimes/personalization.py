@@ -1,4 +1,5 @@
 """The default runtime: JSON memory, preferences, diaries and tables, recalled with the turn's message."""
+
 from __future__ import annotations
 
 from .base import Recall, TurnContext

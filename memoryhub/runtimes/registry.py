@@ -12,6 +12,7 @@ the registry once `django.apps.apps.ready` is true (always before any later chan
 the same accessor), and `reset()` restores it, undoing whatever a test registered, replaced or removed;
 tests/conftest.py calls it after every test.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -70,12 +71,14 @@ class _Registrations:
         return _Registrations(dict(self.runtimes), dict(self.sources), dict(self.commit_hooks), dict(self.sections))
 
 
-_live = _Registrations(runtimes={
-    # Dotted paths: these modules import the registry (through runtimes.common), so they are imported on first use.
-    "personalization": "memoryhub.runtimes.personalization.PersonalizationRuntime",
-    "axon_go": "memoryhub.runtimes.axon.AxonGoRuntime",
-    "axon_shadow": "memoryhub.runtimes.axon.AxonShadowRuntime",
-})
+_live = _Registrations(
+    runtimes={
+        # Dotted paths: these modules import the registry (through runtimes.common), so they are imported on first use.
+        "personalization": "memoryhub.runtimes.personalization.PersonalizationRuntime",
+        "axon_go": "memoryhub.runtimes.axon.AxonGoRuntime",
+        "axon_shadow": "memoryhub.runtimes.axon.AxonShadowRuntime",
+    }
+)
 _baseline: _Registrations | None = None
 _instances: dict[str, Runtime] = {}
 

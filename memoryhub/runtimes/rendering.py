@@ -1,4 +1,5 @@
 """Prompt templates: `{{variable}}` placeholders, read by scenario validation and filled by the runtimes."""
+
 from __future__ import annotations
 
 import re

@@ -5,89 +5,152 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('memories', '0002_scenarios_turns'),
+        ("memories", "0002_scenarios_turns"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MemoryTable',
+            name="MemoryTable",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_id', models.CharField(max_length=128)),
-                ('name', models.CharField(max_length=100)),
-                ('position', models.PositiveSmallIntegerField(help_text="The table's index in its scenario's template list.")),
-                ('columns', models.JSONField()),
-                ('note', models.TextField(blank=True)),
-                ('rules', models.JSONField(default=dict, help_text='Trigger texts: init, insert, update, delete.')),
-                ('required', models.BooleanField(default=False)),
-                ('max_rows', models.PositiveIntegerField(blank=True, null=True)),
-                ('rows', models.JSONField(default=list)),
-                ('version', models.BigIntegerField(default=1)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("conversation_id", models.CharField(max_length=128)),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "position",
+                    models.PositiveSmallIntegerField(help_text="The table's index in its scenario's template list."),
+                ),
+                ("columns", models.JSONField()),
+                ("note", models.TextField(blank=True)),
+                ("rules", models.JSONField(default=dict, help_text="Trigger texts: init, insert, update, delete.")),
+                ("required", models.BooleanField(default=False)),
+                ("max_rows", models.PositiveIntegerField(blank=True, null=True)),
+                ("rows", models.JSONField(default=list)),
+                ("version", models.BigIntegerField(default=1)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
             ],
             options={
-                'ordering': ['position', 'pk'],
+                "ordering": ["position", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='MemoryTableVersion',
+            name="MemoryTableVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.BigIntegerField()),
-                ('rows', models.JSONField()),
-                ('cause', models.CharField(choices=[('created', 'created'), ('turn', 'turn'), ('operator', 'operator'), ('api_key', 'API key')], max_length=16)),
-                ('actor', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
-                ('table', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='tables.memorytable')),
-                ('turn', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memories.turn')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version", models.BigIntegerField()),
+                ("rows", models.JSONField()),
+                (
+                    "cause",
+                    models.CharField(
+                        choices=[
+                            ("created", "created"),
+                            ("turn", "turn"),
+                            ("operator", "operator"),
+                            ("api_key", "API key"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("actor", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
+                (
+                    "table",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="tables.memorytable"
+                    ),
+                ),
+                (
+                    "turn",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="memories.turn",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-version'],
+                "ordering": ["-version"],
             },
         ),
         migrations.CreateModel(
-            name='TableEditRecord',
+            name="TableEditRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('user_id', models.CharField(max_length=128)),
-                ('conversation_id', models.CharField(max_length=128)),
-                ('round', models.PositiveIntegerField()),
-                ('outcome', models.CharField(choices=[('updated', 'updated'), ('unchanged', 'unchanged'), ('conflict', 'conflict'), ('superseded', 'superseded')], max_length=16)),
-                ('base_versions', models.JSONField(default=dict, help_text="{table id: version} the turn's edits were applied to (the tables before its round).")),
-                ('result_versions', models.JSONField(default=dict, help_text='{table id: version} after this turn.')),
-                ('tables', models.JSONField(default=list, help_text='Tables this turn wrote: id, index, name, fromVersion, version.')),
-                ('applied', models.JSONField(default=list)),
-                ('skipped', models.JSONField(default=list)),
-                ('unclosed_block', models.BooleanField(default=False)),
-                ('attempts', models.PositiveSmallIntegerField(default=1)),
-                ('after_step', models.JSONField(blank=True, default=dict, help_text='Outcome of the optional webhook after-step.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product')),
-                ('turn', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='table_edit_record', to='memories.turn')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("user_id", models.CharField(max_length=128)),
+                ("conversation_id", models.CharField(max_length=128)),
+                ("round", models.PositiveIntegerField()),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("updated", "updated"),
+                            ("unchanged", "unchanged"),
+                            ("conflict", "conflict"),
+                            ("superseded", "superseded"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "base_versions",
+                    models.JSONField(
+                        default=dict,
+                        help_text="{table id: version} the turn's edits were applied to (the tables before its round).",
+                    ),
+                ),
+                ("result_versions", models.JSONField(default=dict, help_text="{table id: version} after this turn.")),
+                (
+                    "tables",
+                    models.JSONField(
+                        default=list, help_text="Tables this turn wrote: id, index, name, fromVersion, version."
+                    ),
+                ),
+                ("applied", models.JSONField(default=list)),
+                ("skipped", models.JSONField(default=list)),
+                ("unclosed_block", models.BooleanField(default=False)),
+                ("attempts", models.PositiveSmallIntegerField(default=1)),
+                (
+                    "after_step",
+                    models.JSONField(blank=True, default=dict, help_text="Outcome of the optional webhook after-step."),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("product", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product")),
+                (
+                    "turn",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="table_edit_record",
+                        to="memories.turn",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='memorytable',
-            index=models.Index(fields=['product', 'user_id', 'conversation_id', 'position'], name='memory_table_conv_idx'),
+            model_name="memorytable",
+            index=models.Index(
+                fields=["product", "user_id", "conversation_id", "position"], name="memory_table_conv_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memorytable',
-            constraint=models.UniqueConstraint(fields=('product', 'user_id', 'conversation_id', 'name'), name='memory_table_unique'),
+            model_name="memorytable",
+            constraint=models.UniqueConstraint(
+                fields=("product", "user_id", "conversation_id", "name"), name="memory_table_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memorytableversion',
-            constraint=models.UniqueConstraint(fields=('table', 'version'), name='memory_table_version_unique'),
+            model_name="memorytableversion",
+            constraint=models.UniqueConstraint(fields=("table", "version"), name="memory_table_version_unique"),
         ),
         migrations.AddIndex(
-            model_name='tableeditrecord',
-            index=models.Index(fields=['product', 'user_id', 'conversation_id', 'round'], name='table_edit_round_idx'),
+            model_name="tableeditrecord",
+            index=models.Index(fields=["product", "user_id", "conversation_id", "round"], name="table_edit_round_idx"),
         ),
     ]

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tables', '0001_initial'),
+        ("tables", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='tableeditrecord',
-            name='deliveries',
-            field=models.PositiveIntegerField(default=1, help_text='Times the task ran for this turn (redeliveries).'),
+            model_name="tableeditrecord",
+            name="deliveries",
+            field=models.PositiveIntegerField(default=1, help_text="Times the task ran for this turn (redeliveries)."),
         ),
         migrations.AlterField(
-            model_name='tableeditrecord',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(default=1, help_text='Apply attempts: 2 after a version conflict.'),
+            model_name="tableeditrecord",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(default=1, help_text="Apply attempts: 2 after a version conflict."),
         ),
     ]

@@ -1,4 +1,5 @@
 """Embedders: the bundled local model for real, the HTTP client against a real local server."""
+
 from __future__ import annotations
 
 import math
@@ -77,7 +78,9 @@ def test_local_embedder_returns_512d_unit_vectors_deterministically(local: Local
 
 
 def test_local_embedder_ranks_a_chinese_paraphrase_above_an_unrelated_sentence(local: LocalUSEEmbedder) -> None:
-    stored, paraphrase, unrelated = local.embed(["用户喜欢简短的中文回答", "请用简洁的中文回复我", "明天下午去机场接朋友"])
+    stored, paraphrase, unrelated = local.embed(
+        ["用户喜欢简短的中文回答", "请用简洁的中文回复我", "明天下午去机场接朋友"]
+    )
     assert cosine(stored, paraphrase) > cosine(stored, unrelated) + 0.2
 
 
@@ -184,7 +187,7 @@ def test_embedding_server_round_trip_matches_the_local_model(local: LocalUSEEmbe
     http = make_server(options=ServerOptions(api_key="k"), embedder=local)
     serve_in_thread(http)
     try:
-        url = "http://127.0.0.1:%d" % http.server_address[1]
+        url = f"http://127.0.0.1:{http.server_address[1]}"
         remote = OpenAIEmbedder(url, local.identity.model, 512, "k", 10)
         texts = ["用户喜欢简短的中文回答", "Reply in English."]
         for got, expected in zip(remote.embed(texts), local.embed(texts)):
@@ -201,7 +204,7 @@ def test_embedding_server_truncation_injects_a_dimension_error(local: LocalUSEEm
     http = make_server(options=ServerOptions(truncate=256), embedder=local)
     serve_in_thread(http)
     try:
-        remote = OpenAIEmbedder("http://127.0.0.1:%d" % http.server_address[1], local.identity.model, 512, None, 10)
+        remote = OpenAIEmbedder(f"http://127.0.0.1:{http.server_address[1]}", local.identity.model, 512, None, 10)
         with pytest.raises(EmbeddingDimensionMismatch):
             remote.embed(["用户喜欢简短的中文回答"])
     finally:

@@ -1,4 +1,5 @@
 """Hinos protocol client against a real HTTP server on 127.0.0.1."""
+
 from __future__ import annotations
 
 import socket
@@ -32,8 +33,14 @@ def server(stub_server: StubHttpServer) -> StubHttpServer:
 
 def prepare(client: HinosClient, **overrides) -> HinosPrepared:
     arguments = dict(
-        conversation_id="conv-7", request_id="req-1", user_id="u1", scenario_id="scn-1",
-        model_config_id="mc-1", prompt_id="p-1", system="你是守卫。", messages=MESSAGES,
+        conversation_id="conv-7",
+        request_id="req-1",
+        user_id="u1",
+        scenario_id="scn-1",
+        model_config_id="mc-1",
+        prompt_id="p-1",
+        system="你是守卫。",
+        messages=MESSAGES,
     )
     arguments.update(overrides)
     return client.prepare(**arguments)
@@ -46,8 +53,13 @@ def test_prepare_sends_the_protocol_body_and_headers(server: StubHttpServer) -> 
     request = server.requests[-1]
     assert request.path == "/v1/memory/prepare"
     assert request.json() == {
-        "user_id": "u1", "request_id": "req-1", "scenario_id": "scn-1", "model_config_id": "mc-1",
-        "prompt_id": "p-1", "system": "你是守卫。", "messages": MESSAGES,
+        "user_id": "u1",
+        "request_id": "req-1",
+        "scenario_id": "scn-1",
+        "model_config_id": "mc-1",
+        "prompt_id": "p-1",
+        "system": "你是守卫。",
+        "messages": MESSAGES,
     }
     assert request.headers["x-flow-conversation-id"] == "conv-7"
     assert request.headers["x-request-id"] == "req-1"
@@ -119,8 +131,17 @@ def test_connection_refused_is_upstream_unavailable() -> None:
         Reply(200, [PREPARED]),
         Reply(200, raw=b"not json"),
     ],
-    ids=["missing-claim", "empty-claim", "turn-str", "turn-bool", "round-bool", "round-float", "memory-null",
-         "array", "not-json"],
+    ids=[
+        "missing-claim",
+        "empty-claim",
+        "turn-str",
+        "turn-bool",
+        "round-bool",
+        "round-float",
+        "memory-null",
+        "array",
+        "not-json",
+    ],
 )
 def test_malformed_prepare_response_is_a_protocol_error(server: StubHttpServer, reply: Reply) -> None:
     server.route("POST", "/v1/memory/prepare", reply)
@@ -132,7 +153,11 @@ def test_malformed_prepare_response_is_a_protocol_error(server: StubHttpServer, 
 def test_commit_ok(server: StubHttpServer) -> None:
     server.route("POST", "/v1/memory/commit", Reply(200, {"committed": True, "turn": 3}))
     result = HinosClient(server.url, token="tok").commit(
-        conversation_id="conv-7", request_id="req-2", claim_id="claim-1", user="那我们出发吧", assistant="守卫让开了路",
+        conversation_id="conv-7",
+        request_id="req-2",
+        claim_id="claim-1",
+        user="那我们出发吧",
+        assistant="守卫让开了路",
     )
     assert result == HinosCommitted(committed=True, raw={"committed": True, "turn": 3})
     request = server.requests[-1]

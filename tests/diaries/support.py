@@ -1,4 +1,5 @@
 """Helpers of the diary tests (rows are built by tests/factories.py: DiaryScenarioFactory, TurnFactory)."""
+
 from __future__ import annotations
 
 from memories.models import Event, Product

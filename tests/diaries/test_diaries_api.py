@@ -29,15 +29,33 @@ def test_lists_newest_first_with_every_field(alice) -> None:
     assert [e["summary"] for e in body["results"]] == ["summary 2", "summary 1"]
     assert body["next"] is None
     first = body["results"][0]
-    assert set(first) == {"id", "roundFrom", "roundTo", "kind", "summary", "diary", "summarizer",
-                          "subscriptionCategory", "agentRef", "createdAt"}
-    assert (first["roundFrom"], first["roundTo"], first["kind"], first["diary"]) == (2, 2, "summary_and_diary", "diary 2")
+    assert set(first) == {
+        "id",
+        "roundFrom",
+        "roundTo",
+        "kind",
+        "summary",
+        "diary",
+        "summarizer",
+        "subscriptionCategory",
+        "agentRef",
+        "createdAt",
+    }
+    assert (first["roundFrom"], first["roundTo"], first["kind"], first["diary"]) == (
+        2,
+        2,
+        "summary_and_diary",
+        "diary 2",
+    )
     assert first["createdAt"].endswith("Z") and first["subscriptionCategory"] == "plus"
 
 
 def test_oldest_first_on_request(alice) -> None:
     _store(alice.product, 2)
-    assert [e["summary"] for e in alice.get(URL, data={"order": "oldest"}).json()["results"]] == ["summary 1", "summary 2"]
+    assert [e["summary"] for e in alice.get(URL, data={"order": "oldest"}).json()["results"]] == [
+        "summary 1",
+        "summary 2",
+    ]
 
 
 def test_summary_only_entries_have_a_null_diary(alice) -> None:

@@ -1,4 +1,5 @@
 """Diaries end to end through the HTTP API: scenario policy → turns → Celery → diary → next prompt."""
+
 from __future__ import annotations
 
 import time
@@ -23,12 +24,15 @@ SCENARIO = {
 
 
 def _play(api, number: int, **extra) -> dict:
-    prepared = api.post(f"{CONV}/turns", {"scenarioId": "story", "userMessage": f"Round {number}: is the lamp lit?",
-                                          **extra})
+    prepared = api.post(
+        f"{CONV}/turns", {"scenarioId": "story", "userMessage": f"Round {number}: is the lamp lit?", **extra}
+    )
     assert prepared.status_code == 201, prepared.json()
     turn = prepared.json()
-    done = api.post(f"{CONV}/turns/{turn['turnId']}/complete",
-                    {"assistantMessage": f"Round {number}: the keeper relit the lighthouse lamp."})
+    done = api.post(
+        f"{CONV}/turns/{turn['turnId']}/complete",
+        {"assistantMessage": f"Round {number}: the keeper relit the lighthouse lamp."},
+    )
     assert done.status_code == 200 and done.json()["committed"], done.json()
     return turn
 
@@ -55,8 +59,13 @@ def test_scenario_api_carries_the_normalized_diary_policy(alice, bob) -> None:
     created = alice.post("/v1/scenarios", SCENARIO)
     assert created.status_code == 201, created.json()
     policy = alice.get("/v1/scenarios/story").json()["diary"]
-    assert policy == {"enabled": True, "minRounds": 3, "freeRoundsPerDiary": 2, "paidRoundsPerDiary": None,
-                      "freeDiaryQuota": {"perDays": 1, "count": None}}
+    assert policy == {
+        "enabled": True,
+        "minRounds": 3,
+        "freeRoundsPerDiary": 2,
+        "paidRoundsPerDiary": None,
+        "freeDiaryQuota": {"perDays": 1, "count": None},
+    }
     patched = alice.patch("/v1/scenarios/story", {"diary": {**SMALL, "freeDiaryQuota": {"count": 1}}})
     assert patched.json()["diary"]["freeDiaryQuota"] == {"perDays": 1, "count": 1}
     assert_envelope(bob.get("/v1/scenarios/story"), 404, "not_found")
@@ -67,7 +76,9 @@ def test_an_invalid_diary_policy_is_400_naming_the_field_and_stores_nothing(alic
     bad = {**SCENARIO, "diary": {"minRounds": 0, "freeRoundsPerDiary": "10", "freeDiaryQuota": {"perDays": 0}}}
     error = assert_envelope(alice.post("/v1/scenarios", bad), 400)
     assert set(error["details"]["fields"]) == {
-        "diary.minRounds", "diary.freeRoundsPerDiary", "diary.freeDiaryQuota.perDays"
+        "diary.minRounds",
+        "diary.freeRoundsPerDiary",
+        "diary.freeDiaryQuota.perDays",
     }
     assert_envelope(alice.get("/v1/scenarios/story"), 404)
 
@@ -83,7 +94,8 @@ def test_threshold_flow_in_process(alice, bob, in_process_celery) -> None:
     assert first["variables"]["compassMemory"] == "" and "compassMemory" in first["referencedVariables"]
     assert _diaries(alice) == []
     assert [e["details"]["reason"] for e in _events(alice, "diary.skipped")] == [
-        "round 1 < minRounds 3", "round 2 < minRounds 3"
+        "round 1 < minRounds 3",
+        "round 2 < minRounds 3",
     ]
     _play(alice, 3)
     [diary] = _diaries(alice)
@@ -111,7 +123,9 @@ def test_a_template_without_compass_memory_keeps_the_summary_out_of_the_prompt(a
 
 @pytest.mark.django_db(transaction=True)
 def test_commit_on_accept_plans_only_after_the_accept(alice, in_process_celery) -> None:
-    assert alice.post("/v1/scenarios", {**SCENARIO, "commitOn": "accepted", "diary": {"minRounds": 1}}).status_code == 201
+    assert (
+        alice.post("/v1/scenarios", {**SCENARIO, "commitOn": "accepted", "diary": {"minRounds": 1}}).status_code == 201
+    )
     turn = alice.post(f"{CONV}/turns", {"scenarioId": "story", "userMessage": "hello"}).json()
     alice.post(f"{CONV}/turns/{turn['turnId']}/complete", {"assistantMessage": "hi there"})
     assert _diaries(alice) == [] and _events(alice, "diary.skipped") == []
@@ -130,7 +144,9 @@ def test_recall_counts_per_category_with_six_diaries(alice, in_process_celery) -
         extra = {"subscriptionCategory": category} if category else {}
         prepared = alice.post(f"{CONV}/turns", {"scenarioId": "story", "userMessage": "recall", **extra}).json()
         lines = prepared["variables"]["compassMemory"].splitlines()  # a summary may span lines
-        assert [line.split(":")[0] for line in lines if line.startswith("Rounds ")] == [f"Rounds {n}-{n}" for n in range(7 - count, 7)], category
+        assert [line.split(":")[0] for line in lines if line.startswith("Rounds ")] == [
+            f"Rounds {n}-{n}" for n in range(7 - count, 7)
+        ], category
 
 
 # ---------------------------------------------------------------- the real Celery worker (services run)
@@ -142,8 +158,10 @@ def test_threshold_flow_through_the_real_worker(alice, celery_worker_process) ->
     assert alice.post("/v1/scenarios", SCENARIO).status_code == 201
     for number in (1, 2):
         _play(alice, number)
-    skipped = wait_for(lambda: len(_events(alice, "diary.skipped")) == 2 and _events(alice, "diary.skipped"),
-                       message="two diary.skipped events")
+    skipped = wait_for(
+        lambda: len(_events(alice, "diary.skipped")) == 2 and _events(alice, "diary.skipped"),
+        message="two diary.skipped events",
+    )
     assert {e["details"]["round"] for e in skipped} == {1, 2}
     assert _diaries(alice) == []
     third = _play(alice, 3)

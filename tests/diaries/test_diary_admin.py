@@ -83,12 +83,24 @@ def test_replan_failure_is_reported(alice, operator, settings) -> None:
 
 def _scenario_form(product, diary: dict) -> dict:
     return {
-        "product": product.pk, "slug": "story", "name": "Story", "memory_runtime": "axon_go",
-        "template": "{{compassMemory}} {{userMessage}}", "memory_ingest": "best_effort", "commit_on": "completed",
-        "tool_updates": "on", "memory_schema": "null", "sections": json.dumps({"diary": diary}),
-        "sources-TOTAL_FORMS": "1", "sources-INITIAL_FORMS": "0", "versions-TOTAL_FORMS": "0",
-        "versions-INITIAL_FORMS": "0", "sources-0-source_id": "diary", "sources-0-agent_ref": "diary-orchestrator",
-        "sources-0-variable": "compassMemory", "sources-0-priority": "",
+        "product": product.pk,
+        "slug": "story",
+        "name": "Story",
+        "memory_runtime": "axon_go",
+        "template": "{{compassMemory}} {{userMessage}}",
+        "memory_ingest": "best_effort",
+        "commit_on": "completed",
+        "tool_updates": "on",
+        "memory_schema": "null",
+        "sections": json.dumps({"diary": diary}),
+        "sources-TOTAL_FORMS": "1",
+        "sources-INITIAL_FORMS": "0",
+        "versions-TOTAL_FORMS": "0",
+        "versions-INITIAL_FORMS": "0",
+        "sources-0-source_id": "diary",
+        "sources-0-agent_ref": "diary-orchestrator",
+        "sources-0-variable": "compassMemory",
+        "sources-0-priority": "",
     }
 
 

@@ -1,4 +1,5 @@
 """Concurrent diary planning on real PostgreSQL: the per-conversation (and per-user quota) lock holds."""
+
 from __future__ import annotations
 
 import threading
@@ -22,10 +23,15 @@ def slow_summarizer(settings) -> Iterator[StubHttpServer]:
     """A chat-completions server that answers after 0.4 s, so concurrent plans overlap for sure."""
     stub = StubHttpServer().start()
     content = '{"summary": "They relit the lamp.", "diary": "The lamp burns again."}'
-    stub.route("POST", "/chat/completions", lambda request: Reply(
-        200, {"choices": [{"message": {"role": "assistant", "content": _reply_for(request, content)}}]},
-        delay_seconds=0.4,
-    ))
+    stub.route(
+        "POST",
+        "/chat/completions",
+        lambda request: Reply(
+            200,
+            {"choices": [{"message": {"role": "assistant", "content": _reply_for(request, content)}}]},
+            delay_seconds=0.4,
+        ),
+    )
     settings.SUMMARIZER_BASE_URL, settings.SUMMARIZER_MODEL = stub.url, "slow-model"
     settings.SUMMARIZER_TIMEOUT_SECONDS = 10
     yield stub
@@ -83,7 +89,9 @@ def test_two_completions_at_once_write_one_diary(alice, slow_summarizer) -> None
 
 
 def test_the_last_free_diary_of_a_user_goes_to_one_conversation_only(alice, slow_summarizer) -> None:
-    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
+    scenario = DiaryScenarioFactory(
+        product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}}
+    )
     due = []
     for conversation in ("c1", "c2"):
         due.append([TurnFactory(scenario=scenario, conversation_id=conversation) for _ in range(3)][-1])

@@ -28,10 +28,16 @@ def _store(product, scenario, count: int, *, conversation_id: str = "c1", every:
 
 
 def _recall(product, *, category=None, conversation_id="c1", user_id="u1", source=SOURCE, message=""):
-    return produce_compass_memory(RecallRequest(
-        product=product, user_id=user_id, conversation_id=conversation_id, source=source,
-        user_message=message, subscription_category=category,
-    ))
+    return produce_compass_memory(
+        RecallRequest(
+            product=product,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            source=source,
+            user_message=message,
+            subscription_category=category,
+        )
+    )
 
 
 def test_producer_is_registered_for_compass_memory() -> None:

@@ -22,8 +22,7 @@ pytestmark = pytest.mark.django_db
 def _walk(scenario, rounds: int, **turn_kwargs) -> list[str]:
     """Commit and plan `rounds` turns; the outcome of each."""
     return [
-        diary_plan_and_write(turn_pk=TurnFactory(scenario=scenario, **turn_kwargs).pk).outcome
-        for _ in range(rounds)
+        diary_plan_and_write(turn_pk=TurnFactory(scenario=scenario, **turn_kwargs).pk).outcome for _ in range(rounds)
     ]
 
 
@@ -39,7 +38,8 @@ def test_defaults_skip_rounds_1_to_19_and_write_at_20_then_30(alice) -> None:
     assert outcomes[:19] == ["skipped"] * 19
     entries = _entries(alice.product)
     assert [(e.round_from, e.round_to, e.kind) for e in entries] == [
-        (1, 20, "summary_and_diary"), (21, 30, "summary_and_diary")
+        (1, 20, "summary_and_diary"),
+        (21, 30, "summary_and_diary"),
     ]
     assert entries[0].summarizer == "extractive" and "lighthouse" in entries[0].summary and entries[0].body
     skipped = events(alice.product, "diary.skipped")
@@ -91,7 +91,9 @@ def test_a_late_task_for_an_earlier_round_finds_its_rounds_covered(alice) -> Non
 
 
 def test_free_quota_exhausted_stores_summary_only_across_conversations(alice) -> None:
-    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
+    scenario = DiaryScenarioFactory(
+        product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}}
+    )
     _walk(scenario, 3, conversation_id="c1")
     _walk(scenario, 3, conversation_id="c2")
     first, second = _entries(alice.product, "c1")[0], _entries(alice.product, "c2")[0]
@@ -106,12 +108,15 @@ def test_summary_only_advances_the_last_diary_round(alice) -> None:
     scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"count": 0}})
     assert _walk(scenario, 5) == ["skipped", "skipped", "written", "skipped", "written"]
     assert [(e.round_from, e.round_to, e.kind) for e in _entries(alice.product)] == [
-        (1, 3, "summary_only"), (4, 5, "summary_only")
+        (1, 3, "summary_only"),
+        (4, 5, "summary_only"),
     ]
 
 
 def test_quota_window_forgets_old_diaries_and_paid_diaries_never_count(alice) -> None:
-    scenario = DiaryScenarioFactory(product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}})
+    scenario = DiaryScenarioFactory(
+        product=alice.product, diary={**SMALL_POLICY, "freeDiaryQuota": {"perDays": 1, "count": 1}}
+    )
     _walk(scenario, 3, conversation_id="old")
     DiaryEntry.objects.filter(conversation_id="old").update(created_at=timezone.now() - timedelta(days=2))
     _walk(scenario, 3, conversation_id="paid", subscription_category="plus")
@@ -190,7 +195,10 @@ def test_replan_after_a_failure_appends_the_due_entry(alice, settings) -> None:
     outcome = diary_replan_conversation(state=state)
     assert outcome.outcome == "written"
     assert [(e.round_from, e.round_to) for e in _entries(alice.product)] == [(1, 3)]
-    assert list(DiaryPlanRecord.objects.filter(turn=turns[2]).order_by("id").values_list("outcome", "trigger"))[1] == ("written", "admin")
+    assert list(DiaryPlanRecord.objects.filter(turn=turns[2]).order_by("id").values_list("outcome", "trigger"))[1] == (
+        "written",
+        "admin",
+    )
 
 
 def test_replan_of_an_up_to_date_conversation_skips(alice) -> None:
@@ -211,7 +219,9 @@ def test_commit_hook_enqueues_on_commit_only(alice, django_capture_on_commit_cal
 
 
 def test_commit_hook_enqueues_nothing_for_scenarios_without_diaries(alice, django_capture_on_commit_callbacks) -> None:
-    turn = TurnFactory(scenario=DiaryScenarioFactory(product=alice.product, memory_runtime="personalization", sources=[]))
+    turn = TurnFactory(
+        scenario=DiaryScenarioFactory(product=alice.product, memory_runtime="personalization", sources=[])
+    )
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run_commit_hooks(turn.pk)
     assert not [c for c in callbacks if _from_diaries(c)]

@@ -1,4 +1,5 @@
 """Diary generation through the OpenAI-compatible summariser, against a real HTTP server on 127.0.0.1."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,14 @@ PATH = "/v1/chat/completions"
 
 
 def completion(content: str) -> Reply:
-    return Reply(200, {"id": "c1", "object": "chat.completion",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
+    return Reply(
+        200,
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+        },
+    )
 
 
 @pytest.fixture
@@ -37,7 +44,10 @@ def server(stub_server: StubHttpServer, settings) -> StubHttpServer:
 def _due_turn(product, diary: dict | None = None, category: str = ""):
     """Three committed turns under the small policy; the third is due for a diary."""
     scenario = DiaryScenarioFactory(product=product, diary=diary or SMALL_POLICY)
-    turns = [TurnFactory(scenario=scenario, subscription_category=category, user_message=f"user line {n}") for n in range(1, 4)]
+    turns = [
+        TurnFactory(scenario=scenario, subscription_category=category, user_message=f"user line {n}")
+        for n in range(1, 4)
+    ]
     for turn in turns[:2]:
         diary_plan_and_write(turn_pk=turn.pk)
     return turns[2]
@@ -49,7 +59,9 @@ def test_writes_the_parsed_summary_and_diary(alice, server) -> None:
     assert outcome.outcome == "written"
     entry = DiaryEntry.objects.get(product=alice.product)
     assert (entry.summary, entry.body, entry.summarizer) == (
-        "They fixed the lamp.", "Dear diary, the lamp.", "openai-compatible:test-model"
+        "They fixed the lamp.",
+        "Dear diary, the lamp.",
+        "openai-compatible:test-model",
     )
     request = server.requests[-1]
     assert request.headers["authorization"] == "Bearer sk-test"

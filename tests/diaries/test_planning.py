@@ -120,8 +120,9 @@ def test_not_due_is_skip_even_when_quota_exhausted() -> None:
     assert plan_diary(DiaryState(rounds=25, last_diary_round=20, quota_used=5), LIMITED).decision == "skip"
 
 
-@pytest.mark.parametrize(("category", "paid"), [(None, False), ("default", False), ("plus", True),
-                                                ("ultra", True), ("max", True)])
+@pytest.mark.parametrize(
+    ("category", "paid"), [(None, False), ("default", False), ("plus", True), ("ultra", True), ("max", True)]
+)
 def test_each_subscription_category(category: str | None, paid: bool) -> None:
     assert is_paid(category) is paid
     plan = plan_diary(DiaryState(rounds=20, quota_used=2), LIMITED, category)

@@ -34,8 +34,11 @@ ENGLISH = [
     {"role": "assistant", "content": "Congratulations to Anna! A wedding toast usually starts with a short story."},
     {"role": "tool", "content": "IGNORED TOOL OUTPUT THAT MUST NOT APPEAR"},
     {"role": "user", "content": "Anna and I grew up in Lisbon. The toast should mention Lisbon and our childhood."},
-    {"role": "assistant", "content": "Then open the toast with a Lisbon memory from your childhood with Anna. "
-                                     "Keep it under three minutes. Ok."},
+    {
+        "role": "assistant",
+        "content": "Then open the toast with a Lisbon memory from your childhood with Anna. "
+        "Keep it under three minutes. Ok.",
+    },
 ]
 
 
@@ -86,8 +89,10 @@ def test_extractive_diary_is_chronological() -> None:
 
 def test_extractive_respects_bounds_on_long_input() -> None:
     long_messages = [
-        {"role": "user" if i % 2 == 0 else "assistant",
-         "content": f"Round {i}: we talked about the dragon castle and the silver key number {i}. " * 5}
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"Round {i}: we talked about the dragon castle and the silver key number {i}. " * 5,
+        }
         for i in range(60)
     ]
     result = ExtractiveSummarizer().summarize(long_messages, 1, 30, want_diary=True)
@@ -125,8 +130,11 @@ def server(_shared_server: StubHttpServer) -> StubHttpServer:
 
 
 def _completion(content: object) -> dict:
-    return {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant",
-                                                                                         "content": content}}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+    }
 
 
 def _summarizer(server: StubHttpServer, *, timeout: float = 5.0, api_key: str | None = "sk-test") -> HttpSummarizer:
@@ -138,7 +146,9 @@ def test_http_success_sends_openai_wire_format(server: StubHttpServer) -> None:
     server.route("POST", "/v1/chat/completions", Reply(200, _completion(reply)))
     summarizer = _summarizer(server)
     result = summarizer.summarize(CHINESE, 21, 30, want_diary=True)
-    assert result == SummaryResult("计划去京都看红叶。", "今天我们聊了京都的红叶和抹茶。", "openai-compatible:tiny-model")
+    assert result == SummaryResult(
+        "计划去京都看红叶。", "今天我们聊了京都的红叶和抹茶。", "openai-compatible:tiny-model"
+    )
     assert isinstance(summarizer, Summarizer)
 
     (request,) = server.requests
@@ -193,8 +203,13 @@ def test_connection_refused_is_upstream_unavailable() -> None:
 
 @pytest.mark.parametrize(
     "content",
-    ["I am sorry, I cannot do that.", '{"summary": ""}', '{"summary": 3, "diary": "d"}', '["summary"]',
-     '{"summary": "ok"}'],  # the last lacks the wanted diary
+    [
+        "I am sorry, I cannot do that.",
+        '{"summary": ""}',
+        '{"summary": 3, "diary": "d"}',
+        '["summary"]',
+        '{"summary": "ok"}',
+    ],  # the last lacks the wanted diary
 )
 def test_http_malformed_content_is_summary_parse_error(server: StubHttpServer, content: str) -> None:
     server.route("POST", "/v1/chat/completions", Reply(200, _completion(content)))
@@ -233,8 +248,12 @@ def test_get_summarizer_defaults_to_extractive() -> None:
 
 
 def test_get_summarizer_with_base_url() -> None:
-    settings = {"SUMMARIZER_BASE_URL": "http://127.0.0.1:1/v1", "SUMMARIZER_MODEL": "m1", "SUMMARIZER_API_KEY": "k",
-                "SUMMARIZER_TIMEOUT_SECONDS": "7.5"}
+    settings = {
+        "SUMMARIZER_BASE_URL": "http://127.0.0.1:1/v1",
+        "SUMMARIZER_MODEL": "m1",
+        "SUMMARIZER_API_KEY": "k",
+        "SUMMARIZER_TIMEOUT_SECONDS": "7.5",
+    }
     summarizer = get_summarizer(settings)
     assert isinstance(summarizer, HttpSummarizer)
     assert summarizer.name == "openai-compatible:m1"
@@ -249,14 +268,15 @@ def test_get_summarizer_with_base_url() -> None:
 
 @pytest.mark.parametrize(
     "settings",
-    [{"SUMMARIZER_BASE_URL": "http://127.0.0.1:1"},
-     {"SUMMARIZER_BASE_URL": "http://127.0.0.1:1", "SUMMARIZER_MODEL": "m", "SUMMARIZER_TIMEOUT_SECONDS": "soon"},
-     {"SUMMARIZER_BASE_URL": "http://127.0.0.1:1", "SUMMARIZER_MODEL": "m", "SUMMARIZER_TIMEOUT_SECONDS": 0}],
+    [
+        {"SUMMARIZER_BASE_URL": "http://127.0.0.1:1"},
+        {"SUMMARIZER_BASE_URL": "http://127.0.0.1:1", "SUMMARIZER_MODEL": "m", "SUMMARIZER_TIMEOUT_SECONDS": "soon"},
+        {"SUMMARIZER_BASE_URL": "http://127.0.0.1:1", "SUMMARIZER_MODEL": "m", "SUMMARIZER_TIMEOUT_SECONDS": 0},
+    ],
 )
 def test_get_summarizer_refuses_bad_config(settings: dict) -> None:
     with pytest.raises(SummarizerConfigError):
         get_summarizer(settings)
-
 
 
 def test_get_summarizer_reads_settings_lazily(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
 """A real Hinos stand-in on 127.0.0.1 that the client runtime is pointed at."""
+
 from __future__ import annotations
 
 import pytest

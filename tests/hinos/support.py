@@ -1,4 +1,5 @@
 """Shared protocol constants of the Hinos tests."""
+
 from __future__ import annotations
 
 PREPARE, COMMIT = "/v1/memory/prepare", "/v1/memory/commit"

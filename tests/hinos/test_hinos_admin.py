@@ -1,4 +1,5 @@
 """The admin's failed-Hinos-commit list and its re-send action (never a blind replay)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,10 @@ from tests.support.http_server import Reply
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {
-    "id": "gate", "name": "City gate", "memoryRuntime": "hinos", "template": "{{hinosMemory}} {{userMessage}}",
+    "id": "gate",
+    "name": "City gate",
+    "memoryRuntime": "hinos",
+    "template": "{{hinosMemory}} {{userMessage}}",
     "memorySources": [{"id": "external-memory", "agentRef": "hinos", "variable": "hinosMemory"}],
 }
 CHANGELIST = reverse("admin:hinos_failedhinoscommit_changelist")

@@ -3,6 +3,7 @@
 turn → complete → the diary background work runs (inline with Celery eager on the embedded default,
 in a real worker on the services run) → the next prepare's `hinosMemory` carries the diary summary.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -48,8 +49,11 @@ def turn(api, user_message: str, reply: str) -> tuple[dict, dict]:
 
 
 def diary_written(product) -> DiaryEntry:
-    wait_for(lambda: Event.objects.filter(product=product, type="diary.written").exists(), timeout=60,
-             message="the diary of round 1")
+    wait_for(
+        lambda: Event.objects.filter(product=product, type="diary.written").exists(),
+        timeout=60,
+        message="the diary of round 1",
+    )
     return DiaryEntry.objects.get(product=product, conversation_id="c1")
 
 
@@ -61,8 +65,9 @@ def next_prepare(api) -> dict:
 
 def test_same_product_the_next_prepare_reflects_the_committed_round(alice, memoryhub_as_hinos, settings):
     settings.HINOS_MEMORY_TOKEN = alice.key
-    make_scenario(alice, memoryRuntime="hinos", template=TEMPLATE, memorySources=[HINOS_SOURCE, DIARY_SOURCE],
-                  diary=SMALL_DIARY)
+    make_scenario(
+        alice, memoryRuntime="hinos", template=TEMPLATE, memorySources=[HINOS_SOURCE, DIARY_SOURCE], diary=SMALL_DIARY
+    )
     first, completed = turn(alice, "我答应明天归还铜钥匙", "守卫点头，记下了约定")
     assert first["variables"]["hinosMemory"] == "" and first["sources"][0]["status"] == "empty"
     assert completed["committed"] is True and completed["memoryWrite"] == {"status": "committed"}
@@ -82,13 +87,17 @@ def test_same_product_the_next_prepare_reflects_the_committed_round(alice, memor
 def test_another_product_as_the_hinos_service(alice, bob, memoryhub_as_hinos, settings):
     settings.HINOS_MEMORY_TOKEN = bob.key
     make_scenario(alice, memoryRuntime="hinos", template=TEMPLATE, memorySources=[HINOS_SOURCE])
-    make_scenario(bob, memoryRuntime="axon_go", template="{{compassMemory}}", memorySources=[DIARY_SOURCE],
-                  diary=SMALL_DIARY)
+    make_scenario(
+        bob, memoryRuntime="axon_go", template="{{compassMemory}}", memorySources=[DIARY_SOURCE], diary=SMALL_DIARY
+    )
     first, completed = turn(alice, "我答应明天归还铜钥匙", "守卫点头，记下了约定")
     assert first["variables"]["hinosMemory"] == ""
     assert completed["memoryWrite"] == {"status": "committed"}
     stored = bob.get(f"{CONV}/messages").json()["results"]
-    assert [(m["role"], m["content"]) for m in stored] == [("user", "我答应明天归还铜钥匙"), ("assistant", "守卫点头，记下了约定")]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "我答应明天归还铜钥匙"),
+        ("assistant", "守卫点头，记下了约定"),
+    ]
     entry = diary_written(bob.product)
     second = next_prepare(alice)
     assert second["variables"]["hinosMemory"] == f"## Diary summaries\nRounds 1-1: {entry.summary}"

@@ -1,4 +1,5 @@
 """The hinos runtime (H1–H3) through the turn API, against a real Hinos stand-in on 127.0.0.1."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,10 @@ from tests.support.http_server import Reply, StubHttpServer
 CONV = "/v1/users/u1/conversations/c1"
 TEMPLATE = "你是守卫。\nMemory: {{hinosMemory}}\nState: {{jsonMemory}}\nUser: {{userMessage}}"
 SCENARIO = {
-    "id": "gate", "name": "City gate", "memoryRuntime": "hinos", "template": TEMPLATE,
+    "id": "gate",
+    "name": "City gate",
+    "memoryRuntime": "hinos",
+    "template": TEMPLATE,
     "memorySources": [
         {"id": "external-memory", "agentRef": "your-hinos-source", "variable": "hinosMemory"},
         {"id": "state", "agentRef": "json", "variable": "jsonMemory"},
@@ -54,8 +58,13 @@ def test_prepare_sends_the_protocol_and_memory_becomes_hinos_memory(alice, hinos
     [sent] = requests_to(hinos, PREPARE)
     system = '你是守卫。\nMemory: \nState: {"gate":"closed"}\nUser: 我答应明天归还铜钥匙'
     assert sent.json() == {
-        "user_id": "u1", "request_id": "req-1", "scenario_id": "gate", "model_config_id": "mc-1", "prompt_id": "p-1",
-        "system": system, "messages": [{"role": "user", "content": "我答应明天归还铜钥匙"}],
+        "user_id": "u1",
+        "request_id": "req-1",
+        "scenario_id": "gate",
+        "model_config_id": "mc-1",
+        "prompt_id": "p-1",
+        "system": system,
+        "messages": [{"role": "user", "content": "我答应明天归还铜钥匙"}],
     }
     assert sent.headers["x-flow-conversation-id"] == "c1"
     assert sent.headers["x-request-id"] == "req-1"
@@ -141,8 +150,11 @@ def test_without_hinos_memory_url_the_turn_fails_with_502(alice, hinos, settings
     assert Turn.objects.count() == 0
 
 
-@pytest.mark.parametrize("reply", [Reply(200, {"committed": False}), Reply(200, {}), Reply(503, {"error": "busy"})],
-                         ids=["committed-false", "no-committed", "http-503"])
+@pytest.mark.parametrize(
+    "reply",
+    [Reply(200, {"committed": False}), Reply(200, {}), Reply(503, {"error": "busy"})],
+    ids=["committed-false", "no-committed", "http-503"],
+)
 def test_best_effort_commit_failure_completes_and_says_the_memory_write_failed(alice, hinos, reply):
     hinos.route("POST", COMMIT, reply)
     make_scenario(alice)

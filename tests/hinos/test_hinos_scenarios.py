@@ -1,4 +1,5 @@
 """A hinos scenario (H1): the runtime's own rule on its sources, through the scenario API."""
+
 from __future__ import annotations
 
 from tests.support.scenarios import create, refused, scenario, source
@@ -10,15 +11,19 @@ def test_hinos_without_a_hinos_memory_source_is_refused(alice):
 
 
 def test_hinos_with_two_hinos_memory_sources_is_refused(alice):
-    body = scenario(memoryRuntime="hinos", memorySources=[source(1, "hinosMemory"), source(2, "hinosMemory")],
-                    template="{{hinosMemory}}")
+    body = scenario(
+        memoryRuntime="hinos",
+        memorySources=[source(1, "hinosMemory"), source(2, "hinosMemory")],
+        template="{{hinosMemory}}",
+    )
     fields = refused(alice, body)
     assert "memorySources" in fields and "exactly one" in fields["memorySources"]
 
 
 def test_hinos_with_exactly_one_hinos_memory_source_is_accepted(alice):
-    body = scenario(memoryRuntime="hinos", memorySources=[source(1, "hinosMemory")],
-                    template="{{hinosMemory}}\n{{userMessage}}")
+    body = scenario(
+        memoryRuntime="hinos", memorySources=[source(1, "hinosMemory")], template="{{hinosMemory}}\n{{userMessage}}"
+    )
     assert create(alice, body)["memoryRuntime"] == "hinos"
 
 

@@ -1,4 +1,5 @@
 """memoryhub's own Hinos server (H4) through its API: /hinos/v1/memory/prepare and /commit."""
+
 from __future__ import annotations
 
 import threading
@@ -18,11 +19,21 @@ from tests.support.api import assert_envelope
 PREPARE, COMMIT = "/hinos/v1/memory/prepare", "/hinos/v1/memory/commit"
 HEADER = {"HTTP_X_FLOW_CONVERSATION_ID": "c1"}
 MESSAGES = [{"role": "user", "content": "我答应明天归还铜钥匙"}]
-BODY = {"user_id": "u1", "request_id": "req-1", "scenario_id": None, "model_config_id": "mc-1", "prompt_id": "p-1",
-        "system": "你是守卫。", "messages": MESSAGES}
+BODY = {
+    "user_id": "u1",
+    "request_id": "req-1",
+    "scenario_id": None,
+    "model_config_id": "mc-1",
+    "prompt_id": "p-1",
+    "system": "你是守卫。",
+    "messages": MESSAGES,
+}
 MISSING = object()
 DIARY_SCENARIO = {
-    "id": "gate", "name": "gate", "memoryRuntime": "axon_go", "template": "{{compassMemory}} {{userMessage}}",
+    "id": "gate",
+    "name": "gate",
+    "memoryRuntime": "axon_go",
+    "template": "{{compassMemory}} {{userMessage}}",
     "memorySources": [{"id": "diary", "agentRef": "diary-main", "variable": "compassMemory"}],
     "diary": {"minRounds": 1, "freeRoundsPerDiary": 1},
 }
@@ -38,9 +49,12 @@ def prepared(api, **changes) -> dict:
     return response.json()
 
 
-def commit(api, claim_id: str, user: str = "我答应明天归还铜钥匙", assistant: str = "守卫点头，记下了约定", headers=None):
-    return api.post(COMMIT, {"claim_id": claim_id, "user": user, "assistant": assistant},
-                    **(HEADER if headers is None else headers))
+def commit(
+    api, claim_id: str, user: str = "我答应明天归还铜钥匙", assistant: str = "守卫点头，记下了约定", headers=None
+):
+    return api.post(
+        COMMIT, {"claim_id": claim_id, "user": user, "assistant": assistant}, **(HEADER if headers is None else headers)
+    )
 
 
 def committed(api, claim_id: str, **kwargs) -> dict:
@@ -114,7 +128,12 @@ def test_prepare_records_a_claim_and_answers_the_protocol(alice):
     assert body["claim_id"] and body["memory"] == "" and body["turn"] == 1 and body["state_through_round"] == 0
     claim = HinosClaim.objects.get(claim_id=body["claim_id"])
     assert (claim.product, claim.user_id, claim.conversation_key) == (alice.product, "u1", "c1")
-    assert (claim.request_id, claim.model_config_id, claim.prompt_id, claim.system) == ("req-1", "mc-1", "p-1", "你是守卫。")
+    assert (claim.request_id, claim.model_config_id, claim.prompt_id, claim.system) == (
+        "req-1",
+        "mc-1",
+        "p-1",
+        "你是守卫。",
+    )
     assert claim.status == "prepared"
 
 
@@ -143,7 +162,9 @@ def test_commit_stores_the_round_as_a_committed_turn(alice):
     assert committed(alice, claim_id) == {"committed": True, "claim_id": claim_id, "turn": 1, "replayed": False}
     messages = alice.get("/v1/users/u1/conversations/c1/messages").json()["results"]
     assert [(m["role"], m["content"], m["round"]) for m in messages] == [
-        ("user", "我答应明天归还铜钥匙", 1), ("assistant", "守卫点头，记下了约定", 1)]
+        ("user", "我答应明天归还铜钥匙", 1),
+        ("assistant", "守卫点头，记下了约定", 1),
+    ]
     turn = Turn.objects.get()
     assert (turn.runtime, turn.status, turn.round, turn.prompt) == ("hinos-server", "committed", 1, "你是守卫。")
     assert Conversation.objects.get(product=alice.product).rounds == 1
@@ -216,8 +237,16 @@ def test_a_claim_of_another_conversation_is_404(alice):
     assert committed(alice, claim_id, headers={})["committed"] is True  # the claim itself names its conversation
 
 
-@pytest.mark.parametrize("body", [{}, {"claim_id": "x", "user": "u"}, {"claim_id": 5, "user": "u", "assistant": "a"},
-                                  {"claim_id": "x", "user": "u", "assistant": "a", "extra": 1}, []])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"claim_id": "x", "user": "u"},
+        {"claim_id": 5, "user": "u", "assistant": "a"},
+        {"claim_id": "x", "user": "u", "assistant": "a", "extra": 1},
+        [],
+    ],
+)
 def test_commit_validates_the_request(alice, body):
     assert_envelope(alice.post(COMMIT, body, **HEADER), 400, "invalid_request")
 

@@ -1,4 +1,5 @@
 """Fixtures of the long-term memory tests."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,7 @@ def fresh_embedder():
 
 def _note_normalize(content: object) -> dict:
     if not isinstance(content, dict) or not isinstance(content.get("text"), str):
-        raise ValueError("a note is {\"text\": \"...\"}")
+        raise ValueError('a note is {"text": "..."}')
     return {"text": content["text"]}
 
 

@@ -1,4 +1,5 @@
 """Shared requests of the long-term memory tests (their fixtures are in conftest.py)."""
+
 from __future__ import annotations
 
 import copy

@@ -1,4 +1,5 @@
 """The operator console for long-term memories, refusals, indexes and tasks."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,9 @@ pytestmark = pytest.mark.django_db
 def test_memory_list_filters_and_detail_show_content_and_version_history(admin_client, alice):
     record = create(alice)
     alice.patch(f"{memories_url()}/{record['id']}", update_body(expected=1))
-    listing = admin_client.get(f"/admin/longterm/longtermmemory/?kind=preference&user_id=u1&product__id__exact={alice.product.pk}")
+    listing = admin_client.get(
+        f"/admin/longterm/longtermmemory/?kind=preference&user_id=u1&product__id__exact={alice.product.pk}"
+    )
     assert listing.status_code == 200 and record["id"] in listing.content.decode()
     assert record["id"] not in admin_client.get("/admin/longterm/longtermmemory/?user_id=u2").content.decode()
     row = LongTermMemory.objects.get()
@@ -37,9 +40,14 @@ def test_bulk_delete_action_uses_the_service(admin_client, alice):
     create(alice)
     create(alice)
     pks = list(LongTermMemory.objects.values_list("pk", flat=True))
-    response = admin_client.post("/admin/longterm/longtermmemory/", {
-        "action": "delete_through_service", "_selected_action": pks,
-    }, follow=True)
+    response = admin_client.post(
+        "/admin/longterm/longtermmemory/",
+        {
+            "action": "delete_through_service",
+            "_selected_action": pks,
+        },
+        follow=True,
+    )
     assert "Deleted 2 memories" in response.content.decode()
     assert LongTermMemoryVersion.objects.filter(action="deleted").count() == 2
 
@@ -47,8 +55,9 @@ def test_bulk_delete_action_uses_the_service(admin_client, alice):
 def test_refusals_indexes_operations_and_tasks_are_listed_read_only(admin_client, alice):
     alice.post(memories_url(), proposal(consent=False))
     create(alice, proposal(operationId="op-admin"))
-    alice.put("/v1/users/u1/tasks/t1/checkpoints/collect",
-              {"data": {"n": 1}, "input": {"p": 1}, "operationId": "cp-admin"})
+    alice.put(
+        "/v1/users/u1/tasks/t1/checkpoints/collect", {"data": {"n": 1}, "input": {"p": 1}, "operationId": "cp-admin"}
+    )
     alice.put("/v1/users/u1/tasks/t1/report", {"data": {"done": True}})
     refusals = admin_client.get("/admin/longterm/admissionrefusal/?code=no_consent").content.decode()
     assert "no_consent" in refusals

@@ -1,4 +1,5 @@
 """Long-term memory admission (SPEC L2): consent, verbatim evidence, secrets, schema, durability."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,11 +37,21 @@ def admit_quote(evidence: str, content: object, *, source: str | None = None, co
 @pytest.mark.parametrize(
     ("evidence", "content", "normalized"),
     [
-        ("我希望你以后都用简短的中文回答我", {"language": "zh", "detail": "brief"}, {"language": "zh", "detail": "brief"}),
-        ("Please always reply in English, in detail.", {"language": "en", "detail": "detailed"},
-         {"language": "en", "detail": "detailed"}),
-        ("请用简洁的中文回复我", {"language": "Chinese", "detail": "BRIEF", "text": " 用户喜欢简短的中文回答 "},
-         {"language": "zh", "detail": "brief", "text": "用户喜欢简短的中文回答"}),
+        (
+            "我希望你以后都用简短的中文回答我",
+            {"language": "zh", "detail": "brief"},
+            {"language": "zh", "detail": "brief"},
+        ),
+        (
+            "Please always reply in English, in detail.",
+            {"language": "en", "detail": "detailed"},
+            {"language": "en", "detail": "detailed"},
+        ),
+        (
+            "请用简洁的中文回复我",
+            {"language": "Chinese", "detail": "BRIEF", "text": " 用户喜欢简短的中文回答 "},
+            {"language": "zh", "detail": "brief", "text": "用户喜欢简短的中文回答"},
+        ),
         ("以后请用日语回答", {"language": "日语"}, {"language": "ja"}),
         ("I prefer answers in Japanese", {"language": "ja-JP"}, {"language": "ja"}),
         ("不要太详细，用中文回答就行", {"language": "zh", "detail": "brief"}, {"language": "zh", "detail": "brief"}),
@@ -193,8 +204,20 @@ def test_kinds_can_be_registered_with_their_own_rules() -> None:
 
 
 def test_language_names_normalise_to_codes() -> None:
-    cases = {"zh": "zh", "zh-CN": "zh", "中文": "zh", "Chinese": "zh", "EN": "en", "english": "en", "en_US": "en",
-             "日本語": "ja", "Korean": "ko", "français": "fr", "Deutsch": "de", "es-MX": "es"}
+    cases = {
+        "zh": "zh",
+        "zh-CN": "zh",
+        "中文": "zh",
+        "Chinese": "zh",
+        "EN": "en",
+        "english": "en",
+        "en_US": "en",
+        "日本語": "ja",
+        "Korean": "ko",
+        "français": "fr",
+        "Deutsch": "de",
+        "es-MX": "es",
+    }
     for name, code in cases.items():
         assert normalize_language(name) == code
     with pytest.raises(ValueError):
@@ -215,8 +238,16 @@ def test_luhn() -> None:
     assert not luhn_valid("0000000000000000")
 
 
-@pytest.mark.parametrize("text", ["4111111111111111", "卡号 4111 1111 1111 1111", "card: 4111-1111-1111-1111",
-                                  "Amex 3782 822463 10005", "卡号４１１１１１１１１１１１１１１１"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "4111111111111111",
+        "卡号 4111 1111 1111 1111",
+        "card: 4111-1111-1111-1111",
+        "Amex 3782 822463 10005",
+        "卡号４１１１１１１１１１１１１１１１",
+    ],
+)
 def test_card_numbers_with_valid_luhn_are_secrets(text: str) -> None:
     assert "payment_card" in kinds(text)
 

@@ -1,4 +1,5 @@
 """Task checkpoints and reports through the API (L8): commit once, fixed input, resume, atomic report."""
+
 from __future__ import annotations
 
 import pytest
@@ -73,8 +74,11 @@ def test_checkpoint_needs_an_operation_id_and_object_data(alice):
 
 def test_a_never_written_task_reads_as_the_empty_shape(alice):
     assert alice.get(TASK).json() == {
-        "taskId": "report-2026-w48", "key": f"{alice.product.pk}:u1:task:report-2026-w48",
-        "input": None, "stages": [], "report": None,
+        "taskId": "report-2026-w48",
+        "key": f"{alice.product.pk}:u1:task:report-2026-w48",
+        "input": None,
+        "stages": [],
+        "report": None,
     }
 
 

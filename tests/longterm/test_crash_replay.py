@@ -6,6 +6,7 @@ then SIGKILLs its own process from the commit hook, before any response is writt
 broken connection, restarts the server and repeats the request with the same operationId: it gets the
 original result, and there is exactly one row at the expected version.
 """
+
 from __future__ import annotations
 
 import signal
@@ -40,7 +41,11 @@ class Server:
     def start(self) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", "--noreload", "--skip-checks", f"127.0.0.1:{self.port}"],
-            cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         wait_for(self._answers, timeout=60, message="the server to start")
 
@@ -65,8 +70,9 @@ def server():
 
 
 def send(server: Server, key: str, method: str, path: str, body: dict) -> httpx.Response:
-    return httpx.request(method, f"{server.url}{path}", json=body, timeout=60,
-                         headers={"Authorization": f"Bearer {key}"})
+    return httpx.request(
+        method, f"{server.url}{path}", json=body, timeout=60, headers={"Authorization": f"Bearer {key}"}
+    )
 
 
 def crash(server: Server, key: str, method: str, path: str, body: dict) -> None:
@@ -101,5 +107,9 @@ def test_writes_committed_before_a_sigkill_are_not_repeated(server, alice):
     retried = send(server, alice.key, "PUT", "/v1/users/u1/tasks/t1/checkpoints/collect", checkpoint)
     assert retried.status_code == 201 and retried.headers["Operation-Replayed"] == "true"
     assert TaskCheckpoint.objects.count() == 1
-    assert send(server, alice.key, "POST", f"{url}/search", {"query": "English", "mode": "semantic"}).json()[
-        "results"][0]["version"] == 2
+    assert (
+        send(server, alice.key, "POST", f"{url}/search", {"query": "English", "mode": "semantic"}).json()["results"][0][
+            "version"
+        ]
+        == 2
+    )

@@ -1,4 +1,5 @@
 """Embedders over real HTTP, their failures, and the embedding identity of the index (L6, L7)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -109,8 +110,9 @@ def test_a_new_model_with_the_same_dimension_is_refused_until_reindex(alice, set
     assert error["details"]["activeIndex"]["identity"] == "openai-compatible:model-a:512:nfkc-strip-v1"
     assert error["details"]["configured"]["identity"] == "openai-compatible:model-b:512:nfkc-strip-v1"
     assert error["details"]["command"] == "python manage.py reindex_embeddings"
-    assert_envelope(alice.patch(f"{memories_url()}/{record['id']}", update_body(expected=1)), 503,
-                    "embedding_index_mismatch")
+    assert_envelope(
+        alice.patch(f"{memories_url()}/{record['id']}", update_body(expected=1)), 503, "embedding_index_mismatch"
+    )
     assert_envelope(search(alice, "中文", "semantic"), 503, "embedding_index_mismatch")
     assert search(alice, "中文", "keyword").json()["results"][0]["id"] == record["id"]  # reads still work
     assert LongTermMemory.objects.count() == 2 and LongTermMemory.objects.get(memory_id=record["id"]).version == 1

@@ -1,4 +1,5 @@
 """Long-term memories through the API: admission, compare-and-set, operation ids, delete, isolation (L1–L4)."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,16 +39,34 @@ REFUSALS = [
     ("no consent", dict(consent=False), "no_consent"),
     ("evidence not in source", dict(evidence="请用简洁的中文回答"), "evidence_not_in_source"),
     ("password in source", dict(source="以后请用简短的中文回答我。我的密码是 hunter2abc"), "secret_detected"),
-    ("api key in content", dict(content={"language": "zh", "text": "key sk-proj-abcdefghijklmnop1234567890"}),
-     "secret_detected"),
-    ("card number in evidence", dict(source="以后请用简短的中文回答我 4111 1111 1111 1111",
-                                     evidence="以后请用简短的中文回答我 4111 1111 1111 1111"), "secret_detected"),
-    ("chit-chat", dict(source="今天天气不错", evidence="今天天气不错", content={"language": "zh"}),
-     "not_durable_preference"),
-    ("a guess", dict(source="我可能更喜欢中文吧", evidence="我可能更喜欢中文吧", content={"language": "zh"}),
-     "not_durable_preference"),
-    ("a one-off request", dict(source="这次请用中文回答", evidence="这次请用中文回答", content={"language": "zh"}),
-     "not_durable_preference"),
+    (
+        "api key in content",
+        dict(content={"language": "zh", "text": "key sk-proj-abcdefghijklmnop1234567890"}),
+        "secret_detected",
+    ),
+    (
+        "card number in evidence",
+        dict(
+            source="以后请用简短的中文回答我 4111 1111 1111 1111",
+            evidence="以后请用简短的中文回答我 4111 1111 1111 1111",
+        ),
+        "secret_detected",
+    ),
+    (
+        "chit-chat",
+        dict(source="今天天气不错", evidence="今天天气不错", content={"language": "zh"}),
+        "not_durable_preference",
+    ),
+    (
+        "a guess",
+        dict(source="我可能更喜欢中文吧", evidence="我可能更喜欢中文吧", content={"language": "zh"}),
+        "not_durable_preference",
+    ),
+    (
+        "a one-off request",
+        dict(source="这次请用中文回答", evidence="这次请用中文回答", content={"language": "zh"}),
+        "not_durable_preference",
+    ),
     ("claim not stated by the evidence", dict(content={"language": "en"}), "not_durable_preference"),
     ("content without language or detail", dict(content={"text": "hello"}), "invalid_content"),
     ("unsupported language", dict(content={"language": "klingon"}), "invalid_content"),
@@ -72,10 +91,19 @@ def test_a_refused_secret_is_not_copied_into_the_refusal_log(alice):
     assert "hunter2abc" not in refusal.reason
 
 
-@pytest.mark.parametrize("changes", [
-    dict(consent="true"), dict(consent=None), dict(content="zh"), dict(content=["zh"]), dict(evidence=""),
-    dict(kind=7), dict(operationId="has space"), dict(extra=1),
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(consent="true"),
+        dict(consent=None),
+        dict(content="zh"),
+        dict(content=["zh"]),
+        dict(evidence=""),
+        dict(kind=7),
+        dict(operationId="has space"),
+        dict(extra=1),
+    ],
+)
 def test_malformed_bodies_are_400_and_write_nothing(alice, changes):
     assert_envelope(alice.post(memories_url(), proposal(**changes)), 400, "invalid_request")
     assert not LongTermMemory.objects.exists()

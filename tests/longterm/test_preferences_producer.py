@@ -1,4 +1,5 @@
 """The `preferences` variable: recalled into turns through the working set (S3, C1–C3)."""
+
 from __future__ import annotations
 
 from io import StringIO
@@ -30,8 +31,9 @@ pytestmark = pytest.mark.django_db
 
 CONV = "/v1/users/u1/conversations/c1"
 SOURCE = {"id": "prefs", "agentRef": "longterm-preferences", "variable": "preferences"}
-COFFEE = proposal(content={"detail": "brief", "text": "回答要简短"}, evidence="以后回答都简短一点",
-                  source="以后回答都简短一点。")
+COFFEE = proposal(
+    content={"detail": "brief", "text": "回答要简短"}, evidence="以后回答都简短一点", source="以后回答都简短一点。"
+)
 
 
 def tombstone_expired(api, user: str = "u1") -> None:
@@ -40,8 +42,13 @@ def tombstone_expired(api, user: str = "u1") -> None:
 
 
 def scenario(api, **sections) -> None:
-    body = {"id": "assistant", "name": "Assistant", "memorySources": [SOURCE],
-            "template": "Preferences:\n{{preferences}}\nUser: {{userMessage}}", **sections}
+    body = {
+        "id": "assistant",
+        "name": "Assistant",
+        "memorySources": [SOURCE],
+        "template": "Preferences:\n{{preferences}}\nUser: {{userMessage}}",
+        **sections,
+    }
     response = api.post("/v1/scenarios", body)
     assert response.status_code == 201, response.json()
 
@@ -54,8 +61,16 @@ def prepare(api, message: str = "你好") -> dict:
 
 def recall(api, message: str = "你好", scenario_row=None):
     source = SourceConfig(SOURCE["id"], SOURCE["agentRef"], SOURCE["variable"])
-    return produce_preferences(RecallRequest(product=api.product, user_id="u1", conversation_id="c1", source=source,
-                                             scenario=scenario_row, user_message=message))
+    return produce_preferences(
+        RecallRequest(
+            product=api.product,
+            user_id="u1",
+            conversation_id="c1",
+            source=source,
+            scenario=scenario_row,
+            user_message=message,
+        )
+    )
 
 
 def test_a_saved_preference_is_recalled_into_a_new_turn_with_its_id_and_version(alice):
@@ -120,10 +135,15 @@ def test_preferences_are_per_user_and_per_product(alice, bob):
     assert prepare(alice)["sources"][0]["status"] == "empty"
 
 
-@pytest.mark.parametrize("section,field", [
-    ({"topK": 0}, "preferences.topK"), ({"allWhenAtMost": "3"}, "preferences.allWhenAtMost"),
-    ({"other": 1}, "preferences.other"), ([], "preferences"),
-])
+@pytest.mark.parametrize(
+    "section,field",
+    [
+        ({"topK": 0}, "preferences.topK"),
+        ({"allWhenAtMost": "3"}, "preferences.allWhenAtMost"),
+        ({"other": 1}, "preferences.other"),
+        ([], "preferences"),
+    ],
+)
 def test_the_preferences_section_is_validated(alice, section, field):
     body = {"id": "s", "name": "S", "memorySources": [SOURCE], "template": "{{preferences}}", "preferences": section}
     error = assert_envelope(alice.post("/v1/scenarios", body), 400)
@@ -152,11 +172,17 @@ def test_the_working_set_lives_in_redis(alice):
 
 
 def _redis_down(settings) -> None:
-    settings.CACHES = {"default": {
-        "BACKEND": "django_redis.cache.RedisCache", "LOCATION": f"redis://127.0.0.1:{closed_port()}/0",
-        "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient", "SOCKET_CONNECT_TIMEOUT": 0.5,
-                    "SOCKET_TIMEOUT": 0.5},
-    }}
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{closed_port()}/0",
+            "OPTIONS": {
+                "CLIENT_CLASS": "django_redis.client.DefaultClient",
+                "SOCKET_CONNECT_TIMEOUT": 0.5,
+                "SOCKET_TIMEOUT": 0.5,
+            },
+        }
+    }
     settings.DJANGO_REDIS_IGNORE_EXCEPTIONS = False
 
 
@@ -167,9 +193,12 @@ def test_redis_down_fails_the_recall_and_the_write_and_writes_nothing(alice, set
         recall(alice)
     assert "Connection" in type(recalled.value).__name__
     with pytest.raises(Exception) as written:
-        memory_create(scope=UserAddress(alice.product, "u1"), kind="preference", actor=alice_actor(),
-                      proposal=Proposal(PREFERENCE_ZH["content"], PREFERENCE_ZH["evidence"],
-                                        PREFERENCE_ZH["source"], True))
+        memory_create(
+            scope=UserAddress(alice.product, "u1"),
+            kind="preference",
+            actor=alice_actor(),
+            proposal=Proposal(PREFERENCE_ZH["content"], PREFERENCE_ZH["evidence"], PREFERENCE_ZH["source"], True),
+        )
     assert "Connection" in type(written.value).__name__
     assert LongTermMemory.objects.count() == 1
     assert_envelope(alice.post(f"{CONV}/turns", {"scenarioId": "x", "userMessage": "hi"}), 503, "storage_unavailable")
@@ -213,10 +242,13 @@ def test_a_snapshot_cached_before_a_reindex_is_never_compared_with_the_new_ident
     create(alice, proposal(PREFERENCE_EN))
     stale_pk = 10_000
     old_vector = np.ones(384, dtype=np.float32).tobytes()  # another identity's vector: another size, even
-    stale = {"index": stale_pk, "items": [
-        {"id": "mem_old", "version": 1, "content": {"language": "zh", "text": "stale"}, "vector": old_vector},
-        {"id": "mem_old2", "version": 1, "content": {"language": "en", "text": "stale"}, "vector": old_vector},
-    ]}
+    stale = {
+        "index": stale_pk,
+        "items": [
+            {"id": "mem_old", "version": 1, "content": {"language": "zh", "text": "stale"}, "vector": old_vector},
+            {"id": "mem_old2", "version": 1, "content": {"language": "en", "text": "stale"}, "vector": old_vector},
+        ],
+    }
     cache.set(preferences_scope(UserAddress(alice.product, "u1")).key, stale)
     cache.set(ACTIVE_INDEX_SCOPE.key, stale_pk)
     row = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1}})

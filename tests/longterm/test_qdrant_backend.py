@@ -4,6 +4,7 @@ No Qdrant server can be installed on this machine, so these tests use qdrant-cli
 (`QDRANT_URL=":memory:"`, the same client API and query semantics), plus a real local HTTP server that
 answers like a Qdrant whose write endpoint fails with 503.
 """
+
 from __future__ import annotations
 
 from io import StringIO
@@ -89,8 +90,16 @@ def test_a_delete_removes_the_point(alice, qdrant):
 
 
 def test_only_preferences_carry_a_vector(alice, qdrant, note_kind):
-    create(alice, {"kind": "note", "content": {"text": "用户喜欢简短的中文回答"}, "evidence": "x", "source": "x",
-                   "consent": True})
+    create(
+        alice,
+        {
+            "kind": "note",
+            "content": {"text": "用户喜欢简短的中文回答"},
+            "evidence": "x",
+            "source": "x",
+            "consent": True,
+        },
+    )
     stored = point(qdrant, LongTermMemory.objects.get().pk)
     assert stored.payload["kind"] == "note" and not stored.vector
     assert search(alice, "用户喜欢简短的中文回答", "semantic").json()["results"] == []
@@ -122,7 +131,7 @@ def test_moving_to_qdrant_or_to_a_new_identity_needs_a_reindex_into_a_new_collec
     server = make_server(options=ServerOptions(model="model-b"))
     serve_in_thread(server)
     try:
-        settings.EMBEDDING_BASE_URL = "http://127.0.0.1:%d" % server.server_address[1]
+        settings.EMBEDDING_BASE_URL = f"http://127.0.0.1:{server.server_address[1]}"
         settings.EMBEDDING_MODEL = "model-b"
         assert_envelope(search(alice, "中文", "semantic"), 503, "embedding_index_mismatch")
         call_command("reindex_embeddings", "--no-progress", stdout=StringIO())
@@ -140,8 +149,9 @@ def test_a_qdrant_that_answers_503_fails_the_write_and_nothing_is_stored(alice, 
     reset_qdrant_clients()
     try:
         name = f"memoryhub_{get_embedder().identity.slug}"
-        stub.route("GET", f"/collections/{name}/exists", Reply(200, {"result": {"exists": True}, "status": "ok",
-                                                                      "time": 0.0}))
+        stub.route(
+            "GET", f"/collections/{name}/exists", Reply(200, {"result": {"exists": True}, "status": "ok", "time": 0.0})
+        )
         stub.route("PUT", f"/collections/{name}/points", Reply(503, {"status": {"error": "overloaded"}}))
         settings.QDRANT_URL = stub.url
         error = assert_envelope(alice.post(memories_url(), proposal()), 503, "dependency_unavailable")

@@ -1,4 +1,5 @@
 """Keyword and semantic search through the API, on real embeddings from the bundled model (L5, L6)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.django_db
 
 COFFEE = proposal(
     content={"detail": "brief", "text": "回答要简短，像咖啡馆菜单一样"},
-    evidence="以后回答都简短一点", source="以后回答都简短一点，像咖啡馆菜单一样。",
+    evidence="以后回答都简短一点",
+    source="以后回答都简短一点，像咖啡馆菜单一样。",
 )
 
 
@@ -111,8 +113,16 @@ def test_a_deleted_record_is_not_found_by_either_mode(alice):
 
 
 def test_only_searchable_kinds_are_found_and_only_they_carry_vectors(alice, note_kind):
-    note = create(alice, {"kind": "note", "content": {"text": "用户喜欢简短的中文回答"}, "evidence": "x",
-                          "source": "x", "consent": True})
+    note = create(
+        alice,
+        {
+            "kind": "note",
+            "content": {"text": "用户喜欢简短的中文回答"},
+            "evidence": "x",
+            "source": "x",
+            "consent": True,
+        },
+    )
     pref = create(alice)
     assert ids(search(alice, "中文回答", "keyword")) == [pref["id"]]
     assert ids(search(alice, "用户喜欢简短的中文回答", "semantic")) == [pref["id"]]
@@ -121,9 +131,14 @@ def test_only_searchable_kinds_are_found_and_only_they_carry_vectors(alice, note
 
 def test_task_checkpoints_never_appear_in_search(alice):
     pref = create(alice)
-    put = alice.put("/v1/users/u1/tasks/t1/checkpoints/collect", {
-        "data": {"progress": "用户喜欢简短的中文回答"}, "input": {"project": "中文回答"}, "operationId": "cp-1",
-    })
+    put = alice.put(
+        "/v1/users/u1/tasks/t1/checkpoints/collect",
+        {
+            "data": {"progress": "用户喜欢简短的中文回答"},
+            "input": {"project": "中文回答"},
+            "operationId": "cp-1",
+        },
+    )
     assert put.status_code == 201
     for mode in ("keyword", "semantic"):
         assert ids(search(alice, "用户喜欢简短的中文回答", mode)) == [pref["id"]]
@@ -151,12 +166,20 @@ def test_search_is_scoped_to_the_user_and_the_product(alice, bob, mode):
     assert len(ids(search(alice, "中文回答", mode))) == 1
 
 
-@pytest.mark.parametrize("body", [
-    {"query": "中文"}, {"query": "中文", "mode": "fuzzy"}, {"query": "", "mode": "keyword"},
-    {"query": "中文", "mode": "keyword", "limit": 0}, {"query": "中文", "mode": "keyword", "limit": "5"},
-    {"query": 5, "mode": "keyword"}, {"query": "中文", "mode": "keyword", "cursor": "!!"},
-    {"query": "中文", "mode": "keyword", "cursor": "WzFd"}, {"query": "中文", "mode": "semantic", "cursor": "e30"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "中文"},
+        {"query": "中文", "mode": "fuzzy"},
+        {"query": "", "mode": "keyword"},
+        {"query": "中文", "mode": "keyword", "limit": 0},
+        {"query": "中文", "mode": "keyword", "limit": "5"},
+        {"query": 5, "mode": "keyword"},
+        {"query": "中文", "mode": "keyword", "cursor": "!!"},
+        {"query": "中文", "mode": "keyword", "cursor": "WzFd"},
+        {"query": "中文", "mode": "semantic", "cursor": "e30"},
+    ],
+)
 def test_bad_search_requests_are_400(alice, body):
     assert_envelope(alice.post(f"{memories_url()}/search", body), 400, "invalid_request")
 

@@ -1,4 +1,5 @@
 """The operator console (SPEC A1, A2): products, keys, memory documents edited through the API's service."""
+
 from __future__ import annotations
 
 import json
@@ -99,9 +100,15 @@ def test_adding_a_product_shows_its_key_once_and_the_key_works(admin_client, db)
 
 def test_product_with_a_valid_schema_is_saved_and_enforced_by_the_api(admin_client, alice):
     schema = {"type": "object", "required": ["mood"]}
-    data = {"name": alice.product.name, "memory_schema": json.dumps(schema), **INLINE_MANAGEMENT,
-            "api_keys-TOTAL_FORMS": "1", "api_keys-INITIAL_FORMS": "1",
-            "api_keys-0-id": str(alice.product.api_keys.get().pk), "api_keys-0-product": alice.product.pk}
+    data = {
+        "name": alice.product.name,
+        "memory_schema": json.dumps(schema),
+        **INLINE_MANAGEMENT,
+        "api_keys-TOTAL_FORMS": "1",
+        "api_keys-INITIAL_FORMS": "1",
+        "api_keys-0-id": str(alice.product.api_keys.get().pk),
+        "api_keys-0-product": alice.product.pk,
+    }
     response = admin_client.post(change_url(alice.product), data)
     assert response.status_code == 302, response.content.decode()[:2000]
     assert Product.objects.get(pk=alice.product.pk).memory_schema == schema

@@ -1,4 +1,5 @@
 """The admin edits scenarios through the same validation and service as the API; turns show the model input."""
+
 from __future__ import annotations
 
 import html
@@ -18,15 +19,30 @@ def operator(client, db):
 
 def _form(product, *, slug="gate", runtime="personalization", sources=(), template="{{userMessage}}", **extra):
     data = {
-        "product": product.pk, "slug": slug, "name": "Gate", "memory_runtime": runtime, "template": template,
-        "memory_ingest": "best_effort", "commit_on": "completed", "tool_updates": "on", "memory_schema": "null",
+        "product": product.pk,
+        "slug": slug,
+        "name": "Gate",
+        "memory_runtime": runtime,
+        "template": template,
+        "memory_ingest": "best_effort",
+        "commit_on": "completed",
+        "tool_updates": "on",
+        "memory_schema": "null",
         "sections": "{}",
-        "sources-TOTAL_FORMS": str(len(sources)), "sources-INITIAL_FORMS": "0",
-        "versions-TOTAL_FORMS": "0", "versions-INITIAL_FORMS": "0",
+        "sources-TOTAL_FORMS": str(len(sources)),
+        "sources-INITIAL_FORMS": "0",
+        "versions-TOTAL_FORMS": "0",
+        "versions-INITIAL_FORMS": "0",
     }
     for i, (source_id, agent_ref, variable) in enumerate(sources):
-        data.update({f"sources-{i}-source_id": source_id, f"sources-{i}-agent_ref": agent_ref,
-                     f"sources-{i}-variable": variable, f"sources-{i}-priority": ""})
+        data.update(
+            {
+                f"sources-{i}-source_id": source_id,
+                f"sources-{i}-agent_ref": agent_ref,
+                f"sources-{i}-variable": variable,
+                f"sources-{i}-priority": "",
+            }
+        )
     data.update(extra)
     return data
 
@@ -49,10 +65,19 @@ def test_admin_shows_the_same_validation_messages_and_saves_nothing(operator, al
 
 
 def test_turn_admin_shows_the_prompt_and_sources(operator, alice):
-    alice.post("/v1/scenarios", {"id": "gate", "name": "Gate", "template": "M={{jsonMemory}} U={{userMessage}}",
-                                 "memorySources": [{"id": "s1", "agentRef": "j", "variable": "jsonMemory"}]})
+    alice.post(
+        "/v1/scenarios",
+        {
+            "id": "gate",
+            "name": "Gate",
+            "template": "M={{jsonMemory}} U={{userMessage}}",
+            "memorySources": [{"id": "s1", "agentRef": "j", "variable": "jsonMemory"}],
+        },
+    )
     alice.put("/v1/users/u1/conversations/c1/memory", {"expectedRevision": 0, "memory": {"k": "铜钥匙"}})
-    turn_id = alice.post("/v1/users/u1/conversations/c1/turns", {"scenarioId": "gate", "userMessage": "hi"}).json()["turnId"]
+    turn_id = alice.post("/v1/users/u1/conversations/c1/turns", {"scenarioId": "gate", "userMessage": "hi"}).json()[
+        "turnId"
+    ]
     listing = operator.get("/admin/memories/turn/?q=u1").content.decode()
     assert f"/admin/memories/turn/{turn_id}/change/" in listing
     page = html.unescape(operator.get(f"/admin/memories/turn/{turn_id}/change/").content.decode())

@@ -1,4 +1,5 @@
 """memoryhub.cas: the one compare-and-set every versioned write goes through (documents, tables, long-term memories)."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,14 +22,23 @@ def conflicts(kind: str) -> float:
 
 @pytest.fixture
 def document(alice) -> MemoryDocument:
-    return MemoryDocument.objects.create(product=alice.product, user_id="u1", conversation_id="c1", revision=3,
-                                         memory={"v": 3})
+    return MemoryDocument.objects.create(
+        product=alice.product, user_id="u1", conversation_id="c1", revision=3, memory={"v": 3}
+    )
 
 
 @pytest.fixture
 def table(alice) -> MemoryTable:
-    return MemoryTable.objects.create(product=alice.product, user_id="u1", conversation_id="c1", name="t", position=0,
-                                      columns=["a"], rows=[["old"]], version=2)
+    return MemoryTable.objects.create(
+        product=alice.product,
+        user_id="u1",
+        conversation_id="c1",
+        name="t",
+        position=0,
+        columns=["a"],
+        rows=[["old"]],
+        version=2,
+    )
 
 
 def scope_of(row) -> working_set.Scope:
@@ -50,17 +60,25 @@ def version_row(table: MemoryTable) -> cas.Versioned:
 
 def document_history(document: MemoryDocument):
     def write(revision: int) -> None:
-        MemoryRevision.objects.create(product_id=document.product_id, user_id=document.user_id,
-                                      conversation_id=document.conversation_id, revision=revision, memory={"v": 4},
-                                      actor_type="api_key", actor="k")
+        MemoryRevision.objects.create(
+            product_id=document.product_id,
+            user_id=document.user_id,
+            conversation_id=document.conversation_id,
+            revision=revision,
+            memory={"v": 4},
+            actor_type="api_key",
+            actor="k",
+        )
+
     return write
 
 
 def test_a_write_at_the_expected_revision_bumps_it_writes_history_and_invalidates_first(document):
     scope = scope_of(document)
     cached(scope)
-    new = cas.compare_and_set(revision_row(document), 3, changes={"memory": {"v": 4}},
-                              history=document_history(document), invalidate=[scope])
+    new = cas.compare_and_set(
+        revision_row(document), 3, changes={"memory": {"v": 4}}, history=document_history(document), invalidate=[scope]
+    )
     assert new == 4
     document.refresh_from_db()
     assert (document.revision, document.memory) == (4, {"v": 4})
@@ -73,8 +91,13 @@ def test_a_conflict_on_revision_raises_counts_writes_nothing_and_still_invalidat
     cached(scope)
     before = conflicts("test_revision")
     with pytest.raises(RevisionConflict) as caught:
-        cas.compare_and_set(revision_row(document), 2, changes={"memory": {"lost": True}},
-                            history=document_history(document), invalidate=[scope])
+        cas.compare_and_set(
+            revision_row(document),
+            2,
+            changes={"memory": {"lost": True}},
+            history=document_history(document),
+            invalidate=[scope],
+        )
     assert caught.value.code == "revision_conflict" and caught.value.current == 3
     assert caught.value.details == {"currentRevision": 3}
     assert conflicts("test_revision") == before + 1
@@ -86,8 +109,13 @@ def test_a_conflict_on_revision_raises_counts_writes_nothing_and_still_invalidat
 
 
 def test_a_conflict_on_version_carries_current_version_too_and_the_resource_message(table):
-    row = cas.Versioned(MemoryTable, {"pk": table.pk}, kind="test_version", field="version",
-                        conflict_message="at {current}, not {expected}")
+    row = cas.Versioned(
+        MemoryTable,
+        {"pk": table.pk},
+        kind="test_version",
+        field="version",
+        conflict_message="at {current}, not {expected}",
+    )
     before = conflicts("test_version")
     with pytest.raises(RevisionConflict) as caught:
         cas.compare_and_set(row, 1, changes={"rows": [["lost"]]}, history=lambda v: pytest.fail("no history"))
@@ -101,22 +129,30 @@ def test_a_conflict_on_version_carries_current_version_too_and_the_resource_mess
 def test_a_row_that_is_gone_is_a_conflict_at_zero_or_not_found_when_the_resource_says_so(table):
     gone = {"pk": table.pk + 1000}
     with pytest.raises(RevisionConflict) as caught:
-        cas.compare_and_set(cas.Versioned(MemoryTable, gone, kind="test_version", field="version"), 2,
-                            changes={"rows": []})
+        cas.compare_and_set(
+            cas.Versioned(MemoryTable, gone, kind="test_version", field="version"), 2, changes={"rows": []}
+        )
     assert caught.value.details == {"currentRevision": 0, "currentVersion": 0}
     before = conflicts("test_version")
     with pytest.raises(NotFound):
-        cas.compare_and_set(cas.Versioned(MemoryTable, gone, kind="test_version", field="version",
-                                          missing_message="no such row"), 2, changes={"rows": []})
+        cas.compare_and_set(
+            cas.Versioned(MemoryTable, gone, kind="test_version", field="version", missing_message="no such row"),
+            2,
+            changes={"rows": []},
+        )
     assert conflicts("test_version") == before  # not a lost race
 
 
 def test_one_conditional_update_no_read_before_it(table):
     with CaptureQueriesContext(connection) as queries:
-        cas.compare_and_set(version_row(table), 2, changes={"rows": [["new"]]},
-                            history=lambda version: MemoryTableVersion.objects.create(
-                                product_id=table.product_id, table=table, version=version, rows=[["new"]],
-                                cause="api_key"))
+        cas.compare_and_set(
+            version_row(table),
+            2,
+            changes={"rows": [["new"]]},
+            history=lambda version: MemoryTableVersion.objects.create(
+                product_id=table.product_id, table=table, version=version, rows=[["new"]], cause="api_key"
+            ),
+        )
     statements = [q["sql"] for q in queries.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
     assert len(statements) == 2 and statements[0].startswith("UPDATE") and statements[1].startswith("INSERT")
     assert '"version" = 2' in statements[0]  # the version check is in the UPDATE itself

@@ -1,4 +1,5 @@
 """Background work of a committed turn: enqueued after the commit, run by a real Celery worker, idempotent."""
+
 from __future__ import annotations
 
 import threading

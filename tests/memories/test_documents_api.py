@@ -1,4 +1,5 @@
 """JSON memory documents through the HTTP API (SPEC M1–M9, T2, T3)."""
+
 from __future__ import annotations
 
 import json
@@ -166,7 +167,9 @@ def test_depth_counts_from_the_root_object_as_one(alice):
 # --- M5 -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("expected", ["1", "0", True, False, 1.5, 0.5, -1, MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1, None, [0], {}])
+@pytest.mark.parametrize(
+    "expected", ["1", "0", True, False, 1.5, 0.5, -1, MAX_SAFE_INTEGER, MAX_SAFE_INTEGER + 1, None, [0], {}]
+)
 def test_expected_revision_of_wrong_type_or_range_is_400(alice, expected):
     write(alice, 0, {"v": 1})
     error = assert_envelope(write(alice, expected, {"v": 2}), 400, "invalid_request")
@@ -181,8 +184,14 @@ def test_largest_allowed_expected_revision_is_a_valid_type_and_conflicts(alice):
 
 @pytest.mark.parametrize(
     "body",
-    [{}, {"memory": {}}, {"expectedRevision": 0}, {"expectedRevision": 0, "memory": {}, "extra": 1},
-     {"expectedrevision": 0, "memory": {}}, {"expectedRevision": 0, "memory": {}, "revision": 1}],
+    [
+        {},
+        {"memory": {}},
+        {"expectedRevision": 0},
+        {"expectedRevision": 0, "memory": {}, "extra": 1},
+        {"expectedrevision": 0, "memory": {}},
+        {"expectedRevision": 0, "memory": {}, "revision": 1},
+    ],
 )
 def test_missing_or_unknown_fields_are_400(alice, body):
     assert_envelope(alice.put(URL, body), 400, "invalid_request")
@@ -417,9 +426,14 @@ def test_another_products_write_does_not_touch_the_document(alice, bob):
     assert_envelope(write(bob, 5, {"x": 2}), 409, "revision_conflict")
     assert alice.get(URL).json() == {"revision": 2, "memory": {"secret": "alice's v2"}}
     assert [r["memory"] for r in alice.get(REVISIONS).json()["results"]] == [
-        {"secret": "alice's v2"}, {"secret": "alice's"},
+        {"secret": "alice's v2"},
+        {"secret": "alice's"},
     ]
-    assert [r["memory"] for r in bob.get(REVISIONS).json()["results"]] == [{"x": 1}, {"mine": "bob's v2"}, {"mine": "bob's"}]
+    assert [r["memory"] for r in bob.get(REVISIONS).json()["results"]] == [
+        {"x": 1},
+        {"mine": "bob's v2"},
+        {"mine": "bob's"},
+    ]
 
 
 def test_another_product_cannot_conflict_with_or_see_the_revision(alice, bob):

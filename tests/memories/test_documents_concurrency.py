@@ -4,6 +4,7 @@ PostgreSQL only: the SQLite test database is an in-memory shared-cache database 
 ("database table is locked") do not wait for the busy timeout, so threads there measure the test
 harness, not memoryhub.
 """
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """Every error kind — ours, Django's and DRF's own — answers the one envelope, never a 500."""
+
 from __future__ import annotations
 
 import base64
@@ -61,7 +62,9 @@ def test_wrong_content_type_is_415_envelope(alice):
 
 
 def test_text_plain_is_415_envelope(alice):
-    assert_envelope(_raw_put(alice, '{"expectedRevision": 0, "memory": {}}', "text/plain"), 415, "unsupported_media_type")
+    assert_envelope(
+        _raw_put(alice, '{"expectedRevision": 0, "memory": {}}', "text/plain"), 415, "unsupported_media_type"
+    )
 
 
 def test_missing_key_is_401_envelope(db):

@@ -1,4 +1,5 @@
 """Products and API keys (SPEC T1): shown once, stored hashed, several per product, revocable."""
+
 from __future__ import annotations
 
 import hashlib
@@ -75,7 +76,9 @@ def test_revoked_key_is_401_and_the_other_keys_keep_working(alice):
     api_key_revoke(api_key=extra.api_key)
     assert_envelope(client_for(extra.plaintext).get(URL), 401, "unauthenticated")
     assert_envelope(
-        client_for(extra.plaintext).put(URL, {"expectedRevision": 0, "memory": {}}, format="json"), 401, "unauthenticated"
+        client_for(extra.plaintext).put(URL, {"expectedRevision": 0, "memory": {}}, format="json"),
+        401,
+        "unauthenticated",
     )
     assert alice.get(URL).json() == {"revision": 0, "memory": None}
 

@@ -4,6 +4,7 @@ The test starts its own `redis-server` on a free port and stops/restarts it; it 
 machine's Redis, so it runs in both CI runs. Without the binary it skips locally and fails under
 MEMORYHUB_REQUIRE_SERVICES=1.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -45,9 +46,23 @@ class OwnRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10
         while not self._answers():
@@ -98,8 +113,11 @@ def redis_cache(own_redis):
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": own_redis.url,
             "KEY_PREFIX": "memoryhub-outage-test",
-            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient", "SOCKET_CONNECT_TIMEOUT": 1,
-                        "SOCKET_TIMEOUT": 1},
+            "OPTIONS": {
+                "CLIENT_CLASS": "django_redis.client.DefaultClient",
+                "SOCKET_CONNECT_TIMEOUT": 1,
+                "SOCKET_TIMEOUT": 1,
+            },
         }
     }
     with override_settings(CACHES=caches, REDIS_URL=own_redis.url, DJANGO_REDIS_IGNORE_EXCEPTIONS=False):
@@ -134,8 +152,11 @@ def test_redis_down_is_503_and_recovers_without_restart(alice, redis_cache, monk
     redis_cache.stop()
     assert_redis_down(prepare(alice))
     assert_redis_down(put(alice, 1, {"keyHolder": "thief"}))
-    assert_redis_down(alice.put(f"{CONV}/memory", {"expectedRevision": 1, "memory": {"keyHolder": "thief"}},
-                                HTTP_IDEMPOTENCY_KEY="k-1"))
+    assert_redis_down(
+        alice.put(
+            f"{CONV}/memory", {"expectedRevision": 1, "memory": {"keyHolder": "thief"}}, HTTP_IDEMPOTENCY_KEY="k-1"
+        )
+    )
     assert Turn.objects.count() == turns_before  # no turn recorded from a prepare that failed
 
     redis_cache.start()  # same port, empty: the working set is rebuilt from the database
@@ -147,8 +168,9 @@ def test_redis_down_is_503_and_recovers_without_restart(alice, redis_cache, monk
     assert [r["revision"] for r in alice.get(f"{CONV}/memory/revisions").json()["results"]] == [1]
     assert put(alice, 1, {"keyHolder": "captain"}).status_code == 200
     # the idempotency key of the failed attempt was not used up: it now performs the write once
-    replay = alice.put(f"{CONV}/memory", {"expectedRevision": 1, "memory": {"keyHolder": "thief"}},
-                       HTTP_IDEMPOTENCY_KEY="k-1")
+    replay = alice.put(
+        f"{CONV}/memory", {"expectedRevision": 1, "memory": {"keyHolder": "thief"}}, HTTP_IDEMPOTENCY_KEY="k-1"
+    )
     assert_envelope(replay, 409, "revision_conflict")
     assert '"keyHolder":"captain"' in prepare(alice).json()["prompt"]
 

@@ -1,4 +1,5 @@
 """The turn pipeline's one registry: what the apps register, reset(), and the runtime/agentRef lists derived from it."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,13 +35,20 @@ def produce_echo(request: RecallRequest) -> SourceResult:
 
 def register_echo() -> None:
     registry.register_runtime("echo", EchoRuntime)
-    registry.register_source("echoMemory", description="the user's message, echoed", producer=produce_echo,
-                             agent_refs=["echo-agent"])
+    registry.register_source(
+        "echoMemory", description="the user's message, echoed", producer=produce_echo, agent_refs=["echo-agent"]
+    )
 
 
 def echo_scenario(slug: str = "echo", **overrides) -> dict:
-    return {"id": slug, "name": "Echo", "memoryRuntime": "echo", "memorySources": [ECHO_SOURCE],
-            "template": "{{echoMemory}} / {{userMessage}}", **overrides}
+    return {
+        "id": slug,
+        "name": "Echo",
+        "memoryRuntime": "echo",
+        "memorySources": [ECHO_SOURCE],
+        "template": "{{echoMemory}} / {{userMessage}}",
+        **overrides,
+    }
 
 
 def refused_fields(api, body: dict) -> dict:
@@ -138,8 +146,12 @@ def test_a_source_registered_with_agent_refs_accepts_only_those(alice):
 
 
 def test_sources_registered_without_agent_refs_accept_any_agent_ref(alice):
-    body = {"id": "gate", "name": "Gate", "template": "{{jsonMemory}}",
-            "memorySources": [{"id": "s1", "agentRef": "anything-at-all", "variable": "jsonMemory"}]}
+    body = {
+        "id": "gate",
+        "name": "Gate",
+        "template": "{{jsonMemory}}",
+        "memorySources": [{"id": "s1", "agentRef": "anything-at-all", "variable": "jsonMemory"}],
+    }
     assert alice.post("/v1/scenarios", body).status_code == 201
 
 

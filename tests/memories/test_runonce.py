@@ -1,4 +1,5 @@
 """The run-once store: one table and one fingerprint for Idempotency-Key and operationId, and its data migration."""
+
 from __future__ import annotations
 
 import hashlib
@@ -88,8 +89,9 @@ def test_the_loser_of_a_race_rolls_back_and_answers_with_the_winners_result(alic
     runonce.run_once(operation(alice.product), lambda: {"winner": True}, JSON)  # committed meanwhile
 
     def loser() -> dict:
-        RunOnceRecord.objects.create(product=alice.product, kind="operation", key="side-effect", action="x",
-                                     fingerprint="f", result={})
+        RunOnceRecord.objects.create(
+            product=alice.product, kind="operation", key="side-effect", action="x", fingerprint="f", result={}
+        )
         return {"winner": False}
 
     # commit() is the part after the replay check: its own record hits the unique constraint.
@@ -117,15 +119,21 @@ def test_the_purge_deletes_old_idempotency_keys_only(alice):
 
 @pytest.mark.django_db
 def test_the_admin_lists_both_kinds_read_only(admin_client, alice):
-    alice.put("/v1/users/u1/conversations/c1/memory", {"expectedRevision": 0, "memory": {"a": 1}},
-              HTTP_IDEMPOTENCY_KEY="key-admin")
+    alice.put(
+        "/v1/users/u1/conversations/c1/memory",
+        {"expectedRevision": 0, "memory": {"a": 1}},
+        HTTP_IDEMPOTENCY_KEY="key-admin",
+    )
     runonce.run_once(operation(alice.product, "op-admin"), lambda: {"n": 1}, JSON)
     listing = admin_client.get("/admin/memories/runoncerecord/").content.decode()
     assert "key-admin" in listing and "op-admin" in listing
     assert "op-admin" not in admin_client.get("/admin/memories/runoncerecord/?kind=idempotency-key").content.decode()
     record = RunOnceRecord.objects.get(key="key-admin")
-    assert (record.kind, record.action, record.result) == ("idempotency-key", "memory.replace",
-                                                           {"status": 200, "body": {"revision": 1}})
+    assert (record.kind, record.action, record.result) == (
+        "idempotency-key",
+        "memory.replace",
+        {"status": 200, "body": {"revision": 1}},
+    )
     assert "revision" in admin_client.get(f"/admin/memories/runoncerecord/{record.pk}/change/").content.decode()
     assert admin_client.get("/admin/memories/runoncerecord/add/").status_code == 403
 
@@ -160,26 +168,51 @@ def old_rows(apps) -> dict[str, object]:
     """One old row of each kind, with the bodies the API answered when they were written."""
     product = apps.get_model("memories", "Product").objects.create(name="before the store")
     p = product.pk
-    memory = {"id": "mem_0123456789abcdef", "key": f"{p}:u1:memory:mem_0123456789abcdef", "kind": "preference",
-              "content": {"language": "zh", "detail": "brief", "text": "用户喜欢简短的中文回答"},
-              "evidence": "以后请用简短的中文回答我", "source": "以后请用简短的中文回答我，谢谢。", "version": 1,
-              "createdAt": "2026-11-02T09:30:15.123456Z", "updatedAt": "2026-11-02T09:30:15.123456Z"}
+    memory = {
+        "id": "mem_0123456789abcdef",
+        "key": f"{p}:u1:memory:mem_0123456789abcdef",
+        "kind": "preference",
+        "content": {"language": "zh", "detail": "brief", "text": "用户喜欢简短的中文回答"},
+        "evidence": "以后请用简短的中文回答我",
+        "source": "以后请用简短的中文回答我，谢谢。",
+        "version": 1,
+        "createdAt": "2026-11-02T09:30:15.123456Z",
+        "updatedAt": "2026-11-02T09:30:15.123456Z",
+    }
     bodies = {
         "memory.create": (201, memory),
         "memory.update": (200, {**memory, "version": 2, "updatedAt": "2026-11-02T09:31:00Z"}),
-        "task.checkpoint": (201, {"taskId": "t1", "stage": "collect", "key": f"{p}:u1:task:t1:collect",
-                                  "data": {"done": 1}, "committedAt": "2026-11-02T09:32:00.500000Z"}),
-        "task.report": (200, {"taskId": "t1", "report": {"data": {"ok": True},
-                                                         "publishedAt": "2026-11-02T09:33:00.000001Z"}}),
+        "task.checkpoint": (
+            201,
+            {
+                "taskId": "t1",
+                "stage": "collect",
+                "key": f"{p}:u1:task:t1:collect",
+                "data": {"done": 1},
+                "committedAt": "2026-11-02T09:32:00.500000Z",
+            },
+        ),
+        "task.report": (
+            200,
+            {"taskId": "t1", "report": {"data": {"ok": True}, "publishedAt": "2026-11-02T09:33:00.000001Z"}},
+        ),
     }
     operation_model = apps.get_model("memories", "MemoryOperation")
     rows = {}
     for n, (action, (status, body)) in enumerate(bodies.items()):
-        row = operation_model.objects.create(product=product, operation_id=f"op-{n}", user_id="u1", action=action,
-                                             fingerprint=f"{n}" * 64, status_code=status, response=body)
+        row = operation_model.objects.create(
+            product=product,
+            operation_id=f"op-{n}",
+            user_id="u1",
+            action=action,
+            fingerprint=f"{n}" * 64,
+            status_code=status,
+            response=body,
+        )
         rows[action] = row
     rows["idempotency"] = apps.get_model("memories", "IdempotencyRecord").objects.create(
-        product=product, key="key-1", request_hash="k" * 64, status_code=200, response={"revision": 7})
+        product=product, key="key-1", request_hash="k" * 64, status_code=200, response={"revision": 7}
+    )
     for row in rows.values():
         type(row).objects.filter(pk=row.pk).update(created_at=AT)
     return rows
@@ -220,7 +253,17 @@ def test_the_data_migration_carries_every_old_record_over_and_they_still_replay(
     for action in ("memory.create", "memory.update", "task.checkpoint", "task.report"):
         row = operations.get(operation_id=old[action].operation_id)
         assert (row.action, row.status_code, row.response, row.fingerprint, row.created_at) == (
-            action, old[action].status_code, old[action].response, old[action].fingerprint, AT)
+            action,
+            old[action].status_code,
+            old[action].response,
+            old[action].fingerprint,
+            AT,
+        )
     key = apps.get_model("memories", "IdempotencyRecord").objects.get()
     assert (key.key, key.request_hash, key.status_code, key.response, key.created_at) == (
-        "key-1", "k" * 64, 200, {"revision": 7}, AT)
+        "key-1",
+        "k" * 64,
+        200,
+        {"revision": 7},
+        AT,
+    )

@@ -1,4 +1,5 @@
 """Scenarios through HTTP (S1, S2, S5): CRUD, product scope, defaults, versions and every validation rule."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,7 +25,10 @@ def test_create_fills_the_defaults_and_reads_back(alice):
 
 def test_explicit_fields_are_kept(alice):
     body = scenario(
-        memoryRuntime="axon_shadow", memoryIngest="required", commitOn="accepted", toolUpdates=False,
+        memoryRuntime="axon_shadow",
+        memoryIngest="required",
+        commitOn="accepted",
+        toolUpdates=False,
         memorySources=[source(1, "jsonMemory", priority=2), source(2, "compassMemory")],
         template="{{compassMemory}} {{jsonMemory}} {{userMessage}}",
     )
@@ -141,7 +145,9 @@ def test_put_replaces_the_whole_scenario_and_omitted_fields_return_to_defaults(a
 def test_put_is_validated_as_a_whole(alice):
     create(alice, BASE)
     # the template still names jsonMemory, but the PUT configures no source for it
-    fields = assert_envelope(alice.put("/v1/scenarios/gate", {"name": "x", "template": "{{jsonMemory}}"}), 400)["details"]["fields"]
+    fields = assert_envelope(alice.put("/v1/scenarios/gate", {"name": "x", "template": "{{jsonMemory}}"}), 400)[
+        "details"
+    ]["fields"]
     assert "template" in fields
     assert alice.get("/v1/scenarios/gate").json()["name"] == "City gate"
 
@@ -158,7 +164,9 @@ def test_patch_is_validated_against_the_merged_scenario(alice):
 def test_the_id_cannot_change(alice, method):
     create(alice, BASE)
     body = scenario(id="renamed") if method == "put" else {"id": "renamed"}
-    fields = assert_envelope(getattr(alice, method)("/v1/scenarios/gate", body), 400, "invalid_request")["details"]["fields"]
+    fields = assert_envelope(getattr(alice, method)("/v1/scenarios/gate", body), 400, "invalid_request")["details"][
+        "fields"
+    ]
     assert "id" in fields
     assert_envelope(alice.get("/v1/scenarios/renamed"), 404)
     assert alice.get("/v1/scenarios/gate").json()["version"] == 1
@@ -212,16 +220,22 @@ def test_an_unknown_runtime_is_refused(alice):
 
 
 def test_axon_go_refuses_json_memory(alice):
-    body = scenario(memoryRuntime="axon_go", memorySources=[source(1, "compassMemory"), source(2, "jsonMemory")],
-                    template="{{compassMemory}}")
+    body = scenario(
+        memoryRuntime="axon_go",
+        memorySources=[source(1, "compassMemory"), source(2, "jsonMemory")],
+        template="{{compassMemory}}",
+    )
     fields = refused(alice, body)
     assert "memorySources[1].variable" in fields and "axon_go" in fields["memorySources[1].variable"]
     assert "memorySources[0].variable" not in fields
 
 
 def test_axon_go_accepts_compass_memory_and_memory_table(alice):
-    body = scenario(memoryRuntime="axon_go", memorySources=[source(1, "compassMemory"), source(2, "memoryTable")],
-                    template="{{compassMemory}}\n{{memoryTable}}\n{{userMessage}}")
+    body = scenario(
+        memoryRuntime="axon_go",
+        memorySources=[source(1, "compassMemory"), source(2, "memoryTable")],
+        template="{{compassMemory}}\n{{memoryTable}}\n{{userMessage}}",
+    )
     assert create(alice, body)["memoryRuntime"] == "axon_go"
 
 
@@ -253,9 +267,17 @@ def test_an_unknown_field_on_a_source_is_refused(alice):
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("memoryIngest", "sometimes"), ("commitOn", "never"), ("toolUpdates", "yes"), ("name", ""),
-     ("id", "has space"), ("id", ""), ("template", 5), ("memorySources", {"id": "s1"}),
-     ("memorySchema", {"type": "not-a-type"})],
+    [
+        ("memoryIngest", "sometimes"),
+        ("commitOn", "never"),
+        ("toolUpdates", "yes"),
+        ("name", ""),
+        ("id", "has space"),
+        ("id", ""),
+        ("template", 5),
+        ("memorySources", {"id": "s1"}),
+        ("memorySchema", {"type": "not-a-type"}),
+    ],
 )
 def test_a_bad_core_field_is_refused_naming_it(alice, field, value):
     assert field in refused(alice, scenario(**{field: value}))

@@ -1,4 +1,5 @@
 """Model-facing memory tools through HTTP (T4, TOOL1–TOOL3): tokens, definitions, calls and their refusals."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -91,7 +92,7 @@ def test_a_forged_or_tampered_token_is_401(alice):
     token = mint(alice)["token"]
     head, signature = token.rsplit(":", 1)
     flipped = signature[:-1] + ("A" if signature[-1] != "A" else "B")
-    claims = signing.loads(token[len("mht_"):], salt="memoryhub.tool-token")
+    claims = signing.loads(token[len("mht_") :], salt="memoryhub.tool-token")
     other_user = "mht_" + signing.dumps({**claims, "u": "u2"}, salt="memoryhub.tool-token", key="not-the-secret")
     for bad in (f"{head}:{flipped}", other_user, "mht_", "mht_garbage", token + "x"):
         assert_envelope(call(bad, "get_memory"), 401, "unauthenticated")
@@ -101,7 +102,10 @@ def test_a_tool_token_cannot_call_product_endpoints(alice):
     token = mint(alice)["token"]
     client = client_for(token)
     assert client.get(f"{CONV}/memory").status_code in (401, 403)
-    assert client.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"a": 1}}, format="json").status_code in (401, 403)
+    assert client.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"a": 1}}, format="json").status_code in (
+        401,
+        403,
+    )
     assert client.post(f"{CONV}/tool-tokens", {}, format="json").status_code in (401, 403)
     assert client.get("/v1/scenarios").status_code in (401, 403)
     assert alice.get(f"{CONV}/memory").json() == {"revision": 0, "memory": None}
@@ -123,14 +127,20 @@ def test_tools_are_listed_as_strict_function_definitions(alice):
     assert all(t["type"] == "function" and t["function"]["parameters"]["additionalProperties"] is False for t in tools)
     assert tools[0]["function"]["parameters"]["properties"] == {}
     update = tools[1]["function"]["parameters"]
-    assert set(update["properties"]) == {"expectedRevision", "memory"} and set(update["required"]) == {"expectedRevision", "memory"}
+    assert set(update["properties"]) == {"expectedRevision", "memory"} and set(update["required"]) == {
+        "expectedRevision",
+        "memory",
+    }
 
 
 def test_a_tool_token_lists_what_it_may_call(alice):
     make_scenario(alice, "open", toolUpdates=True)
     make_scenario(alice, "closed", toolUpdates=False)
     assert tool_names(client_for(mint(alice)["token"]).get("/v1/tools")) == ["get_memory", "update_memory"]
-    assert tool_names(client_for(mint(alice, scenarioId="open")["token"]).get("/v1/tools")) == ["get_memory", "update_memory"]
+    assert tool_names(client_for(mint(alice, scenarioId="open")["token"]).get("/v1/tools")) == [
+        "get_memory",
+        "update_memory",
+    ]
     assert tool_names(client_for(mint(alice, scenarioId="closed")["token"]).get("/v1/tools")) == ["get_memory"]
 
 
@@ -155,7 +165,9 @@ def test_get_and_update_memory_through_the_tool(alice):
 def test_the_token_alone_fixes_user_conversation_and_product(alice, bob):
     alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"who": "u1"}})
     alice.put("/v1/users/u2/conversations/c1/memory", {"expectedRevision": 0, "memory": {"who": "u2"}})
-    assert call(mint(alice, conv="/v1/users/u2/conversations/c1")["token"], "get_memory").json()["details"]["memory"] == {"who": "u2"}
+    assert call(mint(alice, conv="/v1/users/u2/conversations/c1")["token"], "get_memory").json()["details"][
+        "memory"
+    ] == {"who": "u2"}
     bobs = mint(bob)["token"]  # the same user and conversation names in another product
     assert call(bobs, "get_memory").json() == {"details": {"revision": 0, "memory": None}}
     assert call(bobs, "update_memory", {"expectedRevision": 0, "memory": {"who": "bob"}}).status_code == 200
@@ -204,7 +216,9 @@ def test_bad_calls_are_400_and_change_nothing(alice, name, arguments):
 def test_a_conflict_tells_the_model_to_re_read_and_changes_nothing(alice):
     token = mint(alice)["token"]
     call(token, "update_memory", {"expectedRevision": 0, "memory": {"v": 1}})
-    error = assert_envelope(call(token, "update_memory", {"expectedRevision": 0, "memory": {"v": 2}}), 409, "revision_conflict")
+    error = assert_envelope(
+        call(token, "update_memory", {"expectedRevision": 0, "memory": {"v": 2}}), 409, "revision_conflict"
+    )
     assert error["details"] == {"currentRevision": 1}
     assert "get_memory" in error["message"] and "again" in error["message"]
     assert alice.get(f"{CONV}/memory").json() == {"revision": 1, "memory": {"v": 1}}
@@ -239,20 +253,26 @@ def test_the_scenario_memory_schema_refuses_a_tool_write_with_422(alice):
     schema = {"type": "object", "required": ["scene"], "properties": {"scene": {"type": "string"}}}
     make_scenario(alice, "strict", memorySchema=schema)
     token = mint(alice, scenarioId="strict")["token"]
-    error = assert_envelope(call(token, "update_memory", {"expectedRevision": 0, "memory": {"keyHolder": "x"}}), 422,
-                            "rejected_by_policy")
+    error = assert_envelope(
+        call(token, "update_memory", {"expectedRevision": 0, "memory": {"keyHolder": "x"}}), 422, "rejected_by_policy"
+    )
     assert error["message"]
     assert alice.get(f"{CONV}/memory").json()["revision"] == 0
     assert call(token, "update_memory", {"expectedRevision": 0, "memory": {"scene": "gate"}}).status_code == 200
     # a token without the scenario is held only to the product's schema (none here)
-    assert call(mint(alice)["token"], "update_memory", {"expectedRevision": 1, "memory": {"keyHolder": "x"}}).status_code == 200
+    assert (
+        call(mint(alice)["token"], "update_memory", {"expectedRevision": 1, "memory": {"keyHolder": "x"}}).status_code
+        == 200
+    )
 
 
 def test_the_product_schema_applies_to_tool_writes(alice):
     alice.product.memory_schema = {"type": "object", "required": ["scene"]}
     alice.product.save()
     token = mint(alice)["token"]
-    assert_envelope(call(token, "update_memory", {"expectedRevision": 0, "memory": {"a": 1}}), 422, "rejected_by_policy")
+    assert_envelope(
+        call(token, "update_memory", {"expectedRevision": 0, "memory": {"a": 1}}), 422, "rejected_by_policy"
+    )
 
 
 def test_a_token_whose_product_is_gone_is_401(alice):
@@ -264,4 +284,8 @@ def test_a_token_whose_product_is_gone_is_401(alice):
 def test_tokens_are_signed_not_stored(alice):
     claims = tool_service.tool_token_read(mint(alice, ttlSeconds=120)["token"])
     assert (claims.product_id, claims.user_id, claims.conversation_id, claims.scenario_slug) == (
-        alice.product.pk, "u1", "c1", None)
+        alice.product.pk,
+        "u1",
+        "c1",
+        None,
+    )

@@ -3,6 +3,7 @@
 The rename (memories migration `*_turn_conversation_id`) keeps every turn with its conversation: rows written
 before it are read back after it with the same link, the same client id, and the same index.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -44,9 +45,18 @@ def write_turn(apps, product, conversation_id: str, *, round: int):
         product=product, user_id="u1", conversation_id=conversation_id, rounds=round
     )
     turn = apps.get_model("memories", "Turn").objects.create(
-        product=product, conversation=conversation, user_id="u1", conversation_key=conversation_id,
-        scenario_slug="gate", scenario_version=1, runtime="personalization", round=round, status="committed",
-        user_message=f"message in {conversation_id}", assistant_message="reply", prompt="p",
+        product=product,
+        conversation=conversation,
+        user_id="u1",
+        conversation_key=conversation_id,
+        scenario_slug="gate",
+        scenario_version=1,
+        runtime="personalization",
+        round=round,
+        status="committed",
+        user_message=f"message in {conversation_id}",
+        assistant_message="reply",
+        prompt="p",
     )
     return conversation, turn
 
@@ -91,8 +101,12 @@ def test_the_conversation_admin_links_to_its_turns_only(alice, client):
     User.objects.create_superuser("ops", "ops@example.com", "pw")
     client.login(username="ops", password="pw")
     alice.post("/v1/scenarios", {"id": "gate", "name": "Gate", "template": "{{userMessage}}"})
-    turns = {conv: alice.post(f"/v1/users/u1/conversations/{conv}/turns",
-                              {"scenarioId": "gate", "userMessage": "hi"}).json()["turnId"] for conv in ("c1", "c2")}
+    turns = {
+        conv: alice.post(
+            f"/v1/users/u1/conversations/{conv}/turns", {"scenarioId": "gate", "userMessage": "hi"}
+        ).json()["turnId"]
+        for conv in ("c1", "c2")
+    }
     conversation = Conversation.objects.get(conversation_id="c1")
     listing = client.get("/admin/memories/conversation/").content.decode()
     link = f"/admin/memories/turn/?conversation_row__id__exact={conversation.pk}"

@@ -1,4 +1,5 @@
 """The seed's minimal acceptance run, through HTTP: read → explicit change with receipt → a NEW turn sees it."""
+
 from __future__ import annotations
 
 from tests.support.api import assert_envelope
@@ -38,6 +39,8 @@ def test_minimal_acceptance_run(alice):
     assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 1, "memory": {"x": 1}}), 409, "revision_conflict")
     alice.product.memory_schema = {"type": "object", "required": ["scene"]}
     alice.product.save()
-    assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 2, "memory": {"keyHolder": "贼"}}), 422, "rejected_by_policy")
+    assert_envelope(
+        alice.put(f"{CONV}/memory", {"expectedRevision": 2, "memory": {"keyHolder": "贼"}}), 422, "rejected_by_policy"
+    )
     third = prepare(alice)
     assert '"keyHolder":"守卫"' in third["prompt"] and "贼" not in third["prompt"]

@@ -1,4 +1,5 @@
 """The turn pipeline through HTTP (U1–U3): prepare, complete, accept, messages and events."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,6 +26,7 @@ SCENARIO = {
 def committed_turns() -> list[tuple[int, str]]:
     """Replace the registered commit hooks by one that records (turn pk, status seen inside the commit)."""
     seen: list[tuple[int, str]] = []
+
     def recorder(pk: int) -> bool:
         seen.append((pk, Turn.objects.get(pk=pk).status))
         return True  # "scheduled memory work"
@@ -66,16 +68,32 @@ def events(api, conv: str = CONV, **params) -> list[dict]:
 def test_prepare_returns_the_prompt_variables_and_source_statuses(alice, gate):
     alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"scene": "城门"}})
     turn = prepare(alice, "who holds the key?")
-    assert {"turnId", "round", "runtime", "prompt", "variables", "referencedVariables", "unreferencedVariables",
-            "sources"} <= set(turn)
+    assert {
+        "turnId",
+        "round",
+        "runtime",
+        "prompt",
+        "variables",
+        "referencedVariables",
+        "unreferencedVariables",
+        "sources",
+    } <= set(turn)
     assert isinstance(turn["turnId"], int) and turn["round"] == 1 and turn["runtime"] == "personalization"
     assert turn["prompt"] == 'Memory: {"scene":"城门"}\nUser: who holds the key?'
     assert turn["variables"] == {"jsonMemory": '{"scene":"城门"}', "memoryTable": "| key | guard |"}
     json_source, table_source = turn["sources"]
     assert (json_source["id"], json_source["variable"], json_source["status"], json_source["revision"]) == (
-        "s1", "jsonMemory", "ok", 1)
+        "s1",
+        "jsonMemory",
+        "ok",
+        1,
+    )
     assert (table_source["id"], table_source["variable"], table_source["status"], table_source["version"]) == (
-        "s2", "memoryTable", "ok", 3)
+        "s2",
+        "memoryTable",
+        "ok",
+        3,
+    )
     assert turn["status"] == "prepared"
 
 
@@ -126,7 +144,11 @@ def test_a_regenerated_reply_keeps_the_round_and_supersedes_the_old_messages(ali
     assert complete(alice, again["turnId"], "a1 bis").json()["round"] == 1
     messages = alice.get(f"{CONV}/messages").json()["results"]
     assert [(m["content"], m["superseded"]) for m in messages] == [
-        ("q1", True), ("a1", True), ("q1", False), ("a1 bis", False)]
+        ("q1", True),
+        ("a1", True),
+        ("q1", False),
+        ("a1 bis", False),
+    ]
     assert Conversation.objects.get(product=alice.product, conversation_id="c1").rounds == 1
     assert prepare(alice)["round"] == 2
 
@@ -139,8 +161,10 @@ def test_replacing_a_turn_that_is_not_completed_is_404(alice, gate):
 
 def test_an_invalid_subscription_category_is_400(alice, gate):
     error = assert_envelope(
-        alice.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": "x", "subscriptionCategory": "gold"}), 400,
-        "invalid_request")
+        alice.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": "x", "subscriptionCategory": "gold"}),
+        400,
+        "invalid_request",
+    )
     assert "subscriptionCategory" in str(error)
     assert not Turn.objects.exists()
 
@@ -175,7 +199,9 @@ def test_a_malformed_json_body_is_400(alice, gate):
 
 def test_a_bad_user_or_conversation_id_is_400(alice, gate):
     assert_envelope(alice.post("/v1/users/a:b/conversations/c1/turns", {"scenarioId": "gate", "userMessage": "x"}), 400)
-    assert_envelope(alice.post(f"/v1/users/u1/conversations/{'c' * 129}/turns", {"scenarioId": "gate", "userMessage": "x"}), 400)
+    assert_envelope(
+        alice.post(f"/v1/users/u1/conversations/{'c' * 129}/turns", {"scenarioId": "gate", "userMessage": "x"}), 400
+    )
 
 
 def test_an_unknown_scenario_is_404(alice, gate):
@@ -211,7 +237,9 @@ def test_complete_stores_the_reply_and_commits(alice, gate, committed_turns):
     assert event["details"]["round"] == 1 and event["createdAt"].endswith("Z")
     messages = alice.get(f"{CONV}/messages").json()["results"]
     assert [(m["role"], m["content"], m["round"], m["turnId"]) for m in messages] == [
-        ("user", "hello", 1, turn["turnId"]), ("assistant", "welcome, traveller", 1, turn["turnId"])]
+        ("user", "hello", 1, turn["turnId"]),
+        ("assistant", "welcome, traveller", 1, turn["turnId"]),
+    ]
 
 
 def test_complete_with_no_background_work_says_the_memory_write_was_skipped(alice, gate):
@@ -258,7 +286,8 @@ def test_a_turn_of_another_product_is_404(alice, bob, gate, committed_turns):
 
 
 @pytest.mark.parametrize(
-    "body", [{}, {"assistantMessage": 5}, {"assistantMessage": "x", "committed": True}, ["x"], {"assistantMessage": None}]
+    "body",
+    [{}, {"assistantMessage": 5}, {"assistantMessage": "x", "committed": True}, ["x"], {"assistantMessage": None}],
 )
 def test_a_bad_complete_body_is_400_and_changes_nothing(alice, gate, body, committed_turns):
     turn = prepare(alice)
@@ -328,7 +357,7 @@ def test_messages_are_oldest_first_and_cursor_paginated(alice, gate, committed_t
 
 def test_events_are_oldest_first_cursor_paginated_and_filterable(alice, gate, committed_turns):
     turn_ids = []
-    for index in range(3):
+    for _ in range(3):
         turn_ids.append(prepare(alice)["turnId"])
         complete(alice, turn_ids[-1])
     page = alice.get(f"{CONV}/events?limit=2").json()

@@ -1,4 +1,5 @@
 """The working set (C1–C3): prepares are served from the cache, never older than the last successful write."""
+
 from __future__ import annotations
 
 import time
@@ -151,6 +152,7 @@ def test_a_reader_that_loaded_before_a_write_cannot_put_its_stale_value_back(ali
 
 
 # --- the scenario is part of the working set too: every scenario write reaches the next prepare ---------
+
 
 def warm(api) -> None:
     """Drop the invalidation markers of the setup, then prepare so that the scenario is cached."""

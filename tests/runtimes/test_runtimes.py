@@ -1,4 +1,5 @@
 """Runtimes through HTTP (S3, S4): allowed sources, missing producers, no query for axon, the shadow comparison."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,9 +32,13 @@ class Recorder:
 
 def make_scenario(api, slug: str, runtime: str, variables: list[str], template: str | None = None) -> None:
     body = {
-        "id": slug, "name": slug, "memoryRuntime": runtime,
+        "id": slug,
+        "name": slug,
+        "memoryRuntime": runtime,
         "memorySources": [{"id": f"src-{v}", "agentRef": f"ref-{v}", "variable": v} for v in variables],
-        "template": template if template is not None else " | ".join("{{%s}}" % v for v in variables) + " || {{userMessage}}",
+        "template": template
+        if template is not None
+        else " | ".join(f"{{{{{v}}}}}" for v in variables) + " || {{userMessage}}",
     }
     response = api.post("/v1/scenarios", body)
     assert response.status_code == 201, response.json()
@@ -55,8 +60,13 @@ def by_variable(turn: dict) -> dict[str, dict]:
 @pytest.mark.parametrize("runtime", sorted(ALLOWED))
 @pytest.mark.parametrize("variable", ALL_VARIABLES)
 def test_each_runtime_accepts_exactly_its_variables(alice, runtime, variable):
-    body = {"id": "s", "name": "s", "memoryRuntime": runtime, "template": "{{%s}}" % variable,
-            "memorySources": [{"id": "a", "agentRef": "r", "variable": variable}]}
+    body = {
+        "id": "s",
+        "name": "s",
+        "memoryRuntime": runtime,
+        "template": f"{{{{{variable}}}}}",
+        "memorySources": [{"id": "a", "agentRef": "r", "variable": variable}],
+    }
     response = alice.post("/v1/scenarios", body)
     if variable in ALLOWED[runtime]:
         assert response.status_code == 201, response.json()
@@ -67,9 +77,16 @@ def test_each_runtime_accepts_exactly_its_variables(alice, runtime, variable):
 
 @pytest.mark.parametrize("variable", ["jsonMemory", "preferences", "compassMemory", "memoryTable"])
 def test_hinos_accepts_its_source_beside_personal_variables(alice, variable):
-    body = {"id": "h", "name": "h", "memoryRuntime": "hinos", "template": "{{hinosMemory}} {{%s}}" % variable,
-            "memorySources": [{"id": "a", "agentRef": "hinos", "variable": "hinosMemory"},
-                              {"id": "b", "agentRef": "r", "variable": variable}]}
+    body = {
+        "id": "h",
+        "name": "h",
+        "memoryRuntime": "hinos",
+        "template": f"{{{{hinosMemory}}}} {{{{{variable}}}}}",
+        "memorySources": [
+            {"id": "a", "agentRef": "hinos", "variable": "hinosMemory"},
+            {"id": "b", "agentRef": "r", "variable": variable},
+        ],
+    }
     assert alice.post("/v1/scenarios", body).status_code == 201
 
 
@@ -139,7 +156,9 @@ def test_axon_go_recalls_without_the_query(alice):
     make_scenario(alice, "g", "axon_go", ["compassMemory", "memoryTable"])
     turn = prepare(alice, "g", "a secret question")
     assert [r.user_message for r in compass.requests + table.requests] == ["", ""]
-    assert [(r.user_id, r.conversation_id, r.source.id) for r in compass.requests] == [("u1", "c1", "src-compassMemory")]
+    assert [(r.user_id, r.conversation_id, r.source.id) for r in compass.requests] == [
+        ("u1", "c1", "src-compassMemory")
+    ]
     assert turn["runtime"] == "axon_go"
     assert turn["variables"] == {"compassMemory": "text for <no query>", "memoryTable": "text for <no query>"}
     assert "a secret question" in turn["prompt"]  # the template's {{userMessage}} still shows it to the model

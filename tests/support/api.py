@@ -1,4 +1,5 @@
 """Calling the API as a product does, and checking the error envelope."""
+
 from __future__ import annotations
 
 from rest_framework.test import APIClient

@@ -3,6 +3,7 @@
 The suite starts `celery -A memoryhub worker --include tests.support.celery_worker`: the product's app
 unchanged, which imports this module at start-up.
 """
+
 from __future__ import annotations
 
 from celery.signals import worker_process_init

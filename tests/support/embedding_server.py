@@ -7,6 +7,7 @@ Used by tests and bench/search.py to exercise the HTTP embedder path with real v
 Standard library only (no Django). `--truncate N` cuts every returned vector to N floats, to inject
 an embedding-dimension error *after* the real model answered (seed 004 acceptance).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,9 @@ def _response(vectors: list[list[float]], inputs: list[str], options: ServerOpti
     }
 
 
-def make_server(host: str = "127.0.0.1", port: int = 0, *, options: ServerOptions | None = None,
-                embedder: Embedder | None = None) -> ThreadingHTTPServer:
+def make_server(
+    host: str = "127.0.0.1", port: int = 0, *, options: ServerOptions | None = None, embedder: Embedder | None = None
+) -> ThreadingHTTPServer:
     """Build (not start) the server; port 0 picks a free port (see `server.server_address`)."""
     opts = options or ServerOptions()
     backend = embedder or LocalUSEEmbedder()
@@ -146,8 +148,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     embedder = LocalUSEEmbedder()
     embedder.embed(["warm-up"])  # load the weights before accepting traffic
-    server = make_server(args.host, args.port, embedder=embedder,
-                         options=ServerOptions(model=args.model, api_key=args.api_key, truncate=args.truncate))
+    server = make_server(
+        args.host,
+        args.port,
+        embedder=embedder,
+        options=ServerOptions(model=args.model, api_key=args.api_key, truncate=args.truncate),
+    )
     host, port = server.server_address[:2]
     print(f"embedding server on http://{host}:{port} model={args.model}", flush=True)
     try:

@@ -3,6 +3,7 @@
 Test doubles are allowed only for services that cannot run here (hosted LLMs, embedding APIs,
 a remote Hinos); this server lets the real client code do real HTTP.
 """
+
 from __future__ import annotations
 
 import json

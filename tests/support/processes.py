@@ -1,4 +1,5 @@
 """Real processes the suite starts (a Celery worker, `manage.py runserver`) and waiting for their work."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.1,
-             message: str = "condition") -> T:
+def wait_for(
+    predicate: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"
+) -> T:
     """Poll `predicate` until it returns a truthy value (for work done by a real worker)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -56,17 +58,37 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     """
     from django.db import connection
 
-    return {**os.environ, "DATABASE_URL": database_url(connection.settings_dict),
-            "MEMORYHUB_FAULT_INJECTION": "1", **extra}
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "MEMORYHUB_FAULT_INJECTION": "1",
+        **extra,
+    }
 
 
 def start_celery_worker() -> subprocess.Popen:
     """`celery -A memoryhub worker` on the configured broker, with the suite's fault handlers included."""
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "--include", "tests.support.celery_worker",
-         "--pool=prefork", "--concurrency=2", "--without-gossip", "--without-mingle", "--without-heartbeat",
-         "-l", "warning"],
-        cwd=ROOT, env=subprocess_env(), start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memoryhub",
+            "worker",
+            "--include",
+            "tests.support.celery_worker",
+            "--pool=prefork",
+            "--concurrency=2",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-l",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=subprocess_env(),
+        start_new_session=True,
     )
 
 

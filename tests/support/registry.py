@@ -1,4 +1,5 @@
 """Registry helpers for tests; tests/conftest.py resets the registry after every test."""
+
 from __future__ import annotations
 
 from memoryhub.runtimes import registry

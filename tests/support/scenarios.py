@@ -1,4 +1,5 @@
 """Scenario bodies for the scenario API, and creating or being refused one."""
+
 from __future__ import annotations
 
 from tests.support.api import assert_envelope

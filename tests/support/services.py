@@ -1,4 +1,5 @@
 """Which real services this run has; tests that need a missing one skip, or FAIL under MEMORYHUB_REQUIRE_SERVICES=1."""
+
 from __future__ import annotations
 
 import os

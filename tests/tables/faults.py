@@ -6,6 +6,7 @@ test asks for N concurrent writes on one conversation through the cache (the wor
 process); it then commits one write per attempt, from another database connection, after the task has
 read the tables and before it writes them.
 """
+
 from __future__ import annotations
 
 import threading

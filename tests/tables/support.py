@@ -1,4 +1,5 @@
 """Helpers of the table tests (rows are built by tests/factories.py: TableScenarioFactory, TurnFactory)."""
+
 from __future__ import annotations
 
 from memories.models import Event, Product

@@ -1,4 +1,5 @@
 """The webhook after-step: runs after a committed replace; its failure is an event and never undoes the write."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,11 +45,24 @@ def test_the_written_rows_are_posted_after_the_replace(alice, server):
     [request] = server.requests
     assert request.path == "/hook?source=memoryhub" and request.headers["x-request-id"]
     body = request.json()
-    assert body | {"tables": None} == {"type": "table.updated", "turnId": turn.pk, "round": 1, "userId": "u1",
-                                       "conversationId": "c1", "tables": None}
-    assert body["tables"] == [{"id": items(alice.product).pk, "index": 1, "name": "重要物品表格", "version": 2,
-                               "columns": ["拥有人", "物品描述", "物品名", "重要原因"],
-                               "rows": [["艾琳", "铜制 风灯", "风灯", ""]]}]
+    assert body | {"tables": None} == {
+        "type": "table.updated",
+        "turnId": turn.pk,
+        "round": 1,
+        "userId": "u1",
+        "conversationId": "c1",
+        "tables": None,
+    }
+    assert body["tables"] == [
+        {
+            "id": items(alice.product).pk,
+            "index": 1,
+            "name": "重要物品表格",
+            "version": 2,
+            "columns": ["拥有人", "物品描述", "物品名", "重要原因"],
+            "rows": [["艾琳", "铜制 风灯", "风灯", ""]],
+        }
+    ]
     assert TableEditRecord.objects.get(turn=turn).after_step["status"] == "ok"
     assert len(events(alice.product, "table.after_step_succeeded")) == 1
 

@@ -1,4 +1,5 @@
 """Applying `<tableEdit>` calls: the plugin's order, skips with reasons, change detection, no mutation."""
+
 from __future__ import annotations
 
 import copy
@@ -10,7 +11,9 @@ from tables.parsing import TableEditCall, parse_table_edits
 
 
 def people() -> TableState:
-    return TableState(name="角色", columns=["名字", "性格", "住所"], rows=[["A", "a", "1"], ["B", "b", "2"], ["C", "c", "3"]])
+    return TableState(
+        name="角色", columns=["名字", "性格", "住所"], rows=[["A", "a", "1"], ["B", "b", "2"], ["C", "c", "3"]]
+    )
 
 
 def places() -> TableState:

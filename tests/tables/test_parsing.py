@@ -1,4 +1,5 @@
 """`<tableEdit>` parsing: TABLE_EDITS.md section 6 probes, section 8 fixes, tolerance of real model output."""
+
 from __future__ import annotations
 
 import json
@@ -74,7 +75,7 @@ SECTION_6 = [
         id="space-and-comma-kept-not-ab-and-c/d",
     ),
     pytest.param(
-        "deleteRow(角色表, 2)\ninsertRow(0, {0: \"ok\"})",
+        'deleteRow(角色表, 2)\ninsertRow(0, {0: "ok"})',
         [("insert", 0, None, {0: "ok"})],
         ["table index '角色表' is not a number"],
         id="table-name-as-index-skips-that-call-not-the-batch",
@@ -214,23 +215,23 @@ def test_empty_block_counts_as_a_block_without_edits() -> None:
 @pytest.mark.parametrize(
     "body",
     [
-        pytest.param("insertRow(0, {\"0\": \"v\", \"1\": \"w\"})", id="double-quotes"),
+        pytest.param('insertRow(0, {"0": "v", "1": "w"})', id="double-quotes"),
         pytest.param("insertRow(0, {'0': 'v', '1': 'w'})", id="single-quotes"),
         pytest.param("insertRow(0, {“0”: “v”, “1”: “w”})", id="curly-double-quotes"),
         pytest.param("insertRow(0, {‘0’: ‘v’, ‘1’: ‘w’})", id="curly-single-quotes"),
         pytest.param("insertRow(0, {0: \"v\", 1: 'w'})", id="bare-keys-mixed-quotes"),
         pytest.param("insertRow(0, {0: v, 1: w})", id="bare-values"),
-        pytest.param("insertRow(0，{\"0\"：\"v\"，\"1\"：\"w\"})", id="full-width-comma-and-colon"),
+        pytest.param('insertRow(0，{"0"："v"，"1"："w"})', id="full-width-comma-and-colon"),
         pytest.param("insertRow（0, {0: 'v', 1: 'w'}）", id="full-width-parentheses"),
-        pytest.param("insertRow(0, {\n  \"0\": \"v\",\n  \"1\": \"w\",\n})", id="multi-line-trailing-comma"),
-        pytest.param("insertRow(0, {\n  \"0\": \"v\"\n  \"1\": \"w\"\n})", id="multi-line-missing-commas"),
-        pytest.param("insertRow(0, {\"0\": \"v\", \"1\": \"w\",},)", id="trailing-commas-everywhere"),
-        pytest.param("insertRow(0, {\"0\": \"v\", \"1\": \"w\"});", id="semicolon"),
-        pytest.param("insertRow(0, {\"0\": \"v\", \"1\": \"w\"}) // 新角色", id="line-comment"),
-        pytest.param("insertRow(0, {\"0\": \"v\", \"1\": \"w\"}); // 新角色；", id="semicolon-and-comment"),
-        pytest.param("insertRow(0, {\n\"0\": \"v\", // 名字\n\"1\": \"w\"\n})", id="comment-inside-dict"),
-        pytest.param("insertRow (0 , { \"0\" : \"v\" , \"1\" : \"w\" })", id="spaces-everywhere"),
-        pytest.param("insertRow(0, {\\\"0\\\": \\\"v\\\", \\\"1\\\": \\\"w\\\"})", id="escaped-quotes"),
+        pytest.param('insertRow(0, {\n  "0": "v",\n  "1": "w",\n})', id="multi-line-trailing-comma"),
+        pytest.param('insertRow(0, {\n  "0": "v"\n  "1": "w"\n})', id="multi-line-missing-commas"),
+        pytest.param('insertRow(0, {"0": "v", "1": "w",},)', id="trailing-commas-everywhere"),
+        pytest.param('insertRow(0, {"0": "v", "1": "w"});', id="semicolon"),
+        pytest.param('insertRow(0, {"0": "v", "1": "w"}) // 新角色', id="line-comment"),
+        pytest.param('insertRow(0, {"0": "v", "1": "w"}); // 新角色；', id="semicolon-and-comment"),
+        pytest.param('insertRow(0, {\n"0": "v", // 名字\n"1": "w"\n})', id="comment-inside-dict"),
+        pytest.param('insertRow (0 , { "0" : "v" , "1" : "w" })', id="spaces-everywhere"),
+        pytest.param('insertRow(0, {\\"0\\": \\"v\\", \\"1\\": \\"w\\"})', id="escaped-quotes"),
     ],
 )
 def test_tolerated_spellings(body: str) -> None:
@@ -249,7 +250,7 @@ def test_several_calls_on_one_line_with_prose_between() -> None:
 
 
 def test_values_keep_inner_quotes_parentheses_and_times() -> None:
-    body = "insertRow(1, {0: 'Tom's cat', 1: \"他说\"好\"吧\", 2: \"小花(猫)\", 3: 12:00, 4: 60, 5: true})"
+    body = 'insertRow(1, {0: \'Tom\'s cat\', 1: "他说"好"吧", 2: "小花(猫)", 3: 12:00, 4: 60, 5: true})'
     call = only_call(block(body))
     assert call.values == {0: "Tom's cat", 1: '他说"好"吧', 2: "小花(猫)", 3: "12:00", 4: "60", 5: "true"}
 
@@ -308,9 +309,43 @@ def test_malformed_call_does_not_swallow_the_next_one() -> None:
 
 FRAGMENTS = st.sampled_from(
     [
-        "<tableEdit>", "</tableEdit>", "<TableEdit>", "<!--", "-->", "insertRow(", "updateRow(", "deleteRow(",
-        "insert(", "{", "}", "(", ")", "（", "）", '"', "'", "“", "”", "‘", "’", "\\", ",", "，", ":", "：",
-        ";", "//", "\n", " ", "0", "1", "-1", "99999999999999999999", "null", "a b", "角色",
+        "<tableEdit>",
+        "</tableEdit>",
+        "<TableEdit>",
+        "<!--",
+        "-->",
+        "insertRow(",
+        "updateRow(",
+        "deleteRow(",
+        "insert(",
+        "{",
+        "}",
+        "(",
+        ")",
+        "（",
+        "）",
+        '"',
+        "'",
+        "“",
+        "”",
+        "‘",
+        "’",
+        "\\",
+        ",",
+        "，",
+        ":",
+        "：",
+        ";",
+        "//",
+        "\n",
+        " ",
+        "0",
+        "1",
+        "-1",
+        "99999999999999999999",
+        "null",
+        "a b",
+        "角色",
     ]
 )
 
@@ -349,8 +384,8 @@ def test_non_string_input_gives_an_empty_result() -> None:
 
 def test_edits_drafted_in_think_reasoning_are_reported_not_applied():
     reply = (
-        "<think>I should add the gate.\n<tableEdit>\n<!--\ninsertRow(0, {0: \"draft\"})\n-->\n</tableEdit></think>\n"
-        "守卫接过钥匙。\n<tableEdit>\n<!--\ninsertRow(0, {0: \"城门\"})\n-->\n</tableEdit>"
+        '<think>I should add the gate.\n<tableEdit>\n<!--\ninsertRow(0, {0: "draft"})\n-->\n</tableEdit></think>\n'
+        '守卫接过钥匙。\n<tableEdit>\n<!--\ninsertRow(0, {0: "城门"})\n-->\n</tableEdit>'
     )
     result = parse_table_edits(reply)
     assert [call.values for call in result.calls] == [{0: "城门"}]

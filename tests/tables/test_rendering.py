@@ -1,4 +1,5 @@
 """Rendering tables in the plugin's prompt layout (TABLE_EDITS.md section 3), and the default presets."""
+
 from __future__ import annotations
 
 from tables.applying import TableState
@@ -12,7 +13,11 @@ def spacetime(rows: list[list[str]]) -> TableState:
         columns=["日期", "时间", "地点（当前描写）", "此地角色"],
         rows=rows,
         note="记录时空信息的表格，应保持在一行",
-        rules={"init": "本轮需要记录当前时间、地点、人物信息，使用insertRow函数", "update": "当描写的场景，时间，人物变更时", "delete": "此表大于一行时应删除多余行"},
+        rules={
+            "init": "本轮需要记录当前时间、地点、人物信息，使用insertRow函数",
+            "update": "当描写的场景，时间，人物变更时",
+            "delete": "此表大于一行时应删除多余行",
+        },
         required=True,
     )
 
@@ -21,7 +26,10 @@ TASKS = TableState(
     name="任务、命令或者约定表格",
     columns=["角色", "任务", "地点", "持续时间"],
     note="思考本轮是否应该执行任务/赴约",
-    rules={"insert": "当特定时间约定一起去做某事时/某角色收到做某事的命令或任务时", "delete": "当大家赴约时/任务或命令完成时/任务，命令或约定被取消时"},
+    rules={
+        "insert": "当特定时间约定一起去做某事时/某角色收到做某事的命令或任务时",
+        "delete": "当大家赴约时/任务或命令完成时/任务，命令或约定被取消时",
+    },
 )
 
 
@@ -59,7 +67,9 @@ def test_empty_table_shows_the_placeholder() -> None:
 
 def test_empty_required_table_shows_only_its_init_rule_as_insert() -> None:
     text = render_table(0, spacetime([]))
-    assert text.endswith("（此表格当前为空）\n【增删改触发条件】\n插入：本轮需要记录当前时间、地点、人物信息，使用insertRow函数\n\n")
+    assert text.endswith(
+        "（此表格当前为空）\n【增删改触发条件】\n插入：本轮需要记录当前时间、地点、人物信息，使用insertRow函数\n\n"
+    )
 
 
 def test_tables_are_numbered_by_position_and_separated_by_two_blank_lines() -> None:
@@ -87,7 +97,12 @@ def test_no_tables_render_as_empty_text() -> None:
 
 def test_plugin_defaults_are_six_complete_templates() -> None:
     assert [table["name"] for table in PLUGIN_DEFAULT_TABLES] == [
-        "时空表格", "角色特征表格", "角色与<user>社交表格", "任务、命令或者约定表格", "重要事件历史表格", "重要物品表格",
+        "时空表格",
+        "角色特征表格",
+        "角色与<user>社交表格",
+        "任务、命令或者约定表格",
+        "重要事件历史表格",
+        "重要物品表格",
     ]
     assert [len(table["columns"]) for table in PLUGIN_DEFAULT_TABLES] == [4, 8, 4, 4, 5, 4]
     assert [table["required"] for table in PLUGIN_DEFAULT_TABLES] == [True, True, True, False, True, False]

@@ -1,4 +1,5 @@
 """The memoryTable producer: every template table from the first prepare on, versions, the working set."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,10 +29,17 @@ EMPTY_TEXT = (
 
 
 def recall(product, scenario, *, round_number=1, user_id="u1", conversation_id="c1", replaces=None):
-    return produce_memory_table(RecallRequest(
-        product=product, user_id=user_id, conversation_id=conversation_id, source=SOURCE, scenario=scenario,
-        round=round_number, replaces_turn_id=replaces,
-    ))
+    return produce_memory_table(
+        RecallRequest(
+            product=product,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            source=SOURCE,
+            scenario=scenario,
+            round=round_number,
+            replaces_turn_id=replaces,
+        )
+    )
 
 
 def test_the_producer_is_registered_for_memory_table() -> None:
@@ -67,7 +75,9 @@ def test_a_turn_write_invalidates_the_working_set_and_the_next_prompt_shows_the_
     cache.clear()  # as if the invalidation's short tombstone had expired
     assert recall(alice.product, scenario).cached is False
     assert recall(alice.product, scenario).cached is True
-    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "五月", 2: "码头"})')).pk)
+    turn_table_edits_apply(
+        turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "五月", 2: "码头"})')).pk
+    )
     after = recall(alice.product, scenario, round_number=2)
     assert after.cached is False and after.version == 3
     assert "rowIndex,0:日期,1:时间,2:地点（当前描写）,3:此地角色\n0,五月,,码头,\n" in after.text
@@ -78,13 +88,17 @@ def test_a_manual_write_invalidates_the_working_set(alice):
     scenario = TableScenarioFactory(product=alice.product)
     recall(alice.product, scenario)
     table = MemoryTable.objects.get(name="重要物品表格")
-    table_replace(table=table, expected_version=1, rows=[["艾琳", "风灯", "灯", "遗物"]], cause=WriteCause("operator", "o"))
+    table_replace(
+        table=table, expected_version=1, rows=[["艾琳", "风灯", "灯", "遗物"]], cause=WriteCause("operator", "o")
+    )
     assert "0,艾琳,风灯,灯,遗物\n" in recall(alice.product, scenario).text
 
 
 def test_a_regenerated_round_is_prompted_with_the_tables_before_that_round(alice):
     scenario = TableScenarioFactory(product=alice.product)
-    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "第一轮"})')).pk)
+    turn_table_edits_apply(
+        turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "第一轮"})')).pk
+    )
     second = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "第二轮"})'))
     turn_table_edits_apply(turn_pk=second.pk)
     again = recall(alice.product, scenario, round_number=2, replaces=second.pk)  # round 2 being regenerated
@@ -96,14 +110,18 @@ def test_a_regenerated_round_is_prompted_with_the_tables_before_that_round(alice
 
 def test_only_a_regeneration_is_rewound(alice):
     scenario = TableScenarioFactory(product=alice.product)
-    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "第一轮"})')).pk)
+    turn_table_edits_apply(
+        turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "第一轮"})')).pk
+    )
     result = recall(alice.product, scenario, round_number=1)  # not a replacement: tables as they are now
     assert "第一轮" in result.text and "asBeforeRound" not in result.details
 
 
 def test_tables_are_per_user_conversation_and_product(alice, bob):
     scenario = TableScenarioFactory(product=alice.product)
-    turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "alice"})')).pk)
+    turn_table_edits_apply(
+        turn_pk=TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "alice"})')).pk
+    )
     assert "alice" not in recall(alice.product, scenario, conversation_id="c2").text
     assert "alice" not in recall(alice.product, scenario, user_id="u2").text
     assert "alice" not in recall(bob.product, TableScenarioFactory(product=bob.product)).text

@@ -1,4 +1,5 @@
 """The table services: instantiation, compare-and-set replace, and applying a committed turn's reply."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,7 +37,9 @@ def between_read_and_write(fault_injection, handler) -> None:
 def test_first_use_creates_every_template_table_empty_at_version_1_with_history(alice):
     created = tables_ensure(address(alice.product), TABLE_TEMPLATES)
     assert [(t.name, t.position, t.version, t.rows) for t in created] == [
-        ("时空表格", 0, 1, []), ("重要物品表格", 1, 1, [])]
+        ("时空表格", 0, 1, []),
+        ("重要物品表格", 1, 1, []),
+    ]
     assert list(MemoryTableVersion.objects.filter(table=created[0]).values_list("version", "cause")) == [(1, "created")]
     assert [t.pk for t in tables_ensure(address(alice.product), TABLE_TEMPLATES)] == [t.pk for t in created]
 
@@ -54,7 +57,9 @@ def test_a_template_added_later_is_instantiated_and_existing_rows_are_kept(alice
 
 def test_replace_bumps_the_version_and_records_who(alice):
     t = tables_ensure(address(alice.product), TABLE_TEMPLATES)[0]
-    outcome = table_replace(table=t, expected_version=1, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops"))
+    outcome = table_replace(
+        table=t, expected_version=1, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops")
+    )
     assert (outcome.version, outcome.changed) == (2, True)
     history = MemoryTableVersion.objects.get(table=t, version=2)
     assert (history.rows, history.cause, history.actor) == ([["a", "b", "c", "d"]], "operator", "ops")
@@ -63,7 +68,9 @@ def test_replace_bumps_the_version_and_records_who(alice):
 def test_replace_with_equal_rows_writes_nothing_and_keeps_the_version(alice):
     t = tables_ensure(address(alice.product), TABLE_TEMPLATES)[0]
     table_replace(table=t, expected_version=1, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops"))
-    outcome = table_replace(table=t, expected_version=2, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops"))
+    outcome = table_replace(
+        table=t, expected_version=2, rows=[["a", "b", "c", "d"]], cause=WriteCause("operator", "ops")
+    )
     assert (outcome.version, outcome.changed) == (2, False)
     assert MemoryTableVersion.objects.filter(table=t).count() == 2
 
@@ -92,11 +99,19 @@ def test_an_insert_replaces_the_table_and_emits_table_updated(alice):
     [event] = events(alice.product, "table.updated")
     assert event.turn_id == turn.pk
     assert event.details["applied"][0] | {"source": None} == {
-        "op": "insert", "tableIndex": 0, "tableName": "时空表格", "rowIndex": 0, "block": 0, "source": None,
-        "values": {"0": "2024-05-01", "1": "夜", "2": "旧灯塔", "3": "艾琳"}, "changed": True}
+        "op": "insert",
+        "tableIndex": 0,
+        "tableName": "时空表格",
+        "rowIndex": 0,
+        "block": 0,
+        "source": None,
+        "values": {"0": "2024-05-01", "1": "夜", "2": "旧灯塔", "3": "艾琳"},
+        "changed": True,
+    }
     assert event.details["skipped"] == []
-    assert event.details["tables"] == [{"id": table(alice.product).pk, "index": 0, "name": "时空表格",
-                                        "fromVersion": 1, "version": 2}]
+    assert event.details["tables"] == [
+        {"id": table(alice.product).pk, "index": 0, "name": "时空表格", "fromVersion": 1, "version": 2}
+    ]
 
 
 def test_sloppy_model_output_keeps_whitespace_and_commas(alice):
@@ -120,19 +135,24 @@ def test_an_update_to_the_same_values_is_unchanged(alice):
     scenario = TableScenarioFactory(product=alice.product)
     turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk)
     same = edit('updateRow(0, 0, {"2": "旧灯塔"})')
-    assert turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=same).pk).outcome == "unchanged"
+    assert (
+        turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=same).pk).outcome == "unchanged"
+    )
     assert table(alice.product).version == 2
 
 
 def test_every_skipped_call_comes_back_with_its_reason(alice):
     scenario = TableScenarioFactory(product=alice.product)
-    reply = edit(
-        INSERT_SCENE,
-        'updateRow(0, 3, {"1": "晨"})',            # no such row
-        'deleteRow(7, 0)',                          # no such table
-        'insertRow(1, {"0": "艾琳", "9": "x"})',    # column 9 skipped, the rest applies
-        'deleteRow(角色表, 2)',                     # not a number: that call only
-    ) + "\n<tableEdit>insertRow(0, {0: \"truncated\"})"
+    reply = (
+        edit(
+            INSERT_SCENE,
+            'updateRow(0, 3, {"1": "晨"})',  # no such row
+            "deleteRow(7, 0)",  # no such table
+            'insertRow(1, {"0": "艾琳", "9": "x"})',  # column 9 skipped, the rest applies
+            "deleteRow(角色表, 2)",  # not a number: that call only
+        )
+        + '\n<tableEdit>insertRow(0, {0: "truncated"})'
+    )
     record = turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=reply).pk)
     assert record.outcome == "updated" and record.unclosed_block
     reasons = [s["reason"] for s in record.skipped]
@@ -169,8 +189,12 @@ def test_nothing_happens_without_templates_or_before_commit(alice):
     scenario = TableScenarioFactory(product=alice.product)
     scenario.sections = {}
     scenario.save()
-    assert turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk) is None
-    prepared = TurnFactory(scenario=TableScenarioFactory(product=alice.product, slug="other"), assistant_message=edit(INSERT_SCENE))
+    assert (
+        turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk) is None
+    )
+    prepared = TurnFactory(
+        scenario=TableScenarioFactory(product=alice.product, slug="other"), assistant_message=edit(INSERT_SCENE)
+    )
     prepared.status = "completed"
     prepared.save()
     assert turn_table_edits_apply(turn_pk=prepared.pk) is None
@@ -195,7 +219,9 @@ def test_a_replacing_reply_is_applied_to_the_tables_as_before_its_round(alice):
     turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE)).pk)
     first = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(1, {0: "艾琳", 2: "风灯"})'))
     turn_table_edits_apply(turn_pk=first.pk)
-    second = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(1, {0: "艾琳", 2: "钥匙"})'), replaces=first)
+    second = TurnFactory(
+        scenario=scenario, assistant_message=edit('insertRow(1, {0: "艾琳", 2: "钥匙"})'), replaces=first
+    )
     record = turn_table_edits_apply(turn_pk=second.pk)
     assert rows(alice.product, "重要物品表格") == [["艾琳", "", "钥匙", ""]]
     assert record.base_versions == {str(table(alice.product).pk): 2, str(table(alice.product, "重要物品表格").pk): 1}
@@ -207,10 +233,16 @@ def test_a_replacing_reply_without_edits_restores_the_tables(alice):
     scenario = TableScenarioFactory(product=alice.product)
     first = TurnFactory(scenario=scenario, assistant_message=edit(INSERT_SCENE))
     turn_table_edits_apply(turn_pk=first.pk)
-    record = turn_table_edits_apply(turn_pk=TurnFactory(scenario=scenario, assistant_message="没有表格。", replaces=first).pk)
+    record = turn_table_edits_apply(
+        turn_pk=TurnFactory(scenario=scenario, assistant_message="没有表格。", replaces=first).pk
+    )
     assert record.outcome == "updated"
     assert rows(alice.product) == [] and table(alice.product).version == 3
-    assert list(MemoryTableVersion.objects.filter(table=table(alice.product)).values_list("version", flat=True)) == [3, 2, 1]
+    assert list(MemoryTableVersion.objects.filter(table=table(alice.product)).values_list("version", flat=True)) == [
+        3,
+        2,
+        1,
+    ]
 
 
 def test_a_chain_of_regenerations_keeps_only_the_last_reply(alice):
@@ -228,7 +260,7 @@ def test_a_replaced_reply_processed_late_applies_nothing(alice):
     scenario = TableScenarioFactory(product=alice.product)
     first = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "旧"})'))
     second = TurnFactory(scenario=scenario, assistant_message=edit('insertRow(0, {0: "新"})'), replaces=first)
-    turn_table_edits_apply(turn_pk=second.pk)   # the replacement's task ran first
+    turn_table_edits_apply(turn_pk=second.pk)  # the replacement's task ran first
     late = turn_table_edits_apply(turn_pk=first.pk)
     assert late.outcome == "superseded" and late.applied == []
     assert "replaced" in late.skipped[0]["reason"]
@@ -266,7 +298,12 @@ def test_a_second_conflict_is_reported_and_writes_nothing(alice, fault_injection
     assert rows(alice.product) == [["fault-injection-1", "", "", ""], ["fault-injection-2", "", "", ""]]
     [event] = events(alice.product, "table.conflict")
     assert event.details["tables"][0] | {"id": None} == {
-        "id": None, "index": 0, "name": "时空表格", "expectedVersion": 2, "currentVersion": 3}
+        "id": None,
+        "index": 0,
+        "name": "时空表格",
+        "expectedVersion": 2,
+        "currentVersion": 3,
+    }
     assert event.details["skipped"][0]["reason"].startswith("not applied: the table changed")
     assert not events(alice.product, "table.updated")
     assert turn_table_edits_apply(turn_pk=turn.pk).pk == record.pk and seen == [1, 2]  # redelivery: no third try

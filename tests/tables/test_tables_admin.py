@@ -1,4 +1,5 @@
 """The operator console for tables: rendered tables, history, each turn's calls, edits through the CAS service."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ from .support import edit, events
 
 pytestmark = pytest.mark.django_db
 
-REPLY = edit('insertRow(0, {0: "五月一日", 2: "<b>灯塔</b>"})', 'deleteRow(0, 9)')
+REPLY = edit('insertRow(0, {0: "五月一日", 2: "<b>灯塔</b>"})', "deleteRow(0, 9)")
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
 """The tables API: list with the rendered text, manual edit with compare-and-set, versions, product scope."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,7 +20,10 @@ CONV = "/v1/users/u1/conversations/c1"
 @pytest.fixture
 def applied(alice):
     """One committed turn that inserted a row into 时空表格 (now at version 2)."""
-    turn = TurnFactory(scenario=TableScenarioFactory(product=alice.product), assistant_message=edit('insertRow(0, {0: "五月一日", 2: "灯塔"})'))
+    turn = TurnFactory(
+        scenario=TableScenarioFactory(product=alice.product),
+        assistant_message=edit('insertRow(0, {0: "五月一日", 2: "灯塔"})'),
+    )
     turn_table_edits_apply(turn_pk=turn.pk)
     return turn
 
@@ -35,7 +39,9 @@ def test_a_conversation_that_never_used_tables_reads_empty(alice):
 def test_list_shows_rows_versions_and_the_memory_table_text(alice, applied):
     body = alice.get(f"{CONV}/tables").json()
     assert [(t["index"], t["name"], t["version"], t["rows"]) for t in body["tables"]] == [
-        (0, "时空表格", 2, [["五月一日", "", "灯塔", ""]]), (1, "重要物品表格", 1, [])]
+        (0, "时空表格", 2, [["五月一日", "", "灯塔", ""]]),
+        (1, "重要物品表格", 1, []),
+    ]
     assert body["tables"][0]["columns"] == TABLE_TEMPLATES[0]["columns"]
     assert body["version"] == 3
     assert "* 0:时空表格\n" in body["memoryTable"]
@@ -87,7 +93,10 @@ def test_bad_edits_are_400_naming_the_field_and_change_nothing(alice, applied, b
 
 def test_max_rows_is_enforced_on_manual_edits(alice):
     tables = [{"name": "当前", "columns": ["a"], "maxRows": 1}]
-    turn = TurnFactory(scenario=TableScenarioFactory(product=alice.product, tables=tables), assistant_message=edit('insertRow(0, {0: "x"})'))
+    turn = TurnFactory(
+        scenario=TableScenarioFactory(product=alice.product, tables=tables),
+        assistant_message=edit('insertRow(0, {0: "x"})'),
+    )
     turn_table_edits_apply(turn_pk=turn.pk)
     url = f"{CONV}/tables/{table_id(alice.product, '当前')}"
     error = assert_envelope(alice.put(url, {"expectedVersion": 2, "rows": [["x"], ["y"]]}), 400)
@@ -99,7 +108,10 @@ def test_versions_list_every_committed_version_newest_first(alice, applied):
     alice.put(url, {"expectedVersion": 2, "rows": []})
     results = alice.get(f"{url}/versions").json()["results"]
     assert [(v["version"], v["cause"], v["turnId"]) for v in results] == [
-        (3, "api_key", None), (2, "turn", applied.pk), (1, "created", None)]
+        (3, "api_key", None),
+        (2, "turn", applied.pk),
+        (1, "created", None),
+    ]
     assert results[0]["actor"].startswith("api_key:") and results[1]["rows"] == [["五月一日", "", "灯塔", ""]]
     first_page = alice.get(f"{url}/versions?limit=2").json()
     assert len(first_page["results"]) == 2 and first_page["next"]
@@ -131,17 +143,29 @@ def test_bad_user_or_conversation_ids_are_400(alice):
 
 
 def scenario(**sections) -> dict:
-    return {"id": "rp", "name": "RP", "memoryRuntime": "axon_go",
-            "memorySources": [{"id": "t", "agentRef": "tables", "variable": "memoryTable"}],
-            "template": "{{memoryTable}}\n{{userMessage}}", **sections}
+    return {
+        "id": "rp",
+        "name": "RP",
+        "memoryRuntime": "axon_go",
+        "memorySources": [{"id": "t", "agentRef": "tables", "variable": "memoryTable"}],
+        "template": "{{memoryTable}}\n{{userMessage}}",
+        **sections,
+    }
 
 
 def test_a_scenario_stores_validated_templates_with_defaults(alice):
     response = alice.post("/v1/scenarios", scenario(tables=[{"name": "物品", "columns": ["拥有人", "物品名"]}]))
     assert response.status_code == 201, response.json()
-    assert alice.get("/v1/scenarios/rp").json()["tables"] == [{
-        "name": "物品", "columns": ["拥有人", "物品名"], "note": "",
-        "rules": {"init": "", "insert": "", "update": "", "delete": ""}, "required": False, "maxRows": None}]
+    assert alice.get("/v1/scenarios/rp").json()["tables"] == [
+        {
+            "name": "物品",
+            "columns": ["拥有人", "物品名"],
+            "note": "",
+            "rules": {"init": "", "insert": "", "update": "", "delete": ""},
+            "required": False,
+            "maxRows": None,
+        }
+    ]
 
 
 def test_the_plugin_defaults_preset_expands_to_the_six_tables(alice):
@@ -176,8 +200,12 @@ def test_invalid_templates_are_400_naming_the_field(alice, tables, field):
 
 @pytest.mark.parametrize(
     ("webhook", "field"),
-    [({"url": "ftp://x"}, "tableWebhook.url"), ({"url": "http://127.0.0.1:9/h", "timeoutMs": 0}, "tableWebhook.timeoutMs"),
-     ({"url": "http://127.0.0.1:9/h", "secret": "x"}, "tableWebhook.secret"), ("http://x", "tableWebhook")],
+    [
+        ({"url": "ftp://x"}, "tableWebhook.url"),
+        ({"url": "http://127.0.0.1:9/h", "timeoutMs": 0}, "tableWebhook.timeoutMs"),
+        ({"url": "http://127.0.0.1:9/h", "secret": "x"}, "tableWebhook.secret"),
+        ("http://x", "tableWebhook"),
+    ],
 )
 def test_invalid_webhooks_are_400_naming_the_field(alice, webhook, field):
     error = assert_envelope(alice.post("/v1/scenarios", scenario(tables="plugin-defaults", tableWebhook=webhook)), 400)

@@ -3,6 +3,7 @@
 Runs against PostgreSQL, Redis (working set and broker) and a `celery -A memoryhub worker` subprocess;
 skipped on the embedded default, failing instead under MEMORYHUB_REQUIRE_SERVICES=1.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -23,16 +24,22 @@ CONV = "/v1/users/u1/conversations/c1"
 INSERT = (
     "夜色里，艾琳提着风灯走进旧灯塔。\n"
     "<tableEdit>\n<!--\n"
-    "insertRow(0, {\"0\": \"2024-05-01\", \"1\": \"夜\", \"2\": \"旧灯塔\", \"3\": \"艾琳\"})\n"
+    'insertRow(0, {"0": "2024-05-01", "1": "夜", "2": "旧灯塔", "3": "艾琳"})\n'
     "-->\n</tableEdit>"
 )
 ROW_LINE = "0,2024-05-01,夜,旧灯塔,艾琳\n"
 
 
 def create_scenario(api, **sections) -> None:
-    body = {"id": "rp", "name": "灯塔", "memoryRuntime": "axon_go",
-            "memorySources": [{"id": "tables", "agentRef": "table-agent", "variable": "memoryTable"}],
-            "template": "{{memoryTable}}\n用户：{{userMessage}}", "tables": TABLE_TEMPLATES, **sections}
+    body = {
+        "id": "rp",
+        "name": "灯塔",
+        "memoryRuntime": "axon_go",
+        "memorySources": [{"id": "tables", "agentRef": "table-agent", "variable": "memoryTable"}],
+        "template": "{{memoryTable}}\n用户：{{userMessage}}",
+        "tables": TABLE_TEMPLATES,
+        **sections,
+    }
     response = api.post("/v1/scenarios", body)
     assert response.status_code == 201, response.json()
 
@@ -137,11 +144,17 @@ def test_a_redelivered_task_applies_nothing_twice(alice, celery_worker_process):
     complete(alice, first["turnId"], INSERT)
     for _ in range(2):  # duplicates racing the original delivery on the two worker processes
         apply_table_edits.delay(first["turnId"])
-    wait_for(lambda: TableEditRecord.objects.filter(turn_id=first["turnId"], deliveries=3).exists(), timeout=60,
-             message="three deliveries of the task")
+    wait_for(
+        lambda: TableEditRecord.objects.filter(turn_id=first["turnId"], deliveries=3).exists(),
+        timeout=60,
+        message="three deliveries of the task",
+    )
     apply_table_edits.delay(first["turnId"])  # and one after the outcome is recorded
-    wait_for(lambda: TableEditRecord.objects.filter(turn_id=first["turnId"], deliveries=4).exists(), timeout=60,
-             message="the fourth delivery")
+    wait_for(
+        lambda: TableEditRecord.objects.filter(turn_id=first["turnId"], deliveries=4).exists(),
+        timeout=60,
+        message="the fourth delivery",
+    )
     assert tables(alice)[0]["rows"] == [["2024-05-01", "夜", "旧灯塔", "艾琳"]] and tables(alice)[0]["version"] == 2
     assert event_types(alice, first["turnId"]).count("table.updated") == 1
 

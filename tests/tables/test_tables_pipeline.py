@@ -3,6 +3,7 @@
 Runs on every configuration (the worker itself is exercised in test_tables_e2e.py): the scheduled
 callback is captured instead of executed, and the task body is run directly.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -17,9 +18,15 @@ INSERT = '<tableEdit><!-- insertRow(1, {"0": "艾琳", "2": "风灯"}) --></tabl
 
 
 def create_scenario(api, **extra) -> None:
-    body = {"id": "rp", "name": "RP", "memoryRuntime": "axon_go", "tables": TABLE_TEMPLATES,
-            "memorySources": [{"id": "tables", "agentRef": "table-agent", "variable": "memoryTable"}],
-            "template": "{{memoryTable}}\n{{userMessage}}", **extra}
+    body = {
+        "id": "rp",
+        "name": "RP",
+        "memoryRuntime": "axon_go",
+        "tables": TABLE_TEMPLATES,
+        "memorySources": [{"id": "tables", "agentRef": "table-agent", "variable": "memoryTable"}],
+        "template": "{{memoryTable}}\n{{userMessage}}",
+        **extra,
+    }
     assert api.post("/v1/scenarios", body).status_code == 201
 
 

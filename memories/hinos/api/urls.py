@@ -1,4 +1,5 @@
 """The Hinos protocol server, mounted by memoryhub/urls.py at /hinos/v1/."""
+
 from django.urls import path
 
 from .views import HinosCommitView, HinosPrepareView

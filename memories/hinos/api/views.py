@@ -3,6 +3,7 @@
 The `x-flow-conversation-id` header names the conversation; it never authenticates — the product
 comes from the API key alone. Wire format: docs/hinos.md.
 """
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -11,11 +12,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.hinos.services.server import PrepareRequest, hinos_commit, hinos_prepare
-from memoryhub.identifiers import validate_identifier
-from memoryhub.errors import InvalidRequest
-from memoryhub.api.fields import IdentifierField, StrictCharField, StrictSerializer
-
 from memoryhub.api.common import validated
+from memoryhub.api.fields import IdentifierField, StrictCharField, StrictSerializer
+from memoryhub.errors import InvalidRequest
+from memoryhub.identifiers import validate_identifier
 
 CONVERSATION_HEADER = "x-flow-conversation-id"
 MAX_TEXT = 200_000
@@ -60,36 +60,59 @@ def conversation_header(request, *, required: bool) -> str | None:
 
 
 class HinosPrepareView(APIView):
-    @extend_schema(request=HinosPrepareSerializer, responses=dict, parameters=[HEADER_PARAMETER],
-                   operation_id="hinos_memory_prepare")
+    @extend_schema(
+        request=HinosPrepareSerializer,
+        responses=dict,
+        parameters=[HEADER_PARAMETER],
+        operation_id="hinos_memory_prepare",
+    )
     def post(self, request):
         conversation_id = conversation_header(request, required=True)
         data = validated(HinosPrepareSerializer, request.data)
-        claim = hinos_prepare(product=request.user.product, request=PrepareRequest(
-            user_id=data["user_id"], conversation_id=conversation_id, messages=[dict(m) for m in data["messages"]],
-            system=data.get("system", ""),
-            request_id=data.get("request_id") or (request.headers.get("x-request-id") or "")[:128],
-            scenario_id=data.get("scenario_id") or None, model_config_id=data.get("model_config_id"),
-            prompt_id=data.get("prompt_id"),
-        ))
-        return Response({
-            "claim_id": claim.claim_id, "memory": claim.memory, "turn": claim.turn,
-            "state_through_round": claim.state_through_round, "sources": claim.sources,
-        })
+        claim = hinos_prepare(
+            product=request.user.product,
+            request=PrepareRequest(
+                user_id=data["user_id"],
+                conversation_id=conversation_id,
+                messages=[dict(m) for m in data["messages"]],
+                system=data.get("system", ""),
+                request_id=data.get("request_id") or (request.headers.get("x-request-id") or "")[:128],
+                scenario_id=data.get("scenario_id") or None,
+                model_config_id=data.get("model_config_id"),
+                prompt_id=data.get("prompt_id"),
+            ),
+        )
+        return Response(
+            {
+                "claim_id": claim.claim_id,
+                "memory": claim.memory,
+                "turn": claim.turn,
+                "state_through_round": claim.state_through_round,
+                "sources": claim.sources,
+            }
+        )
 
 
 class HinosCommitView(APIView):
-    @extend_schema(request=HinosCommitSerializer, responses=dict, parameters=[HEADER_PARAMETER],
-                   operation_id="hinos_memory_commit")
+    @extend_schema(
+        request=HinosCommitSerializer, responses=dict, parameters=[HEADER_PARAMETER], operation_id="hinos_memory_commit"
+    )
     def post(self, request):
         conversation_id = conversation_header(request, required=False)
         data = validated(HinosCommitSerializer, request.data)
         result = hinos_commit(
-            product=request.user.product, claim_id=data["claim_id"], user=data["user"], assistant=data["assistant"],
+            product=request.user.product,
+            claim_id=data["claim_id"],
+            user=data["user"],
+            assistant=data["assistant"],
             conversation_id=conversation_id,
         )
         turn = result.claim.committed_turn
-        return Response({
-            "committed": True, "claim_id": result.claim.claim_id, "turn": turn.round if turn else result.claim.turn,
-            "replayed": result.replayed,
-        })
+        return Response(
+            {
+                "committed": True,
+                "claim_id": result.claim.claim_id,
+                "turn": turn.round if turn else result.claim.turn,
+                "replayed": result.replayed,
+            }
+        )

@@ -4,18 +4,15 @@ The `memory.write_failed` event keeps the claim id. A re-send posts the turn's c
 `committed: true` the receipt is stored on the turn (so nothing sends it a third time) and a turn
 left "completed" by `memoryIngest: required` is committed now — hooks and `turn.completed` included.
 """
+
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Literal
 
 from django.utils import timezone
 
-from memories.models import Event, Turn
-from memories.services.events import event_emit_for_turn
-from memories.services.turns import turn_commit
-from memoryhub.errors import Conflict
-from memoryhub.clients.errors import UpstreamError
 from memories.hinos.runtime import (
     FAILED_EVENT,
     commit_acknowledged,
@@ -24,6 +21,11 @@ from memories.hinos.runtime import (
     record_commit_failure,
     send_commit,
 )
+from memories.models import Event, Turn
+from memories.services.events import event_emit_for_turn
+from memories.services.turns import turn_commit
+from memoryhub.clients.errors import UpstreamError
+from memoryhub.errors import Conflict
 
 Status = Literal["committed", "already_committed", "failed", "not_resendable"]
 
@@ -35,9 +37,9 @@ class ResendOutcome:
 
 
 def hinos_commit_resend(*, event: Event, actor: str) -> ResendOutcome:
-    turn = Turn.objects.select_related("scenario", "product").filter(
-        pk=event.turn_id, product_id=event.product_id
-    ).first()
+    turn = (
+        Turn.objects.select_related("scenario", "product").filter(pk=event.turn_id, product_id=event.product_id).first()
+    )
     refusal = _refusal(event, turn)
     if refusal:
         return ResendOutcome("not_resendable", refusal)
@@ -49,8 +51,9 @@ def hinos_commit_resend(*, event: Event, actor: str) -> ResendOutcome:
         record_commit_failure(turn, exc, resendOf=event.pk, actor=actor)
         return ResendOutcome("failed", f"turn {turn.pk}: the re-sent commit failed again: {exc.message}")
     mark_acknowledged(turn)
-    event_emit_for_turn(turn, "memory.write_resent", {"claim_id": hinos_state(turn)["claim_id"], "actor": actor,
-                                                      "eventId": event.pk})
+    event_emit_for_turn(
+        turn, "memory.write_resent", {"claim_id": hinos_state(turn)["claim_id"], "actor": actor, "eventId": event.pk}
+    )
     _finish(turn, actor)
     return ResendOutcome("committed", f"turn {turn.pk}: the Hinos service acknowledged the re-sent commit")
 
@@ -67,10 +70,8 @@ def _refusal(event: Event, turn: Turn | None) -> str | None:
 
 def _finish(turn: Turn, actor: str) -> None:
     if turn.status == "completed":  # memoryIngest "required" held the turn back: commit it now
-        try:
+        with contextlib.suppress(Conflict):  # committed meanwhile (e.g. by /accept)
             turn_commit(turn=turn)  # the runtime sees the stored receipt and does not send again
-        except Conflict:
-            pass  # committed meanwhile (e.g. by /accept)
         return
     write = {"status": "committed", "reason": f"re-sent by {actor} at {timezone.now().isoformat()}"}
     Turn.objects.filter(pk=turn.pk).update(memory_write=write)

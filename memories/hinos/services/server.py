@@ -10,6 +10,7 @@ such that every round ≤ R committed through this server has had its background
 background writer feeding a served variable (WRITERS) has recorded its outcome event for that turn.
 Rounds committed through the normal turn pipeline count as reflected.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,9 +22,8 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from memories.models import Conversation, Event, Message, Product, Scenario, Turn
-
 from memories.hinos.models import HinosClaim
+from memories.models import Conversation, Event, Message, Product, Scenario, Turn
 from memories.services.events import event_emit_for_turn
 from memories.services.scenarios import scenario_get, scenario_sources
 from memoryhub.errors import Conflict, NotFound
@@ -62,8 +62,11 @@ class Writer:
 
 
 WRITERS = (
-    Writer("diaries", "compassMemory",
-           Q(type__in=["diary.written", "diary.skipped"]) | Q(type="diary.failed", details__willRetry=False)),
+    Writer(
+        "diaries",
+        "compassMemory",
+        Q(type__in=["diary.written", "diary.skipped"]) | Q(type="diary.failed", details__willRetry=False),
+    ),
     Writer("tables", "memoryTable", Q(type__in=["table.updated", "table.unchanged", "table.conflict"]), "tables"),
 )
 
@@ -90,18 +93,34 @@ def hinos_prepare(*, product: Product, request: PrepareRequest) -> HinosClaim:
     through = reflected_through(product=product, user_id=request.user_id, conversation_id=request.conversation_id)
     layout = _layout(scenario)
     context = TurnContext(
-        product=product, user_id=request.user_id, conversation_id=request.conversation_id, scenario=scenario,
-        sources=layout, user_message=request.messages[-1]["content"], subscription_category=None,
-        round=conversation.rounds + 1, request_id=request.request_id or "", history=tuple(request.messages[:-1]),
+        product=product,
+        user_id=request.user_id,
+        conversation_id=request.conversation_id,
+        scenario=scenario,
+        sources=layout,
+        user_message=request.messages[-1]["content"],
+        subscription_category=None,
+        round=conversation.rounds + 1,
+        request_id=request.request_id or "",
+        history=tuple(request.messages[:-1]),
     )
     results = [(source, recall_source(context, source, with_query=True)) for source in layout]
     return HinosClaim.objects.create(
-        product=product, claim_id=f"hc_{secrets.token_urlsafe(24)}", conversation=conversation,
-        user_id=request.user_id, conversation_key=request.conversation_id, scenario=scenario,
-        scenario_slug=request.scenario_id or "", request_id=request.request_id or "",
-        model_config_id=request.model_config_id or "", prompt_id=request.prompt_id or "", system=request.system,
-        memory=assemble_memory(results), sources=[source_status(s, r) for s, r in results],
-        turn=context.round, state_through_round=min(through, context.round - 1),
+        product=product,
+        claim_id=f"hc_{secrets.token_urlsafe(24)}",
+        conversation=conversation,
+        user_id=request.user_id,
+        conversation_key=request.conversation_id,
+        scenario=scenario,
+        scenario_slug=request.scenario_id or "",
+        request_id=request.request_id or "",
+        model_config_id=request.model_config_id or "",
+        prompt_id=request.prompt_id or "",
+        system=request.system,
+        memory=assemble_memory(results),
+        sources=[source_status(s, r) for s, r in results],
+        turn=context.round,
+        state_through_round=min(through, context.round - 1),
     )
 
 
@@ -118,13 +137,24 @@ def assemble_memory(results: list[tuple[SourceConfig, SourceResult]]) -> str:
 
 def reflected_through(*, product: Product, user_id: str, conversation_id: str) -> int:
     """The conversation's last committed round, lowered to before the oldest claim whose work is pending."""
-    committed = Turn.objects.filter(
-        product=product, user_id=user_id, conversation_id=conversation_id, status="committed"
-    ).aggregate(last=Max("round"))["last"] or 0
-    pending = HinosClaim.objects.filter(
-        product=product, user_id=user_id, conversation_key=conversation_id, status="committed",
-        reflected_at__isnull=True, committed_turn__isnull=False,
-    ).select_related("committed_turn").order_by("committed_turn__round", "id")
+    committed = (
+        Turn.objects.filter(
+            product=product, user_id=user_id, conversation_id=conversation_id, status="committed"
+        ).aggregate(last=Max("round"))["last"]
+        or 0
+    )
+    pending = (
+        HinosClaim.objects.filter(
+            product=product,
+            user_id=user_id,
+            conversation_key=conversation_id,
+            status="committed",
+            reflected_at__isnull=True,
+            committed_turn__isnull=False,
+        )
+        .select_related("committed_turn")
+        .order_by("committed_turn__round", "id")
+    )
     for claim in pending:
         if not _settled(claim):
             return min(committed, claim.committed_turn.round - 1)
@@ -149,9 +179,12 @@ def hinos_commit(
     """Accept a claim once: store the round and schedule its background work; a same-body repeat is a no-op."""
     digest = commit_digest(user, assistant)
     with transaction.atomic():
-        claim = HinosClaim.objects.select_for_update(of=("self",)).select_related("scenario").filter(
-            product=product, claim_id=claim_id
-        ).first()
+        claim = (
+            HinosClaim.objects.select_for_update(of=("self",))
+            .select_related("scenario")
+            .filter(product=product, claim_id=claim_id)
+            .first()
+        )
         if claim is None or (conversation_id is not None and conversation_id != claim.conversation_key):
             raise NotFound(f"no claim {claim_id!r} in this conversation")
         if claim.status == "committed":
@@ -169,7 +202,8 @@ def _same_body_or_conflict(claim: HinosClaim, digest: str) -> HinosClaim:
     if claim.commit_digest != digest:
         raise Conflict(
             f"claim {claim.claim_id!r} was committed with a different user/assistant text",
-            code="claim_already_committed", details={"claim_id": claim.claim_id},
+            code="claim_already_committed",
+            details={"claim_id": claim.claim_id},
         )
     return claim
 
@@ -177,9 +211,14 @@ def _same_body_or_conflict(claim: HinosClaim, digest: str) -> HinosClaim:
 def _own_pipeline_turn(claim: HinosClaim, user: str, assistant: str) -> Turn | None:
     """The same product's own hinos turn for this claim: its pipeline stores the round and runs the hooks."""
     return Turn.objects.filter(
-        product_id=claim.product_id, user_id=claim.user_id, conversation_id=claim.conversation_key,
-        runtime="hinos", runtime_state__hinos__claim_id=claim.claim_id, status__in=["completed", "committed"],
-        user_message=user, assistant_message=assistant,
+        product_id=claim.product_id,
+        user_id=claim.user_id,
+        conversation_id=claim.conversation_key,
+        runtime="hinos",
+        runtime_state__hinos__claim_id=claim.claim_id,
+        status__in=["completed", "committed"],
+        user_message=user,
+        assistant_message=assistant,
     ).first()
 
 
@@ -188,19 +227,34 @@ def _store_turn(claim: HinosClaim, user: str, assistant: str) -> Turn:
     conversation.rounds += 1
     conversation.save(update_fields=["rounds", "updated_at"])
     turn = Turn.objects.create(**_turn_fields(claim, conversation, user, assistant))
-    common = dict(product_id=claim.product_id, user_id=claim.user_id, conversation_id=claim.conversation_key,
-                  turn=turn, round=turn.round)
-    Message.objects.bulk_create([
-        Message(role="user", content=user, **common), Message(role="assistant", content=assistant, **common),
-    ])
+    common = dict(
+        product_id=claim.product_id,
+        user_id=claim.user_id,
+        conversation_id=claim.conversation_key,
+        turn=turn,
+        round=turn.round,
+    )
+    Message.objects.bulk_create(
+        [
+            Message(role="user", content=user, **common),
+            Message(role="assistant", content=assistant, **common),
+        ]
+    )
     scheduled = registry.run_commit_hooks(turn.pk)  # the same background work as a completed turn
     write = MemoryWrite("pending" if scheduled else "skipped", None if scheduled else "no background work")
     turn.memory_write = write.as_dict()
     turn.save(update_fields=["memory_write"])
-    event_emit_for_turn(turn, "turn.completed", {
-        "round": turn.round, "memoryWrite": turn.memory_write, "scheduled": scheduled, "via": "hinos",
-        "claim_id": claim.claim_id,
-    })
+    event_emit_for_turn(
+        turn,
+        "turn.completed",
+        {
+            "round": turn.round,
+            "memoryWrite": turn.memory_write,
+            "scheduled": scheduled,
+            "via": "hinos",
+            "claim_id": claim.claim_id,
+        },
+    )
     return turn
 
 
@@ -208,14 +262,31 @@ def _turn_fields(claim: HinosClaim, conversation: Conversation, user: str, assis
     now = timezone.now()
     scenario = claim.scenario
     return dict(
-        product_id=claim.product_id, conversation_row=conversation, user_id=claim.user_id,
-        conversation_id=claim.conversation_key, scenario=scenario, scenario_slug=claim.scenario_slug,
-        scenario_version=scenario.version if scenario else 0, runtime=RUNTIME, round=conversation.rounds,
-        status="committed", request_id=claim.request_id, user_message=user, assistant_message=assistant,
-        prompt=claim.system, variables={HINOS_VARIABLE: claim.memory}, sources=claim.sources,
-        runtime_state={"hinos_server": {"claim_id": claim.claim_id, "turn": claim.turn,
-                                        "state_through_round": claim.state_through_round}},
-        completed_at=now, committed_at=now,
+        product_id=claim.product_id,
+        conversation_row=conversation,
+        user_id=claim.user_id,
+        conversation_id=claim.conversation_key,
+        scenario=scenario,
+        scenario_slug=claim.scenario_slug,
+        scenario_version=scenario.version if scenario else 0,
+        runtime=RUNTIME,
+        round=conversation.rounds,
+        status="committed",
+        request_id=claim.request_id,
+        user_message=user,
+        assistant_message=assistant,
+        prompt=claim.system,
+        variables={HINOS_VARIABLE: claim.memory},
+        sources=claim.sources,
+        runtime_state={
+            "hinos_server": {
+                "claim_id": claim.claim_id,
+                "turn": claim.turn,
+                "state_through_round": claim.state_through_round,
+            }
+        },
+        completed_at=now,
+        committed_at=now,
     )
 
 

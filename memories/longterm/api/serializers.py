@@ -3,6 +3,7 @@
 The serializer classes describe the shapes (validation and the OpenAPI schema); the `*_to_dict`
 functions build the answers from what services and selectors return (models and dataclasses).
 """
+
 from __future__ import annotations
 
 from rest_framework import serializers
@@ -146,15 +147,25 @@ class TaskSerializer(serializers.Serializer):
 
 def memory_to_dict(memory: LongTermMemory) -> dict:
     return {
-        "id": memory.memory_id, "key": memory.key, "kind": memory.kind, "content": memory.content,
-        "evidence": memory.evidence, "source": memory.source, "version": memory.version,
-        "createdAt": iso(memory.created_at), "updatedAt": iso(memory.updated_at),
+        "id": memory.memory_id,
+        "key": memory.key,
+        "kind": memory.kind,
+        "content": memory.content,
+        "evidence": memory.evidence,
+        "source": memory.source,
+        "version": memory.version,
+        "createdAt": iso(memory.created_at),
+        "updatedAt": iso(memory.updated_at),
     }
 
 
 def checkpoint_to_dict(checkpoint: TaskCheckpoint) -> dict:
-    return {"stage": checkpoint.stage, "key": checkpoint.key, "data": checkpoint.data,
-            "committedAt": iso(checkpoint.committed_at)}
+    return {
+        "stage": checkpoint.stage,
+        "key": checkpoint.key,
+        "data": checkpoint.data,
+        "committedAt": iso(checkpoint.committed_at),
+    }
 
 
 def report_to_dict(report: TaskReport) -> dict:
@@ -170,6 +181,10 @@ def report_result(report: TaskReport) -> dict:
 
 
 def task_to_dict(task: TaskState) -> dict:
-    return {"taskId": task.task_id, "key": task.key, "input": task.input,
-            "stages": [checkpoint_to_dict(c) for c in task.checkpoints],
-            "report": report_to_dict(task.report) if task.report else None}
+    return {
+        "taskId": task.task_id,
+        "key": task.key,
+        "input": task.input,
+        "stages": [checkpoint_to_dict(c) for c in task.checkpoints],
+        "report": report_to_dict(task.report) if task.report else None,
+    }

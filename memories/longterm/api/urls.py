@@ -1,4 +1,5 @@
 """Long-term memories, search and task checkpoints (mounted under /v1/ by memoryhub/urls.py)."""
+
 from django.urls import path
 
 from . import views

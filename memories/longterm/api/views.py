@@ -1,4 +1,5 @@
 """Long-term memories, search and task checkpoints over HTTP: thin views around one service or selector each."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -38,8 +39,13 @@ def user_scope(request, user_id: str) -> UserAddress:
 def operation_of(request, scope: UserAddress, data: dict, action: str) -> RunOnce | None:
     if not data.get("operationId"):
         return None
-    return RunOnce.operation(scope.product, scope.user_id, data["operationId"], action,
-                             request_fingerprint(request.method, request.path, request.data))
+    return RunOnce.operation(
+        scope.product,
+        scope.user_id,
+        data["operationId"],
+        action,
+        request_fingerprint(request.method, request.path, request.data),
+    )
 
 
 def proposal_of(data: dict) -> Proposal:
@@ -48,8 +54,11 @@ def proposal_of(data: dict) -> Proposal:
 
 def respond(outcome: MemoryOutcome | CheckpointOutcome | ReportOutcome, body: dict) -> Response:
     """201 for what this request (or the operation it replays) created, 200 otherwise."""
-    return Response(body, status=201 if outcome.created else 200,
-                    headers={"Operation-Replayed": "true"} if outcome.replayed else None)
+    return Response(
+        body,
+        status=201 if outcome.created else 200,
+        headers={"Operation-Replayed": "true"} if outcome.replayed else None,
+    )
 
 
 def known_memory_id(memory_id: str) -> str:
@@ -70,23 +79,31 @@ def optional_version(request) -> int | None:
 class MemoryListView(APIView):
     """Create a long-term memory (admission rules apply) or list a user's memories, newest first."""
 
-    @extend_schema(request=s.MemoryCreateSerializer, responses={201: s.MemorySerializer},
-                   operation_id="memories_create")
+    @extend_schema(
+        request=s.MemoryCreateSerializer, responses={201: s.MemorySerializer}, operation_id="memories_create"
+    )
     def post(self, request, user_id: str):
         scope = user_scope(request, user_id)
         data = validated(s.MemoryCreateSerializer, request.data)
         outcome = memory_create(
-            scope=scope, kind=data["kind"], proposal=proposal_of(data), actor=request.user.actor,
+            scope=scope,
+            kind=data["kind"],
+            proposal=proposal_of(data),
+            actor=request.user.actor,
             operation=operation_of(request, scope, data, "memory.create"),
         )
         return respond(outcome, s.memory_to_dict(outcome.memory))
 
-    @extend_schema(responses=s.MemoryPageSerializer, parameters=[*PAGE, OpenApiParameter("kind", str)],
-                   operation_id="memories_list")
+    @extend_schema(
+        responses=s.MemoryPageSerializer,
+        parameters=[*PAGE, OpenApiParameter("kind", str)],
+        operation_id="memories_list",
+    )
     def get(self, request, user_id: str):
         cursor, limit = page_params(request)
-        rows, next_cursor = memory_list_page(user_scope(request, user_id), kind=request.query_params.get("kind"),
-                                             cursor=cursor, limit=limit)
+        rows, next_cursor = memory_list_page(
+            user_scope(request, user_id), kind=request.query_params.get("kind"), cursor=cursor, limit=limit
+        )
         return Response({"results": [s.memory_to_dict(row) for row in rows], "next": next_cursor})
 
 
@@ -102,17 +119,25 @@ class MemoryDetailView(APIView):
         scope = user_scope(request, user_id)
         data = validated(s.MemoryUpdateSerializer, request.data)
         outcome = memory_update(
-            scope=scope, memory_id=known_memory_id(memory_id), expected_version=data["expectedVersion"],
-            proposal=proposal_of(data), actor=request.user.actor,
+            scope=scope,
+            memory_id=known_memory_id(memory_id),
+            expected_version=data["expectedVersion"],
+            proposal=proposal_of(data),
+            actor=request.user.actor,
             operation=operation_of(request, scope, data, "memory.update"),
         )
         return respond(outcome, s.memory_to_dict(outcome.memory))
 
-    @extend_schema(parameters=[OpenApiParameter("expectedVersion", int)], responses={204: None},
-                   operation_id="memories_delete")
+    @extend_schema(
+        parameters=[OpenApiParameter("expectedVersion", int)], responses={204: None}, operation_id="memories_delete"
+    )
     def delete(self, request, user_id: str, memory_id: str):
-        memory_delete(scope=user_scope(request, user_id), memory_id=known_memory_id(memory_id),
-                      actor=request.user.actor, expected_version=optional_version(request))
+        memory_delete(
+            scope=user_scope(request, user_id),
+            memory_id=known_memory_id(memory_id),
+            actor=request.user.actor,
+            expected_version=optional_version(request),
+        )
         return Response(status=204)
 
 
@@ -123,10 +148,13 @@ class MemorySearchView(APIView):
     def post(self, request, user_id: str):
         scope = user_scope(request, user_id)
         data = validated(s.SearchSerializer, request.data)
-        page = memory_search(scope, mode=data["mode"], query=data["query"], limit=data["limit"],
-                             cursor=data.get("cursor"))
+        page = memory_search(
+            scope, mode=data["mode"], query=data["query"], limit=data["limit"], cursor=data.get("cursor")
+        )
         body = {
-            "mode": page.mode, "query": data["query"], "next": page.next,
+            "mode": page.mode,
+            "query": data["query"],
+            "next": page.next,
             "results": [{**s.memory_to_dict(row), "score": round(score, 6)} for row, score in page.results],
         }
         if page.embedding_identity:
@@ -146,14 +174,19 @@ class TaskView(APIView):
 class CheckpointView(APIView):
     """Commit one stage of a task, once."""
 
-    @extend_schema(request=s.CheckpointSerializer, responses={201: s.CheckpointResultSerializer},
-                   operation_id="tasks_checkpoint")
+    @extend_schema(
+        request=s.CheckpointSerializer, responses={201: s.CheckpointResultSerializer}, operation_id="tasks_checkpoint"
+    )
     def put(self, request, user_id: str, task_id: str, stage: str):
         scope = user_scope(request, user_id)
         task_id, stage = validate_identifier(task_id, "taskId"), validate_identifier(stage, "stage")
         data = validated(s.CheckpointSerializer, request.data)
         outcome = checkpoint_commit(
-            scope=scope, task_id=task_id, stage=stage, data=data["data"], task_input=data.get("input"),
+            scope=scope,
+            task_id=task_id,
+            stage=stage,
+            data=data["data"],
+            task_input=data.get("input"),
             operation=operation_of(request, scope, data, "task.checkpoint"),
         )
         return respond(outcome, s.checkpoint_result(outcome.checkpoint))
@@ -168,7 +201,9 @@ class ReportView(APIView):
         task_id = validate_identifier(task_id, "taskId")
         data = validated(s.ReportSerializer, request.data)
         outcome = task_report_publish(
-            scope=scope, task_id=task_id, data=data["data"],
+            scope=scope,
+            task_id=task_id,
+            data=data["data"],
             operation=operation_of(request, scope, data, "task.report"),
         )
         return respond(outcome, s.report_result(outcome.report))

@@ -10,6 +10,7 @@ embedded and never appear in search.
 record uses. Writes return CheckpointOutcome / ReportOutcome (what was committed, whether it was
 created now, whether it is an operationId replay); the API shapes the answer.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,8 +44,11 @@ _TASK = ("product_id", "user_id", "task_id")
 
 def _encode(outcome: CheckpointOutcome | ReportOutcome, name: str, fields: tuple[str, ...]) -> dict:
     committed = getattr(outcome, name)
-    return {"created": outcome.created, "task": runonce.snapshot(committed.task, _TASK),
-            name: runonce.snapshot(committed, fields)}
+    return {
+        "created": outcome.created,
+        "task": runonce.snapshot(committed.task, _TASK),
+        name: runonce.snapshot(committed, fields),
+    }
 
 
 def _decode(stored: dict, model: type[TaskCheckpoint] | type[TaskReport], name: str):
@@ -69,21 +73,26 @@ def _task_for_checkpoint(scope: UserAddress, task_id: str, task_input: dict | No
     task = Task.objects.select_for_update().filter(**lookup).first()
     if task is None:
         if task_input is None:
-            raise InvalidRequest("the first checkpoint of a task must carry its input snapshot",
-                                 details={"field": "input"})
+            raise InvalidRequest(
+                "the first checkpoint of a task must carry its input snapshot", details={"field": "input"}
+            )
         try:
             with transaction.atomic():
                 return Task.objects.create(input=task_input, **lookup)
         except IntegrityError:  # a concurrent first checkpoint created it
             task = Task.objects.select_for_update().get(**lookup)
     if task_input is not None and fingerprint(task_input) != fingerprint(task.input):
-        raise Conflict("the task's input snapshot was fixed by its first checkpoint and cannot change",
-                       code="input_conflict", details={"taskId": task_id})
+        raise Conflict(
+            "the task's input snapshot was fixed by its first checkpoint and cannot change",
+            code="input_conflict",
+            details={"taskId": task_id},
+        )
     return task
 
 
-def checkpoint_commit(*, scope: UserAddress, task_id: str, stage: str, data: dict, task_input: dict | None,
-                      operation: RunOnce | None) -> CheckpointOutcome:
+def checkpoint_commit(
+    *, scope: UserAddress, task_id: str, stage: str, data: dict, task_input: dict | None, operation: RunOnce | None
+) -> CheckpointOutcome:
     """Commit `stage` once: created the first time, the original for the same data again, 409 for other data."""
     replay = runonce.replay(operation, CHECKPOINT_RESULT)
     if replay:
@@ -94,12 +103,18 @@ def checkpoint_commit(*, scope: UserAddress, task_id: str, stage: str, data: dic
         existing = TaskCheckpoint.objects.filter(task=task, stage=stage).first()
         if existing is not None:
             if existing.fingerprint != fingerprint(data):
-                raise Conflict(f"stage {stage!r} is already committed with different data",
-                               code="stage_already_committed", details={"stage": stage})
+                raise Conflict(
+                    f"stage {stage!r} is already committed with different data",
+                    code="stage_already_committed",
+                    details={"stage": stage},
+                )
             existing.task = task
             return CheckpointOutcome(existing, created=False)
         checkpoint = TaskCheckpoint.objects.create(
-            task=task, stage=stage, data=data, fingerprint=fingerprint(data),
+            task=task,
+            stage=stage,
+            data=data,
+            fingerprint=fingerprint(data),
             operation_id=operation.operation_id if operation else "",
         )
         return CheckpointOutcome(checkpoint, created=True)
@@ -114,21 +129,33 @@ def task_report_publish(*, scope: UserAddress, task_id: str, data: dict, operati
         return replay
 
     def write() -> ReportOutcome:
-        task = Task.objects.select_for_update().filter(
-            product=scope.product, user_id=scope.user_id, task_id=task_id
-        ).first()
+        task = (
+            Task.objects.select_for_update()
+            .filter(product=scope.product, user_id=scope.user_id, task_id=task_id)
+            .first()
+        )
         if task is None:
-            raise Conflict("a task gets its report after its first checkpoint", code="task_not_started",
-                           details={"taskId": task_id})
+            raise Conflict(
+                "a task gets its report after its first checkpoint",
+                code="task_not_started",
+                details={"taskId": task_id},
+            )
         existing = TaskReport.objects.filter(task=task).first()
         if existing is not None:
             if existing.fingerprint != fingerprint(data):
-                raise Conflict("this task's report is already published with different content",
-                               code="report_already_published", details={"taskId": task_id})
+                raise Conflict(
+                    "this task's report is already published with different content",
+                    code="report_already_published",
+                    details={"taskId": task_id},
+                )
             existing.task = task
             return ReportOutcome(existing, created=False)
-        report = TaskReport.objects.create(task=task, report=data, fingerprint=fingerprint(data),
-                                           operation_id=operation.operation_id if operation else "")
+        report = TaskReport.objects.create(
+            task=task,
+            report=data,
+            fingerprint=fingerprint(data),
+            operation_id=operation.operation_id if operation else "",
+        )
         return ReportOutcome(report, created=True)
 
     return runonce.commit(operation, write, REPORT_RESULT)

@@ -6,6 +6,7 @@ the index lives in. Anything else â€” even a new model with the same dimension â
 `embedding_index_mismatch` until `manage.py reindex_embeddings` has built and activated an index
 for the new identity. Vectors of two indexes are never compared: every vector carries its index.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -91,8 +92,12 @@ def index_in_use() -> IndexInUse:
 
 def index_get_or_create(identity: EmbeddingIdentity, backend: VectorBackend) -> EmbeddingIndex:
     """The index row of this identity on this backend (a new one starts as `building`)."""
-    fields = dict(provider=identity.provider, model=identity.model, dimension=identity.dimension,
-                  preprocessing=identity.preprocessing)
+    fields = dict(
+        provider=identity.provider,
+        model=identity.model,
+        dimension=identity.dimension,
+        preprocessing=identity.preprocessing,
+    )
     try:
         with transaction.atomic():
             index, created = EmbeddingIndex.objects.get_or_create(
@@ -132,5 +137,6 @@ def lock_for_write(index: EmbeddingIndex) -> None:
     if row is None or row[0] != "active":
         raise EmbeddingIndexMismatch(
             "the vector index was replaced while this write was prepared; retry the request",
-            service="embedder", details={"command": REINDEX_COMMAND},
+            service="embedder",
+            details={"command": REINDEX_COMMAND},
         )

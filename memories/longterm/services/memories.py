@@ -7,6 +7,7 @@ down, or an index built for another embedding identity, fails the write before a
 Updates and deletes are compare-and-set writes on `version` through memoryhub.cas. Writes return
 MemoryOutcome (the memory, whether it was created, whether it is a replay); the API shapes the answer.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,8 +70,18 @@ class MemoryOutcome:
 
 
 # An operationId's stored result: the memory as it was written, so a replay answers exactly the same.
-_SNAPSHOT = ("product_id", "user_id", "memory_id", "kind", "content", "evidence", "source", "version",
-             "created_at", "updated_at")
+_SNAPSHOT = (
+    "product_id",
+    "user_id",
+    "memory_id",
+    "kind",
+    "content",
+    "evidence",
+    "source",
+    "version",
+    "created_at",
+    "updated_at",
+)
 RESULT = runonce.Codec[MemoryOutcome](
     encode=lambda outcome: {"created": outcome.created, "memory": runonce.snapshot(outcome.memory, _SNAPSHOT)},
     decode=lambda stored: MemoryOutcome(runonce.restore(LongTermMemory, stored["memory"]), stored["created"], True),
@@ -82,19 +93,28 @@ RESULT = runonce.Codec[MemoryOutcome](
 # ---------------------------------------------------------------------------------------------
 
 
-def _admit(scope: UserAddress, kind: str, proposal: Proposal, *, actor: Actor, operation_id: str | None,
-           memory_id: str = "") -> dict:
+def _admit(
+    scope: UserAddress, kind: str, proposal: Proposal, *, actor: Actor, operation_id: str | None, memory_id: str = ""
+) -> dict:
     """The normalised content, or a logged refusal raised as 422 `rejected_by_policy` with its reason code."""
-    result = admission.admit(kind, consent=proposal.consent, source=proposal.source,
-                             evidence=proposal.evidence, content=proposal.content)
+    result = admission.admit(
+        kind, consent=proposal.consent, source=proposal.source, evidence=proposal.evidence, content=proposal.content
+    )
     if result.ok:
         return result.normalized_content
     secret = result.code == admission.SECRET_DETECTED
     # Outside any transaction: the refusal is the outcome, and it must stay on record.
     AdmissionRefusal.objects.create(
-        product=scope.product, user_id=scope.user_id, kind=str(kind)[:64], code=result.code, reason=result.reason,
-        operation_id=operation_id or "", memory_id=memory_id, actor=str(actor)[:200],
-        evidence="" if secret else proposal.evidence[:2000], content=None if secret else proposal.content,
+        product=scope.product,
+        user_id=scope.user_id,
+        kind=str(kind)[:64],
+        code=result.code,
+        reason=result.reason,
+        operation_id=operation_id or "",
+        memory_id=memory_id,
+        actor=str(actor)[:200],
+        evidence="" if secret else proposal.evidence[:2000],
+        content=None if secret else proposal.content,
     )
     raise RejectedByPolicy(f"not saved: {result.reason}", details={"reason": result.code})
 
@@ -107,9 +127,18 @@ def _vector_for(kind: str, content: dict, evidence: str) -> tuple[IndexInUse, li
 
 def _history(memory: LongTermMemory, action: str, actor: Actor, operation_id: str | None) -> None:
     LongTermMemoryVersion.objects.create(
-        product_id=memory.product_id, user_id=memory.user_id, memory_id=memory.memory_id, version=memory.version,
-        action=action, kind=memory.kind, content=memory.content, evidence=memory.evidence, source=memory.source,
-        operation_id=operation_id or "", actor_type=actor.type, actor=actor.id[:200],
+        product_id=memory.product_id,
+        user_id=memory.user_id,
+        memory_id=memory.memory_id,
+        version=memory.version,
+        action=action,
+        kind=memory.kind,
+        content=memory.content,
+        evidence=memory.evidence,
+        source=memory.source,
+        operation_id=operation_id or "",
+        actor_type=actor.type,
+        actor=actor.id[:200],
     )
 
 
@@ -118,8 +147,9 @@ def _history(memory: LongTermMemory, action: str, actor: Actor, operation_id: st
 # ---------------------------------------------------------------------------------------------
 
 
-def memory_create(*, scope: UserAddress, kind: str, proposal: Proposal, actor: Actor,
-                  operation: RunOnce | None = None) -> MemoryOutcome:
+def memory_create(
+    *, scope: UserAddress, kind: str, proposal: Proposal, actor: Actor, operation: RunOnce | None = None
+) -> MemoryOutcome:
     replay = runonce.replay(operation, RESULT)
     if replay:
         return replay
@@ -130,9 +160,16 @@ def memory_create(*, scope: UserAddress, kind: str, proposal: Proposal, actor: A
     def write() -> MemoryOutcome:
         lock_for_write(in_use.index)
         memory = LongTermMemory.objects.create(
-            product=scope.product, user_id=scope.user_id, kind=kind, content=content, evidence=proposal.evidence,
-            source=proposal.source, version=1, search_text=keyword.index_text(content, proposal.evidence),
-            embedding=vector if in_use.backend.stores_in_row else None, embedding_index=in_use.index,
+            product=scope.product,
+            user_id=scope.user_id,
+            kind=kind,
+            content=content,
+            evidence=proposal.evidence,
+            source=proposal.source,
+            version=1,
+            search_text=keyword.index_text(content, proposal.evidence),
+            embedding=vector if in_use.backend.stores_in_row else None,
+            embedding_index=in_use.index,
         )
         in_use.backend.upsert(in_use.index, memory, vector)
         _history(memory, "created", actor, op_id)
@@ -160,14 +197,24 @@ def _existing(scope: UserAddress, memory_id: str) -> LongTermMemory:
 
 def _versioned(scope: UserAddress, memory_id: str, conflict_message: str | None = None) -> cas.Versioned:
     return cas.Versioned(
-        LongTermMemory, {"product": scope.product, "user_id": scope.user_id, "memory_id": memory_id},
-        kind="long_term_memory", field="version",
-        conflict_message=conflict_message, missing_message=f"no memory {memory_id!r} for this user",
+        LongTermMemory,
+        {"product": scope.product, "user_id": scope.user_id, "memory_id": memory_id},
+        kind="long_term_memory",
+        field="version",
+        conflict_message=conflict_message,
+        missing_message=f"no memory {memory_id!r} for this user",
     )
 
 
-def memory_update(*, scope: UserAddress, memory_id: str, expected_version: int, proposal: Proposal, actor: Actor,
-                  operation: RunOnce | None = None) -> MemoryOutcome:
+def memory_update(
+    *,
+    scope: UserAddress,
+    memory_id: str,
+    expected_version: int,
+    proposal: Proposal,
+    actor: Actor,
+    operation: RunOnce | None = None,
+) -> MemoryOutcome:
     """Replace the content iff the stored version is `expected_version`; version + 1, re-embedded in one go."""
     replay = runonce.replay(operation, RESULT)
     if replay:
@@ -180,9 +227,13 @@ def memory_update(*, scope: UserAddress, memory_id: str, expected_version: int, 
     def write() -> MemoryOutcome:
         lock_for_write(in_use.index)
         changes = dict(
-            content=content, evidence=proposal.evidence, source=proposal.source, updated_at=timezone.now(),
+            content=content,
+            evidence=proposal.evidence,
+            source=proposal.source,
+            updated_at=timezone.now(),
             search_text=keyword.index_text(content, proposal.evidence),
-            embedding=vector if in_use.backend.stores_in_row else None, embedding_index=in_use.index,
+            embedding=vector if in_use.backend.stores_in_row else None,
+            embedding_index=in_use.index,
         )
 
         def history(version: int) -> None:
@@ -194,7 +245,10 @@ def memory_update(*, scope: UserAddress, memory_id: str, expected_version: int, 
 
         cas.compare_and_set(
             _versioned(scope, memory_id, "the stored version is not {expected}; re-read and decide again"),
-            expected_version, changes=changes, history=history, invalidate=[preferences_scope(scope)],
+            expected_version,
+            changes=changes,
+            history=history,
+            invalidate=[preferences_scope(scope)],
         )
         in_use.backend.upsert(in_use.index, memory, vector)
         return MemoryOutcome(memory, created=False)
@@ -210,8 +264,10 @@ def memory_delete(*, scope: UserAddress, memory_id: str, actor: Actor, expected_
         if memory is None:
             raise NotFound(f"no memory {memory_id!r} for this user")
         cas.compare_and_set(
-            _versioned(scope, memory_id), memory.version if expected_version is None else expected_version,
-            delete=True, history=lambda version: _history(memory, "deleted", actor, None),
+            _versioned(scope, memory_id),
+            memory.version if expected_version is None else expected_version,
+            delete=True,
+            history=lambda version: _history(memory, "deleted", actor, None),
             invalidate=[preferences_scope(scope)],
         )
         if memory.embedding_index is not None:

@@ -6,6 +6,7 @@ embedded once, then written with a version check, so a record changed meanwhile 
 is embedded again from its new content. The new index is activated — and the old one retired and
 dropped — only when no record is pending, under a lock that waits for in-flight writes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,8 +54,12 @@ def reindex_batch(job: Reindex, *, batch_size: int) -> int:
     if not rows:
         return 0
     searchable = [row for row in rows if is_searchable(row.kind)]
-    vectors = dict(zip((row.pk for row in searchable),
-                       job.embedder.embed([embedding_text(row.content, row.evidence) for row in searchable])))
+    vectors = dict(
+        zip(
+            (row.pk for row in searchable),
+            job.embedder.embed([embedding_text(row.content, row.evidence) for row in searchable]),
+        )
+    )
     for row in rows:  # Qdrant first: a row is marked only once its point exists
         job.backend.upsert(job.index, row, vectors.get(row.pk))
     moved = 0

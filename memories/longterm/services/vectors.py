@@ -10,6 +10,7 @@
   commits; a Qdrant failure rolls the SQL write back (503). The two are not one transaction: a crash
   between them leaves Qdrant ahead, which search detects by comparing versions.
 """
+
 from __future__ import annotations
 
 import threading
@@ -61,8 +62,17 @@ class VectorBackend(Protocol):
     def upsert(self, index: EmbeddingIndex, memory: LongTermMemory, vector: list[float] | None) -> None: ...
     def delete(self, index: EmbeddingIndex, pks: list[int]) -> None: ...
     def vectors(self, index: EmbeddingIndex, pks: list[int]) -> dict[int, list[float]]: ...
-    def search(self, index: EmbeddingIndex, *, product_id: str, user_id: str, kinds: Sequence[str],
-               vector: Sequence[float], limit: int, offset: int) -> list[Hit]: ...
+    def search(
+        self,
+        index: EmbeddingIndex,
+        *,
+        product_id: str,
+        user_id: str,
+        kinds: Sequence[str],
+        vector: Sequence[float],
+        limit: int,
+        offset: int,
+    ) -> list[Hit]: ...
 
 
 class _RowBackend:
@@ -161,7 +171,10 @@ class SqliteExactBackend(_RowBackend):
     def search(self, index, *, product_id, user_id, kinds, vector, limit, offset) -> list[Hit]:
         rows = list(
             LongTermMemory.objects.filter(
-                embedding_index=index, product_id=product_id, user_id=user_id, kind__in=list(kinds),
+                embedding_index=index,
+                product_id=product_id,
+                user_id=user_id,
+                kind__in=list(kinds),
                 embedding__isnull=False,
             ).values_list("pk", "embedding")
         )
@@ -171,7 +184,7 @@ class SqliteExactBackend(_RowBackend):
         query = np.asarray(vector, dtype=np.float64)
         scores = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
         ranked = sorted(zip(scores.tolist(), (pk for pk, _ in rows)), key=lambda item: (-item[0], item[1]))
-        return [Hit(pk, score) for score, pk in ranked[offset: offset + limit]]
+        return [Hit(pk, score) for score, pk in ranked[offset : offset + limit]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,8 +202,11 @@ def qdrant_client(url: str):
     with _qdrant_lock:
         if url not in _qdrant_clients:
             # No version probe at start-up: an unreachable Qdrant must fail the request that needs it (503).
-            kwargs = {"location": ":memory:"} if url == ":memory:" else {"url": url, "timeout": 5,
-                                                                         "check_compatibility": False}
+            kwargs = (
+                {"location": ":memory:"}
+                if url == ":memory:"
+                else {"url": url, "timeout": 5, "check_compatibility": False}
+            )
             _qdrant_clients[url] = QdrantClient(**kwargs)
         return _qdrant_clients[url]
 
@@ -217,9 +233,17 @@ def record_payload(memory: LongTermMemory) -> dict:
     from memoryhub.timefmt import iso
 
     return {
-        "product": memory.product_id, "userId": memory.user_id, "id": memory.memory_id, "key": memory.key,
-        "kind": memory.kind, "content": memory.content, "evidence": memory.evidence, "source": memory.source,
-        "version": memory.version, "createdAt": iso(memory.created_at), "updatedAt": iso(memory.updated_at),
+        "product": memory.product_id,
+        "userId": memory.user_id,
+        "id": memory.memory_id,
+        "key": memory.key,
+        "kind": memory.kind,
+        "content": memory.content,
+        "evidence": memory.evidence,
+        "source": memory.source,
+        "version": memory.version,
+        "createdAt": iso(memory.created_at),
+        "updatedAt": iso(memory.updated_at),
     }
 
 
@@ -244,9 +268,12 @@ class QdrantBackend:
         with _qdrant_errors():
             if self.client.collection_exists(name):
                 return
-            self.client.create_collection(name, vectors_config={
-                QDRANT_VECTOR: models.VectorParams(size=int(index.dimension), distance=models.Distance.COSINE)
-            })
+            self.client.create_collection(
+                name,
+                vectors_config={
+                    QDRANT_VECTOR: models.VectorParams(size=int(index.dimension), distance=models.Distance.COSINE)
+                },
+            )
             if self.url != ":memory:":  # payload indexes are a server feature; local mode ignores them
                 for field in ("product", "userId", "kind"):
                     self.client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD, wait=True)
@@ -259,7 +286,8 @@ class QdrantBackend:
         from qdrant_client import models
 
         point = models.PointStruct(
-            id=int(memory.pk), vector={QDRANT_VECTOR: list(vector)} if vector is not None else {},
+            id=int(memory.pk),
+            vector={QDRANT_VECTOR: list(vector)} if vector is not None else {},
             payload=record_payload(memory),
         )
         with _qdrant_errors():
@@ -286,8 +314,13 @@ class QdrantBackend:
         ]
         with _qdrant_errors():
             response = self.client.query_points(
-                self.storage_name(index), query=list(vector), using=QDRANT_VECTOR,
-                query_filter=models.Filter(must=must), limit=limit, offset=offset, with_payload=["version"],
+                self.storage_name(index),
+                query=list(vector),
+                using=QDRANT_VECTOR,
+                query_filter=models.Filter(must=must),
+                limit=limit,
+                offset=offset,
+                with_payload=["version"],
             )
         return [Hit(int(p.id), float(p.score), (p.payload or {}).get("version")) for p in response.points]
 

@@ -1,4 +1,5 @@
 """Create a product and its first API key; the key is shown once."""
+
 from __future__ import annotations
 
 import json

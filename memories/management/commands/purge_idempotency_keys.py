@@ -1,4 +1,5 @@
 """Delete Idempotency-Key records older than the retention (at least 24 hours); operationId records stay."""
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand

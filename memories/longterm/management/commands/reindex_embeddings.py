@@ -5,6 +5,7 @@
 Resumable: interrupt it at any point and run it again; it continues with the records not yet in
 the new index. Until it finishes, semantic search and writes answer 503 `embedding_index_mismatch`.
 """
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
@@ -28,21 +29,23 @@ class Command(BaseCommand):
             raise CommandError("--batch-size must be at least 1")
         try:
             job = reindex_prepare()
-            self.stdout.write(f"index {job.index.pk}: {job.index.identity_key} on {job.index.backend} "
-                              f"({job.index.status})")
+            self.stdout.write(
+                f"index {job.index.pk}: {job.index.identity_key} on {job.index.backend} ({job.index.status})"
+            )
             moved = self._fill(job, batch_size, no_progress)
         except UpstreamError as exc:  # the embedder is down: stop; the next run resumes where this one stopped
             raise CommandError(f"{exc.code}: {exc.message} — nothing is lost; run the command again") from exc
         job.index.refresh_from_db()
-        self.stdout.write(self.style.SUCCESS(
-            f"active index {job.index.pk}: {job.index.identity_key} on {job.index.backend}, "
-            f"{job.index.records_indexed} records ({moved} embedded in this run)"
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"active index {job.index.pk}: {job.index.identity_key} on {job.index.backend}, "
+                f"{job.index.records_indexed} records ({moved} embedded in this run)"
+            )
+        )
 
     def _fill(self, job, batch_size: int, no_progress: bool) -> int:
         moved, idle_rounds = 0, 0
-        with tqdm(total=reindex_pending(job.index).count(), unit="memory", disable=no_progress,
-                  desc="reindex") as bar:
+        with tqdm(total=reindex_pending(job.index).count(), unit="memory", disable=no_progress, desc="reindex") as bar:
             while True:
                 step = reindex_batch(job, batch_size=batch_size)
                 moved += step
