@@ -24,8 +24,9 @@ from django.utils import timezone
 
 from memories.hinos.models import HinosClaim
 from memories.models import Conversation, Event, Message, Product, Scenario, Turn
+from memories.selectors.scenarios import scenario_get
 from memories.services.events import event_emit_for_turn
-from memories.services.scenarios import scenario_get, scenario_sources
+from memories.services.scenarios import scenario_sources
 from memoryhub.errors import Conflict, NotFound
 from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import MemoryWrite, SourceConfig, SourceResult, TurnContext
