@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Literal
 
 # The seed's diary node defaults (min_rounds=20, free_rounds_per_diary=10). The memory_v2
@@ -143,8 +144,8 @@ def _read_int(
     data: Mapping,
     key: str,
     path: str,
-    errors: dict[str, str],
     *,
+    errors: dict[str, str],
     default: int | None,
     minimum: int,
     maximum: int,
@@ -183,13 +184,13 @@ def _parse_quota(data: object, errors: dict[str, str]) -> FreeDiaryQuota:
         data,
         "perDays",
         f"{path}.perDays",
-        errors,
+        errors=errors,
         default=DEFAULT_QUOTA_PER_DAYS,
         minimum=1,
         maximum=MAX_QUOTA_PER_DAYS,
     )
     count = _read_int(
-        data, "count", f"{path}.count", errors, default=None, minimum=0, maximum=MAX_QUOTA_COUNT, nullable=True
+        data, "count", f"{path}.count", errors=errors, default=None, minimum=0, maximum=MAX_QUOTA_COUNT, nullable=True
     )
     return FreeDiaryQuota(per_days=per_days or DEFAULT_QUOTA_PER_DAYS, count=count)
 
@@ -205,17 +206,14 @@ def parse_diary_policy(data: object) -> DiaryPolicy:
     enabled = data.get("enabled", True)
     if not isinstance(enabled, bool):
         errors["diary.enabled"] = "must be a boolean"
-    limits = {"minimum": 1, "maximum": MAX_ROUNDS_SETTING}
-    min_rounds = _read_int(data, "minRounds", "diary.minRounds", errors, default=DEFAULT_MIN_ROUNDS, **limits)
-    free_every = _read_int(
-        data, "freeRoundsPerDiary", "diary.freeRoundsPerDiary", errors, default=DEFAULT_FREE_ROUNDS_PER_DIARY, **limits
-    )
-    paid_every = _read_int(
-        data, "paidRoundsPerDiary", "diary.paidRoundsPerDiary", errors, default=None, nullable=True, **limits
-    )
+    rounds = partial(_read_int, data, errors=errors, minimum=1, maximum=MAX_ROUNDS_SETTING)
+    min_rounds = rounds("minRounds", "diary.minRounds", default=DEFAULT_MIN_ROUNDS)
+    free_every = rounds("freeRoundsPerDiary", "diary.freeRoundsPerDiary", default=DEFAULT_FREE_ROUNDS_PER_DIARY)
+    paid_every = rounds("paidRoundsPerDiary", "diary.paidRoundsPerDiary", default=None, nullable=True)
     quota = _parse_quota(data.get("freeDiaryQuota"), errors)
     if errors:
         raise PolicyError(errors)
+    assert min_rounds is not None and free_every is not None  # not nullable, with defaults: errors if absent
     return DiaryPolicy(
         enabled=enabled,
         min_rounds=min_rounds,

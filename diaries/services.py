@@ -10,6 +10,7 @@ two workers pay for the same generation and then race to append it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -65,6 +66,7 @@ def diary_plan_and_write(
     early = _not_plannable(turn)
     if early is not None:
         return early
+    assert turn is not None and turn.scenario is not None  # _not_plannable answered for the rest
     policy = parse_diary_policy(turn.scenario.sections.get(selectors.DIARY_SECTION))
     with transaction.atomic():
         result = _plan_locked(turn, policy, trigger=trigger, attempt=attempt, retries_left=retries_left, force=force)
@@ -115,7 +117,11 @@ def _plan_locked(
 
 
 def _lock_state(turn: Turn) -> DiaryState:
-    key = {"product_id": turn.product_id, "user_id": turn.user_id, "conversation_id": turn.conversation_id}
+    key: dict[str, Any] = {
+        "product_id": turn.product_id,
+        "user_id": turn.user_id,
+        "conversation_id": turn.conversation_id,
+    }
     # get_or_create first: select_for_update cannot lock a row that does not exist yet. A concurrent
     # creator blocks on the unique index until the first transaction ends, which is the lock we want.
     DiaryState.objects.get_or_create(**key)
@@ -152,7 +158,8 @@ def _checked(result: SummaryResult, want_diary: bool) -> SummaryResult:
         raise SummaryParseError(f"{result.summarizer} returned an empty summary")
     if want_diary and (not isinstance(result.diary, str) or not result.diary.strip()):
         raise SummaryParseError(f"{result.summarizer} returned no diary although one was planned")
-    return SummaryResult(result.summary.strip(), result.diary.strip() if want_diary else None, result.summarizer)
+    diary = result.diary.strip() if want_diary and isinstance(result.diary, str) else None
+    return SummaryResult(result.summary.strip(), diary, result.summarizer)
 
 
 def _record(turn: Turn, plan: DiaryPlan, category: str, outcome: str, trigger: str, reason: str = "", entry=None):

@@ -353,7 +353,7 @@ def _timeout(value: object) -> float:
     if value in (None, ""):
         return DEFAULT_TIMEOUT_SECONDS
     try:
-        seconds = float(value)
+        seconds = float(value if isinstance(value, (int, float)) else str(value))
     except (TypeError, ValueError) as exc:
         raise SummarizerConfigError(f"SUMMARIZER_TIMEOUT_SECONDS must be a number, got {value!r}") from exc
     if not seconds > 0:

@@ -26,7 +26,7 @@ def _validator(schema_text: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(schema_text))
 
 
-def check_memory_against_schema(memory: dict, schema: dict | None) -> None:
+def check_memory_against_schema(memory: object, schema: dict | None) -> None:
     if not schema:
         return
     validator = _validator(json.dumps(schema, sort_keys=True))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from memoryhub.errors import InvalidMemory, InvalidRequest, MemoryTooLarge
 from memoryhub.identifiers import MAX_SAFE_INTEGER
@@ -30,6 +31,7 @@ def json_depth(value: object) -> int:
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[object]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

@@ -13,7 +13,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 
 
-def parse_limit(raw: object, default: int = DEFAULT_LIMIT) -> int:
+def parse_limit(raw: str | int | None, default: int = DEFAULT_LIMIT) -> int:
     if raw in (None, ""):
         return default
     try:

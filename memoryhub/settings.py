@@ -12,7 +12,7 @@ from django.core.management.utils import get_random_secret_key
 from .env import env_bool, env_int, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("MEMORYHUB_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR = Path(env_str("MEMORYHUB_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = env_bool("DEBUG", False)
 # A random key per process is fine for the embedded default; tool tokens then expire with the process.
@@ -77,7 +77,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "memoryhub.sqlite3",
+            "NAME": str(VAR_DIR / "memoryhub.sqlite3"),
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
         }
     }
@@ -170,7 +170,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
-AUTH_PASSWORD_VALIDATORS = []
+AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True

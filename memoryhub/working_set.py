@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from django.conf import settings
 from django.core.cache import cache
@@ -64,7 +64,7 @@ def get_or_build(scope: Scope, build: Callable[[], T]) -> tuple[T, bool]:
     """Return (value, was_cached); on a miss build from the database and store."""
     cached = _read(scope.key)
     if cached is not None and cached != _TOMBSTONE:
-        return cached, True
+        return cast(T, cached), True
     value = build()
     if cached is None:
         cache.add(scope.key, value, settings.WORKING_SET_TTL_SECONDS)

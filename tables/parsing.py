@@ -143,7 +143,8 @@ def parse_table_edits(reply: str) -> ParseResult:
     visible, drafts = _split_reasoning(text)
     for draft in drafts:
         found, bad = _scan(draft, _OUTSIDE)
-        skipped.extend(SkippedCall(item.source, REASONING_REASON, None) for item in [*found, *bad])
+        skipped.extend(SkippedCall(item.source, REASONING_REASON, None) for item in found)
+        skipped.extend(SkippedCall(item.source, REASONING_REASON, None) for item in bad)
     for segment in _segments(visible):
         found, bad = _scan(segment.text, _OUTSIDE if segment.block is None else segment.block)
         if segment.kind == "closed":

@@ -135,8 +135,8 @@ def validate_webhook_section(value: object) -> dict[str, Any] | None:
         raise SectionInvalid({"tableWebhook": "must be an object with url and optional timeoutMs, or null"})
     errors = {f"tableWebhook.{key}": "unknown field" for key in sorted(set(value) - WEBHOOK_FIELDS)}
     url = value.get("url")
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or len(url) > 2000:
+    parts = urlsplit(url) if isinstance(url, str) and len(url) <= 2000 else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
         errors["tableWebhook.url"] = "required: an http(s) URL"
     timeout = value.get("timeoutMs", DEFAULT_WEBHOOK_TIMEOUT_MS)
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 100 <= timeout <= 60_000:

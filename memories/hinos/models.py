@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.db import models
 
 from memories.models import Conversation, Event, Product, Scenario, Turn
@@ -51,7 +53,7 @@ class FailedHinosCommitManager(models.Manager):
 class FailedHinosCommit(Event):
     """A `memory.write_failed` event of the Hinos client runtime; the admin can re-send its commit."""
 
-    objects = FailedHinosCommitManager()
+    objects: ClassVar[FailedHinosCommitManager] = FailedHinosCommitManager()
 
     class Meta:
         proxy = True

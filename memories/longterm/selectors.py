@@ -69,7 +69,7 @@ def _offset(cursor: str | None, mode: str, query: str) -> int:
     if state is None:
         return 0
     valid = isinstance(state, dict) and state.get("q") == _query_tag(mode, query)
-    offset = state.get("o") if valid else None
+    offset = state.get("o") if valid and isinstance(state, dict) else None
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 < offset < MAX_RESULTS:
         raise InvalidRequest("cursor does not belong to this search", details={"field": "cursor"})
     return offset

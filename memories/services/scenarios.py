@@ -33,7 +33,7 @@ def scenario_to_dict(scenario: Scenario) -> dict:
 
 
 def source_to_dict(source: MemorySource) -> dict:
-    out = {"id": source.source_id, "agentRef": source.agent_ref, "variable": source.variable}
+    out: dict[str, object] = {"id": source.source_id, "agentRef": source.agent_ref, "variable": source.variable}
     if source.priority is not None:
         out["priority"] = source.priority
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core import signing
@@ -48,7 +49,7 @@ UPDATE_MEMORY = {
         },
     },
 }
-TOOLS = {"get_memory": GET_MEMORY, "update_memory": UPDATE_MEMORY}
+TOOLS: dict[str, dict[str, Any]] = {"get_memory": GET_MEMORY, "update_memory": UPDATE_MEMORY}
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def tool_call(*, product: Product, token: ToolToken, name: str, arguments: objec
         raise InvalidRequest(f"unknown tool {name!r}; one of {', '.join(TOOLS)}", details={"field": "name"})
     if not _may_call(product, token, name):
         raise Forbidden("this scenario does not let the model call update_memory; the product commits changes")
-    _check_arguments(name, arguments)
+    arguments = _check_arguments(name, arguments)
     address = ConversationAddress(product, token.user_id, token.conversation_id)
     if name == "get_memory":
         revision, memory = memory_document_get(address)
@@ -126,12 +127,14 @@ def tool_call(*, product: Product, token: ToolToken, name: str, arguments: objec
     return {"revision": _update(address, token, arguments)}
 
 
-def _check_arguments(name: str, arguments: object) -> None:
+def _check_arguments(name: str, arguments: object) -> dict:
     schema = TOOLS[name]["function"]["parameters"]
     error = next(iter(Draft202012Validator(schema).iter_errors(arguments)), None)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "arguments"
         raise InvalidRequest(f"invalid arguments for {name}: {error.message}", details={"field": f"arguments.{where}"})
+    assert isinstance(arguments, dict)  # every tool's parameters schema is an object
+    return arguments
 
 
 def _update(address: ConversationAddress, token: ToolToken, arguments: dict) -> int:

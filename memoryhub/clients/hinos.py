@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from .errors import UpstreamProtocolError, UpstreamUnavailable
 from .http import make_client, new_request_id, post_json
@@ -45,7 +46,7 @@ def _protocol(message: str) -> UpstreamProtocolError:
     return UpstreamProtocolError(f"hinos protocol violation: {message}", service=SERVICE)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not a turn number
 
 

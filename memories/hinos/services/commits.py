@@ -37,12 +37,11 @@ class ResendOutcome:
 
 
 def hinos_commit_resend(*, event: Event, actor: str) -> ResendOutcome:
-    turn = (
-        Turn.objects.select_related("scenario", "product").filter(pk=event.turn_id, product_id=event.product_id).first()
-    )
+    turns = Turn.objects.select_related("scenario", "product")
+    turn = None if event.turn_id is None else turns.filter(pk=event.turn_id, product_id=event.product_id).first()
     refusal = _refusal(event, turn)
-    if refusal:
-        return ResendOutcome("not_resendable", refusal)
+    if refusal or turn is None:
+        return ResendOutcome("not_resendable", refusal or "the turn of this event is gone")
     if commit_acknowledged(turn):
         return ResendOutcome("already_committed", f"turn {turn.pk}: the Hinos service acknowledged this claim already")
     try:

@@ -157,14 +157,15 @@ def reflected_through(*, product: Product, user_id: str, conversation_id: str) -
         .order_by("committed_turn__round", "id")
     )
     for claim in pending:
-        if not _settled(claim):
+        assert claim.committed_turn is not None  # filtered on committed_turn__isnull=False
+        if not _settled(claim, claim.committed_turn):
             return min(committed, claim.committed_turn.round - 1)
         HinosClaim.objects.filter(pk=claim.pk, reflected_at__isnull=True).update(reflected_at=timezone.now())
     return committed
 
 
-def _settled(claim: HinosClaim) -> bool:
-    events = Event.objects.filter(product_id=claim.product_id, turn_id=claim.committed_turn_id)
+def _settled(claim: HinosClaim, turn: Turn) -> bool:
+    events = Event.objects.filter(product_id=claim.product_id, turn_id=turn.pk)
     return all(events.filter(writer.done).exists() for writer in WRITERS if writer.hook in claim.awaiting)
 
 

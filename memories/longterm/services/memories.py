@@ -101,6 +101,7 @@ def _admit(
         kind, consent=proposal.consent, source=proposal.source, evidence=proposal.evidence, content=proposal.content
     )
     if result.ok:
+        assert result.normalized_content is not None  # admission normalises whatever it admits
         return result.normalized_content
     secret = result.code == admission.SECRET_DETECTED
     # Outside any transaction: the refusal is the outcome, and it must stay on record.
@@ -108,8 +109,8 @@ def _admit(
         product=scope.product,
         user_id=scope.user_id,
         kind=str(kind)[:64],
-        code=result.code,
-        reason=result.reason,
+        code=result.code or "",
+        reason=result.reason or "",
         operation_id=operation_id or "",
         memory_id=memory_id,
         actor=str(actor)[:200],

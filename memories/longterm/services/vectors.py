@@ -88,7 +88,7 @@ class _RowBackend:
 
     def vectors(self, index: EmbeddingIndex, pks: list[int]) -> dict[int, list[float]]:
         rows = LongTermMemory.objects.filter(pk__in=pks, embedding_index=index, embedding__isnull=False)
-        return {pk: list(vector) for pk, vector in rows.values_list("pk", "embedding")}
+        return {pk: list(vector or ()) for pk, vector in rows.values_list("pk", "embedding")}
 
 
 def _fire_deferred_checks() -> None:
@@ -297,7 +297,11 @@ class QdrantBackend:
         from qdrant_client import models
 
         with _qdrant_errors():
-            self.client.delete(self.storage_name(index), points_selector=models.PointIdsList(points=pks), wait=True)
+            self.client.delete(
+                self.storage_name(index),
+                points_selector=models.PointIdsList(points=list[models.ExtendedPointId](pks)),
+                wait=True,
+            )
 
     def vectors(self, index: EmbeddingIndex, pks: list[int]) -> dict[int, list[float]]:
         with _qdrant_errors():
@@ -307,7 +311,7 @@ class QdrantBackend:
     def search(self, index, *, product_id, user_id, kinds, vector, limit, offset) -> list[Hit]:
         from qdrant_client import models
 
-        must = [
+        must: list[models.Condition] = [
             models.FieldCondition(key="product", match=models.MatchValue(value=product_id)),
             models.FieldCondition(key="userId", match=models.MatchValue(value=user_id)),
             models.FieldCondition(key="kind", match=models.MatchAny(any=list(kinds))),
