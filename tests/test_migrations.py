@@ -203,9 +203,10 @@ def test_rows_written_at_the_previous_layout_survive_the_migrations(previous_lay
     ]
     checkpoint = TaskCheckpoint.objects.select_related("task").get()
     assert (checkpoint.task.task_id, checkpoint.stage, checkpoint.data) == ("t1", "collect", {"done": 1})
-    claim = HinosClaim.objects.select_related("committed_turn", "conversation").get()
+    claim = HinosClaim.objects.select_related("committed_turn", "conversation_row").get()
     assert (claim.claim_id, claim.status, claim.awaiting) == ("claim-1", "committed", ["diaries"])
-    assert claim.committed_turn.pk == old["turn"].pk and claim.conversation.pk == old["conversation"].pk
+    assert claim.committed_turn.pk == old["turn"].pk and claim.conversation_row.pk == old["conversation"].pk
+    assert claim.conversation_id == "c1"  # the product's id, under the name every model uses
     turn = Turn.objects.get()
     assert (turn.user_message, turn.round, turn.status) == ("我答应明天归还铜钥匙", 1, "committed")
     assert turn.runtime_state == {"claimId": "claim-1"}

@@ -60,7 +60,7 @@ class HinosClaimAdmin(ReadOnlyAdmin):
         "claim_id",
         "product",
         "user_id",
-        "conversation_key",
+        "conversation_id",
         "scenario_slug",
         "turn",
         "state_through_round",
@@ -71,8 +71,8 @@ class HinosClaimAdmin(ReadOnlyAdmin):
     ]
     list_filter = ["status", "product"]
     list_select_related = ["product"]
-    search_fields = ["claim_id", "user_id", "conversation_key", "request_id"]
-    raw_id_fields = ["committed_turn", "conversation", "scenario"]
+    search_fields = ["claim_id", "user_id", "conversation_id", "request_id"]
+    raw_id_fields = ["committed_turn", "conversation_row", "scenario"]
     ordering = ["-id"]
 
     def get_readonly_fields(self, request, obj=None) -> list[str]:

@@ -14,9 +14,9 @@ class HinosClaim(models.Model):
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
     claim_id = models.CharField(max_length=64, unique=True)
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="hinos_claims")
+    conversation_row = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="hinos_claims")
     user_id = models.CharField(max_length=128)
-    conversation_key = models.CharField(max_length=128, help_text="The x-flow-conversation-id of the prepare.")
+    conversation_id = models.CharField(max_length=128, help_text="The x-flow-conversation-id of the prepare.")
     scenario = models.ForeignKey(Scenario, on_delete=models.SET_NULL, null=True, blank=True)
     scenario_slug = models.CharField(max_length=100, blank=True, help_text="scenario_id as the harness sent it.")
     request_id = models.CharField(max_length=128, blank=True)
@@ -38,7 +38,7 @@ class HinosClaim(models.Model):
     class Meta:
         db_table = "memories_hinosclaim"  # kept from when this lived in the memories app
         indexes = [
-            models.Index(fields=["product", "user_id", "conversation_key", "status"], name="hinos_claim_conv_idx"),
+            models.Index(fields=["product", "user_id", "conversation_id", "status"], name="hinos_claim_conv_idx"),
         ]
 
     def __str__(self) -> str:

@@ -127,7 +127,7 @@ def test_prepare_records_a_claim_and_answers_the_protocol(alice):
     assert set(body) >= {"claim_id", "memory", "turn", "state_through_round"}
     assert body["claim_id"] and body["memory"] == "" and body["turn"] == 1 and body["state_through_round"] == 0
     claim = HinosClaim.objects.get(claim_id=body["claim_id"])
-    assert (claim.product, claim.user_id, claim.conversation_key) == (alice.product, "u1", "c1")
+    assert (claim.product, claim.user_id, claim.conversation_id) == (alice.product, "u1", "c1")
     assert (claim.request_id, claim.model_config_id, claim.prompt_id, claim.system) == (
         "req-1",
         "mc-1",

@@ -109,9 +109,9 @@ def hinos_prepare(*, product: Product, request: PrepareRequest) -> HinosClaim:
     return HinosClaim.objects.create(
         product=product,
         claim_id=f"hc_{secrets.token_urlsafe(24)}",
-        conversation=conversation,
+        conversation_row=conversation,
         user_id=request.user_id,
-        conversation_key=request.conversation_id,
+        conversation_id=request.conversation_id,
         scenario=scenario,
         scenario_slug=request.scenario_id or "",
         request_id=request.request_id or "",
@@ -148,7 +148,7 @@ def reflected_through(*, product: Product, user_id: str, conversation_id: str) -
         HinosClaim.objects.filter(
             product=product,
             user_id=user_id,
-            conversation_key=conversation_id,
+            conversation_id=conversation_id,
             status="committed",
             reflected_at__isnull=True,
             committed_turn__isnull=False,
@@ -187,7 +187,7 @@ def hinos_commit(
             .filter(product=product, claim_id=claim_id)
             .first()
         )
-        if claim is None or (conversation_id is not None and conversation_id != claim.conversation_key):
+        if claim is None or (conversation_id is not None and conversation_id != claim.conversation_id):
             raise NotFound(f"no claim {claim_id!r} in this conversation")
         if claim.status == "committed":
             return Committed(_same_body_or_conflict(claim, digest), replayed=True)
@@ -215,7 +215,7 @@ def _own_pipeline_turn(claim: HinosClaim, user: str, assistant: str) -> Turn | N
     return Turn.objects.filter(
         product_id=claim.product_id,
         user_id=claim.user_id,
-        conversation_id=claim.conversation_key,
+        conversation_id=claim.conversation_id,
         runtime="hinos",
         runtime_state__hinos__claim_id=claim.claim_id,
         status__in=["completed", "committed"],
@@ -225,14 +225,14 @@ def _own_pipeline_turn(claim: HinosClaim, user: str, assistant: str) -> Turn | N
 
 
 def _store_turn(claim: HinosClaim, user: str, assistant: str) -> Turn:
-    conversation = Conversation.objects.select_for_update().get(pk=claim.conversation_id)
+    conversation = Conversation.objects.select_for_update().get(pk=claim.conversation_row_id)
     conversation.rounds += 1
     conversation.save(update_fields=["rounds", "updated_at"])
     turn = Turn.objects.create(**_turn_fields(claim, conversation, user, assistant))
     common = dict(
         product_id=claim.product_id,
         user_id=claim.user_id,
-        conversation_id=claim.conversation_key,
+        conversation_id=claim.conversation_id,
         turn=turn,
         round=turn.round,
     )
@@ -267,7 +267,7 @@ def _turn_fields(claim: HinosClaim, conversation: Conversation, user: str, assis
         product_id=claim.product_id,
         conversation_row=conversation,
         user_id=claim.user_id,
-        conversation_id=claim.conversation_key,
+        conversation_id=claim.conversation_id,
         scenario=scenario,
         scenario_slug=claim.scenario_slug,
         scenario_version=scenario.version if scenario else 0,

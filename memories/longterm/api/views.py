@@ -22,7 +22,7 @@ from memories.longterm.services.memories import (
     memory_update,
 )
 from memories.services.runonce import RunOnce, request_fingerprint
-from memoryhub.api.common import validated
+from memoryhub.api.common import user_address, validated
 from memoryhub.api.pagination import page_params
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.identifiers import validate_identifier
@@ -30,10 +30,6 @@ from memoryhub.identifiers import validate_identifier
 from . import serializers as s
 
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
-
-
-def user_scope(request, user_id: str) -> UserAddress:
-    return UserAddress(request.user.product, validate_identifier(user_id, "userId"))
 
 
 def operation_of(request, scope: UserAddress, data: dict, action: str) -> RunOnce | None:
@@ -83,7 +79,7 @@ class MemoryListView(APIView):
         request=s.MemoryCreateSerializer, responses={201: s.MemorySerializer}, operation_id="memories_create"
     )
     def post(self, request, user_id: str):
-        scope = user_scope(request, user_id)
+        scope = user_address(request, user_id)
         data = validated(s.MemoryCreateSerializer, request.data)
         outcome = memory_create(
             scope=scope,
@@ -102,7 +98,7 @@ class MemoryListView(APIView):
     def get(self, request, user_id: str):
         cursor, limit = page_params(request)
         rows, next_cursor = memory_list_page(
-            user_scope(request, user_id), kind=request.query_params.get("kind"), cursor=cursor, limit=limit
+            user_address(request, user_id), kind=request.query_params.get("kind"), cursor=cursor, limit=limit
         )
         return Response({"results": [s.memory_to_dict(row) for row in rows], "next": next_cursor})
 
@@ -112,11 +108,11 @@ class MemoryDetailView(APIView):
 
     @extend_schema(responses=s.MemorySerializer, operation_id="memories_get")
     def get(self, request, user_id: str, memory_id: str):
-        return Response(s.memory_to_dict(memory_get(user_scope(request, user_id), known_memory_id(memory_id))))
+        return Response(s.memory_to_dict(memory_get(user_address(request, user_id), known_memory_id(memory_id))))
 
     @extend_schema(request=s.MemoryUpdateSerializer, responses=s.MemorySerializer, operation_id="memories_update")
     def patch(self, request, user_id: str, memory_id: str):
-        scope = user_scope(request, user_id)
+        scope = user_address(request, user_id)
         data = validated(s.MemoryUpdateSerializer, request.data)
         outcome = memory_update(
             scope=scope,
@@ -133,7 +129,7 @@ class MemoryDetailView(APIView):
     )
     def delete(self, request, user_id: str, memory_id: str):
         memory_delete(
-            scope=user_scope(request, user_id),
+            scope=user_address(request, user_id),
             memory_id=known_memory_id(memory_id),
             actor=request.user.actor,
             expected_version=optional_version(request),
@@ -146,7 +142,7 @@ class MemorySearchView(APIView):
 
     @extend_schema(request=s.SearchSerializer, responses=s.SearchPageSerializer, operation_id="memories_search")
     def post(self, request, user_id: str):
-        scope = user_scope(request, user_id)
+        scope = user_address(request, user_id)
         data = validated(s.SearchSerializer, request.data)
         page = memory_search(
             scope, mode=data["mode"], query=data["query"], limit=data["limit"], cursor=data.get("cursor")
@@ -167,7 +163,7 @@ class TaskView(APIView):
 
     @extend_schema(responses=s.TaskSerializer, operation_id="tasks_get")
     def get(self, request, user_id: str, task_id: str):
-        task = task_get(user_scope(request, user_id), validate_identifier(task_id, "taskId"))
+        task = task_get(user_address(request, user_id), validate_identifier(task_id, "taskId"))
         return Response(s.task_to_dict(task))
 
 
@@ -178,7 +174,7 @@ class CheckpointView(APIView):
         request=s.CheckpointSerializer, responses={201: s.CheckpointResultSerializer}, operation_id="tasks_checkpoint"
     )
     def put(self, request, user_id: str, task_id: str, stage: str):
-        scope = user_scope(request, user_id)
+        scope = user_address(request, user_id)
         task_id, stage = validate_identifier(task_id, "taskId"), validate_identifier(stage, "stage")
         data = validated(s.CheckpointSerializer, request.data)
         outcome = checkpoint_commit(
@@ -197,7 +193,7 @@ class ReportView(APIView):
 
     @extend_schema(request=s.ReportSerializer, responses={201: s.ReportResultSerializer}, operation_id="tasks_report")
     def put(self, request, user_id: str, task_id: str):
-        scope = user_scope(request, user_id)
+        scope = user_address(request, user_id)
         task_id = validate_identifier(task_id, "taskId")
         data = validated(s.ReportSerializer, request.data)
         outcome = task_report_publish(

@@ -27,6 +27,7 @@ from django.db import connection
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memoryhub.clients.embeddings import EmbeddingIdentity
 from memoryhub.clients.errors import DependencyUnavailable
+from memoryhub.timefmt import iso
 
 PGVECTOR, SQLITE_EXACT, QDRANT = "pgvector", "sqlite-exact", "qdrant"
 TABLE = LongTermMemory._meta.db_table
@@ -230,8 +231,7 @@ def _qdrant_errors() -> Iterator[None]:
 
 
 def record_payload(memory: LongTermMemory) -> dict:
-    from memoryhub.timefmt import iso
-
+    """What Qdrant stores with a point: its own copy of the record (a storage format, not the API's)."""
     return {
         "product": memory.product_id,
         "userId": memory.user_id,
