@@ -162,7 +162,7 @@ def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
 def _store_reply(turn: Turn, assistant_message: str) -> None:
     conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_row_id)
     if turn.replaces_id:
-        _supersede(turn.replaces_id)
+        _supersede(turn.replaces_id, by_turn_pk=turn.pk)
     else:
         conversation.rounds += 1
         conversation.save(update_fields=["rounds", "updated_at"])
@@ -182,9 +182,10 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
     turn.save(update_fields=["assistant_message", "status", "completed_at", "round"])
 
 
-def _supersede(turn_pk: int) -> None:
+def _supersede(turn_pk: int, *, by_turn_pk: int) -> None:
     Turn.objects.filter(pk=turn_pk).update(status="superseded")
     Message.objects.filter(turn_id=turn_pk).update(superseded=True)
+    registry.run_supersede_hooks(turn_pk, by_turn_pk)
 
 
 def turn_commit(*, turn: Turn) -> Turn:

@@ -31,6 +31,8 @@ BUILTIN_VARIABLES: dict[str, str] = {"userMessage": "the current user message"}
 
 # Receives the committed turn's primary key; returns True when it scheduled memory work for the turn.
 CommitHook = Callable[[int], bool]
+# Receives (superseded turn pk, the regenerating turn's pk), inside the transaction that stores the new reply.
+SupersedeHook = Callable[[int, int], None]
 # Returns the normalized section value or raises SectionInvalid.
 SectionValidator = Callable[[object], object]
 # The working-set entries a producer will read, so a turn can fetch all of them in one round trip.
@@ -66,9 +68,16 @@ class _Registrations:
     sources: dict[str, Source] = field(default_factory=dict)
     commit_hooks: dict[str, CommitHook] = field(default_factory=dict)
     sections: dict[str, SectionValidator] = field(default_factory=dict)
+    supersede_hooks: dict[str, SupersedeHook] = field(default_factory=dict)
 
     def copy(self) -> _Registrations:
-        return _Registrations(dict(self.runtimes), dict(self.sources), dict(self.commit_hooks), dict(self.sections))
+        return _Registrations(
+            dict(self.runtimes),
+            dict(self.sources),
+            dict(self.commit_hooks),
+            dict(self.sections),
+            dict(self.supersede_hooks),
+        )
 
 
 _live = _Registrations(
@@ -193,6 +202,21 @@ def commit_hook_names() -> list[str]:
 def run_commit_hooks(turn_pk: int) -> list[str]:
     """Run every hook; return the names of those that scheduled memory work (so "pending" is never a guess)."""
     return [name for name, hook in list(_current().commit_hooks.items()) if hook(turn_pk)]
+
+
+# --- supersede hooks -----------------------------------------------------------------------------------------
+# Run when a regenerated reply is stored and the turn it replaces (with its messages) becomes superseded, inside
+# that transaction: state derived from the superseded reply (a compaction covering it, a story snapshot anchored
+# on it) is rolled back or invalidated in the same commit.
+
+
+def register_supersede_hook(name: str, hook: SupersedeHook) -> None:
+    _current().supersede_hooks[name] = hook
+
+
+def run_supersede_hooks(superseded_turn_pk: int, new_turn_pk: int) -> None:
+    for hook in list(_current().supersede_hooks.values()):
+        hook(superseded_turn_pk, new_turn_pk)
 
 
 # --- scenario sections ----------------------------------------------------------------------------------------

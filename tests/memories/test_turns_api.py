@@ -378,3 +378,32 @@ def test_bad_paging_parameters_are_400(alice, what, query):
 def test_lists_of_a_conversation_never_written_are_empty(alice):
     assert alice.get(f"{CONV}/messages").json() == {"results": [], "next": None}
     assert alice.get(f"{CONV}/events").json() == {"results": [], "next": None}
+
+
+def test_storing_a_regenerated_reply_runs_the_supersede_hooks_in_its_transaction(alice, gate, committed_turns):
+    seen = []
+
+    def hook(superseded: int, by: int) -> None:
+        # Inside the transaction that stores the new reply: the old turn is already marked superseded.
+        seen.append((superseded, by, Turn.objects.get(pk=superseded).status))
+
+    registry.register_supersede_hook("probe", hook)
+    first = prepare(alice, "q1")
+    complete(alice, first["turnId"], "a1")
+    assert seen == []  # a first reply supersedes nothing
+    again = prepare(alice, "q1", replacesTurnId=first["turnId"])
+    complete(alice, again["turnId"], "a1 bis")
+    assert seen == [(first["turnId"], again["turnId"], "superseded")]
+
+
+def test_a_failing_supersede_hook_rolls_the_regenerated_reply_back(alice, gate, committed_turns):
+    def hook(superseded: int, by: int) -> None:
+        raise RuntimeError("derived state could not be rolled back")
+
+    first = prepare(alice, "q1")
+    complete(alice, first["turnId"], "a1")
+    registry.register_supersede_hook("broken", hook)
+    again = prepare(alice, "q1", replacesTurnId=first["turnId"])
+    assert_envelope(complete(alice, again["turnId"], "a1 bis"), 500, "internal_error")
+    assert Turn.objects.get(pk=first["turnId"]).status == "committed"
+    assert Turn.objects.get(pk=again["turnId"]).status == "prepared"
