@@ -11,7 +11,7 @@ class DiariesConfig(AppConfig):
         from memoryhub.runtimes import registry
 
         from .producers import compass_scopes, produce_compass_memory
-        from .tasks import enqueue_diary_plan
+        from .tasks import WORK, enqueue_diary_plan
 
         registry.register_source(
             "compassMemory",
@@ -20,7 +20,7 @@ class DiariesConfig(AppConfig):
             scopes=compass_scopes,
         )
         registry.register_scenario_section("diary", validate_diary_section)
-        registry.register_commit_hook("diaries", enqueue_diary_plan)
+        registry.register_commit_hook(WORK, enqueue_diary_plan)  # memoryWrite.work names it
 
 
 def validate_diary_section(value: object) -> dict:

@@ -6,6 +6,7 @@ from celery import shared_task
 from django.db import transaction
 
 from memories.models import Turn
+from memories.services.memory_write import failure_reason, memory_write_finish
 from memoryhub.clients.errors import UpstreamError
 
 from .selectors import scenario_uses_diaries
@@ -14,6 +15,8 @@ from .services import diary_plan_and_write
 # Bounded: a summariser that is down for good must not keep a task alive forever. Each attempt
 # leaves a plan record and a `diary.failed` event; the admin's re-plan action is the way back.
 MAX_RETRIES = 4
+# The name this app's commit hook is registered under: the turn's memoryWrite.work names it.
+WORK = "diaries"
 
 
 @shared_task(
@@ -26,8 +29,15 @@ MAX_RETRIES = 4
     retry_jitter=True,
 )
 def diary_plan_task(self, turn_pk: int) -> str:
+    """Plan (and write) the diary; the turn's memoryWrite learns the end (an attempt to be retried reports nothing)."""
     retries = self.request.retries or 0
-    outcome = diary_plan_and_write(turn_pk=turn_pk, attempt=retries, retries_left=MAX_RETRIES - retries)
+    try:
+        outcome = diary_plan_and_write(turn_pk=turn_pk, attempt=retries, retries_left=MAX_RETRIES - retries)
+    except Exception as exc:
+        if not (isinstance(exc, UpstreamError) and retries < MAX_RETRIES):
+            memory_write_finish(turn_pk=turn_pk, work=WORK, failure=failure_reason(exc))
+        raise
+    memory_write_finish(turn_pk=turn_pk, work=WORK)
     return outcome.outcome
 
 

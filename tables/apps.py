@@ -11,7 +11,7 @@ class TablesConfig(AppConfig):
         from memoryhub.runtimes import registry
 
         from .producers import memory_table_scopes, produce_memory_table
-        from .tasks import schedule_table_edits
+        from .tasks import WORK, schedule_table_edits
         from .validation import validate_tables_section, validate_webhook_section
 
         registry.register_source(
@@ -22,4 +22,4 @@ class TablesConfig(AppConfig):
         )
         registry.register_scenario_section("tables", validate_tables_section)
         registry.register_scenario_section("tableWebhook", validate_webhook_section)
-        registry.register_commit_hook("tables", schedule_table_edits)
+        registry.register_commit_hook(WORK, schedule_table_edits)  # memoryWrite.work names it

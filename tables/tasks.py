@@ -10,6 +10,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django_redis.exceptions import ConnectionInterrupted
 
 from memories.models import Turn
+from memories.services.memory_write import failure_reason, memory_write_finish
 from tables.after_steps import after_steps_run
 from tables.turn_edits import turn_table_edits_apply
 
@@ -23,7 +24,12 @@ TRANSIENT = (
 )
 
 
+# The name this app's commit hook is registered under: the turn's memoryWrite.work names it.
+WORK = "tables"
+
+
 @shared_task(
+    bind=True,
     name="tables.apply_table_edits",
     autoretry_for=TRANSIENT,
     retry_backoff=True,
@@ -31,12 +37,24 @@ TRANSIENT = (
     max_retries=5,
     acks_late=True,
 )
-def apply_table_edits(turn_pk: int) -> str:
-    """Extract and apply the turn's `<tableEdit>` calls, then run the after-steps; return the outcome."""
-    record = turn_table_edits_apply(turn_pk=turn_pk)
+def apply_table_edits(self, turn_pk: int) -> str:
+    """Extract and apply the turn's `<tableEdit>` calls, then run the after-steps; return the outcome.
+
+    The turn's memoryWrite learns the end: done, or failed on a conflict that wrote nothing and on the
+    last failed attempt (an attempt that will be retried reports nothing).
+    """
+    try:
+        record = turn_table_edits_apply(turn_pk=turn_pk)
+    except Exception as exc:
+        if not (isinstance(exc, TRANSIENT) and (self.request.retries or 0) < (self.max_retries or 0)):
+            memory_write_finish(turn_pk=turn_pk, work=WORK, failure=failure_reason(exc))
+        raise
     if record is None:
+        memory_write_finish(turn_pk=turn_pk, work=WORK)
         return "skipped"  # the turn is gone, not committed, or its scenario has no tables
-    after_steps_run(record)
+    conflict = "the tables changed twice while the edits were applied; nothing was written (table.conflict)"
+    memory_write_finish(turn_pk=turn_pk, work=WORK, failure=conflict if record.outcome == "conflict" else None)
+    after_steps_run(record)  # the webhook export: its failure never undoes the table write
     return record.outcome
 
 

@@ -184,7 +184,9 @@ class TurnAdmin(ReadOnlyAdmin):
 
     @admin.display(description="memory write")
     def memory_write_status(self, obj) -> str:
-        return (obj.memory_write or {}).get("status", "—")
+        write = obj.memory_write or {}
+        status = write.get("status", "—")
+        return f"{status}: {write['reason']}" if status == "failed" and write.get("reason") else status
 
     @admin.display(description="scenario")
     def scenario_link(self, obj) -> str:

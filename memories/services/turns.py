@@ -11,6 +11,7 @@ from django.utils import timezone
 from memories.models import Conversation, Message, Scenario, Turn
 from memories.services.conversations import conversation_scope, conversation_state
 from memories.services.events import event_emit_for_turn
+from memories.services.memory_write import memory_write_after_commit
 from memories.services.scenarios import scenario_for_turn, scenario_scope, scenario_sources
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
@@ -198,12 +199,11 @@ def turn_commit(*, turn: Turn) -> Turn:
         if not claimed:
             raise Conflict(f"turn {turn.pk} was committed already", code="turn_already_committed")
         scheduled = registry.run_commit_hooks(turn.pk)
-        write = runtime_write or MemoryWrite(
-            "pending" if scheduled else "skipped", None if scheduled else "no background work"
-        )
-        turn.status, turn.memory_write = "committed", write.as_dict()
+        turn.status, turn.memory_write = "committed", memory_write_after_commit(scheduled, runtime_write)
         Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)
         event_emit_for_turn(
             turn, "turn.completed", {"round": turn.round, "memoryWrite": turn.memory_write, "scheduled": scheduled}
         )
+    # Work run in-process (no broker) has finished by now and reported: answer with what is stored.
+    turn.memory_write = Turn.objects.filter(pk=turn.pk).values_list("memory_write", flat=True).first() or {}
     return turn

@@ -75,5 +75,12 @@ def completion_to_dict(turn) -> dict:
         "status": turn.status,
         "round": turn.round,
         "committed": turn.status == "committed",
-        "memoryWrite": turn.memory_write,
+        "memoryWrite": memory_write_to_dict(turn.memory_write),
     }
+
+
+def memory_write_to_dict(write: dict | None) -> dict:
+    """status first, then reason and work: PostgreSQL's jsonb does not keep the stored key order."""
+    write = write or {}
+    order = ("status", "reason", "work")
+    return {**{k: write[k] for k in order if k in write}, **{k: v for k, v in write.items() if k not in order}}

@@ -26,10 +26,11 @@ from memories.hinos.models import HinosClaim
 from memories.models import Conversation, Event, Message, Product, Scenario, Turn
 from memories.selectors.scenarios import scenario_get
 from memories.services.events import event_emit_for_turn
+from memories.services.memory_write import memory_write_after_commit
 from memories.services.scenarios import scenario_sources
 from memoryhub.errors import Conflict, NotFound
 from memoryhub.runtimes import registry
-from memoryhub.runtimes.base import MemoryWrite, SourceConfig, SourceResult, TurnContext
+from memoryhub.runtimes.base import SourceConfig, SourceResult, TurnContext
 from memoryhub.runtimes.common import recall_source, source_status
 
 RUNTIME = "hinos-server"
@@ -243,8 +244,7 @@ def _store_turn(claim: HinosClaim, user: str, assistant: str) -> Turn:
         ]
     )
     scheduled = registry.run_commit_hooks(turn.pk)  # the same background work as a completed turn
-    write = MemoryWrite("pending" if scheduled else "skipped", None if scheduled else "no background work")
-    turn.memory_write = write.as_dict()
+    turn.memory_write = memory_write_after_commit(scheduled)
     turn.save(update_fields=["memory_write"])
     event_emit_for_turn(
         turn,
