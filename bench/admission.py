@@ -1,0 +1,140 @@
+"""Admission rules against the labelled evaluation set: false refusals and false admissions per half.
+
+    .venv/bin/python bench/admission.py [--split dev|heldout|all] [--show]
+
+Reads tests/data/admission_cases.jsonl (one proposal per line: evidence, optional source and consent,
+the claimed content, the expected outcome "admit" or a refusal code, the expected normalised claims).
+Runs the offline rules only (no judge) and prints, for each half: false refusals (expected admit,
+refused) over the cases to admit, false admissions (expected a refusal, admitted — or admitted with
+other claims than expected) over the cases to refuse, and refusals with another code than expected.
+`--show` lists every miss. Targets on the held-out half: false refusals ≤ 2 %, false admissions ≤ 1 %;
+tests/longterm/test_admission_eval.py fails when they are not met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from memories.longterm.admission import admit  # noqa: E402
+
+CASES = ROOT / "tests" / "data" / "admission_cases.jsonl"
+TARGET_FALSE_REFUSALS = 0.02
+TARGET_FALSE_ADMISSIONS = 0.01
+SPLITS = ("dev", "heldout")
+
+
+@dataclass
+class HalfResult:
+    split: str
+    cases: int = 0
+    to_admit: int = 0
+    to_refuse: int = 0
+    false_refusals: list[str] = field(default_factory=list)
+    false_admissions: list[str] = field(default_factory=list)
+    wrong_claims: list[str] = field(default_factory=list)
+    wrong_code: list[str] = field(default_factory=list)
+    confusion: Counter = field(default_factory=Counter)  # (expected, got) -> n
+
+    @property
+    def false_refusal_rate(self) -> float:
+        return len(self.false_refusals) / self.to_admit if self.to_admit else 0.0
+
+    @property
+    def false_admission_rate(self) -> float:
+        return (len(self.false_admissions) + len(self.wrong_claims)) / self.to_refuse if self.to_refuse else 0.0
+
+    @property
+    def meets_targets(self) -> bool:
+        return self.false_refusal_rate <= TARGET_FALSE_REFUSALS and self.false_admission_rate <= TARGET_FALSE_ADMISSIONS
+
+
+def load_cases(path: Path = CASES) -> list[dict]:
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def run_case(case: dict):
+    evidence = case["evidence"]
+    return admit(
+        case.get("kind", "preference"),
+        consent=case.get("consent", True),
+        source=case.get("source", evidence),
+        evidence=evidence,
+        content=case["content"],
+        judge=None,  # the rules alone: offline and deterministic
+    )
+
+
+def evaluate(cases: list[dict]) -> dict[str, HalfResult]:
+    results = {split: HalfResult(split) for split in SPLITS}
+    for case in cases:
+        half = results[case["split"]]
+        half.cases += 1
+        expected = case["expect"]
+        result = run_case(case)
+        got = "admit" if result.ok else result.code
+        half.confusion[(expected, got)] += 1
+        miss = f"{case['id']}: {case['evidence']!r} {case['content']} expected {expected}, got {got}"
+        if expected == "admit":
+            half.to_admit += 1
+            if not result.ok:
+                half.false_refusals.append(f"{miss} ({result.reason})")
+            elif result.normalized_content != case["claims"]:
+                half.wrong_claims.append(f"{miss} with claims {result.normalized_content}")
+        else:
+            half.to_refuse += 1
+            if result.ok:
+                half.false_admissions.append(miss)
+            elif got != expected:
+                half.wrong_code.append(f"{miss} ({result.reason})")
+    return results
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{part}/{whole} = {100 * part / whole:.1f} %" if whole else "0/0"
+
+
+def report(half: HalfResult, show: bool) -> str:
+    lines = [
+        f"{half.split}: {half.cases} cases ({half.to_admit} to admit, {half.to_refuse} to refuse)",
+        f"  false refusals:   {_percent(len(half.false_refusals), half.to_admit)}"
+        f"   (target ≤ {TARGET_FALSE_REFUSALS:.0%})",
+        f"  false admissions: {_percent(len(half.false_admissions) + len(half.wrong_claims), half.to_refuse)}"
+        f"   (target ≤ {TARGET_FALSE_ADMISSIONS:.0%}; {len(half.wrong_claims)} with wrong claims)",
+        f"  refused with another code: {len(half.wrong_code)}",
+        "  confusion (expected → got): "
+        + ", ".join(f"{e} → {g}: {n}" for (e, g), n in sorted(half.confusion.items(), key=lambda kv: -kv[1])),
+    ]
+    if show:
+        for title, misses in (
+            ("false refusals", half.false_refusals),
+            ("false admissions", half.false_admissions),
+            ("wrong claims", half.wrong_claims),
+            ("another code", half.wrong_code),
+        ):
+            lines += [f"  {title}:"] + [f"    {miss}" for miss in misses] if misses else []
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all")
+    parser.add_argument("--show", action="store_true", help="list every miss")
+    args = parser.parse_args()
+    results = evaluate(load_cases())
+    for split in SPLITS if args.split == "all" else (args.split,):
+        print(report(results[split], args.show))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

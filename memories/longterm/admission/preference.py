@@ -1,0 +1,299 @@
+"""The built-in `preference` kind: how the user wants to be answered (language, level of detail).
+
+Its evidence must be a standing instruction or a stated preference of the user (see statements.py for
+how a quote is read), and must state every claimed field, un-negated, in a clause about answering:
+"Use English with me." states language=en; "回答简短点。" states detail=brief but no language.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+
+from . import statements as st
+from .base import NOT_DURABLE_PREFERENCE, Refused
+
+# code -> (names accepted in content, words that mention the language in evidence)
+_LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "zh": (
+        (
+            "chinese",
+            "mandarin",
+            "中文",
+            "汉语",
+            "漢語",
+            "华语",
+            "華語",
+            "普通话",
+            "普通話",
+            "国语",
+            "國語",
+            "简体中文",
+            "繁体中文",
+            "繁體中文",
+        ),
+        (
+            "中文",
+            "汉语",
+            "漢語",
+            "华语",
+            "華語",
+            "普通话",
+            "普通話",
+            "国语",
+            "國語",
+            "中国话",
+            "简体",
+            "繁体",
+            "繁體",
+            "chinese",
+            "mandarin",
+        ),
+    ),
+    "en": (("english", "英文", "英语", "英語"), ("英文", "英语", "英語", "english")),
+    "ja": (("japanese", "日语", "日文", "日本语", "日本語"), ("日语", "日文", "日本语", "日本語", "japanese")),
+    "ko": (
+        ("korean", "韩语", "韓語", "韩文", "韓文", "한국어", "朝鲜语"),
+        ("韩语", "韓語", "韩文", "韓文", "한국어", "朝鲜语", "korean"),
+    ),
+    "fr": (
+        ("french", "français", "francais", "法语", "法文", "法語"),
+        ("法语", "法文", "法語", "french", "français", "francais"),
+    ),
+    "de": (("german", "deutsch", "德语", "德文", "德語"), ("德语", "德文", "德語", "german", "deutsch")),
+    "es": (
+        ("spanish", "español", "espanol", "西班牙语", "西班牙文", "西班牙語"),
+        ("西班牙语", "西班牙文", "西班牙語", "spanish", "español", "espanol"),
+    ),
+    "ru": (("russian", "русский", "俄语", "俄文", "俄語"), ("俄语", "俄文", "俄語", "russian", "русский")),
+    "it": (("italian", "italiano", "意大利语", "意大利文"), ("意大利语", "意大利文", "italian", "italiano")),
+    "pt": (
+        ("portuguese", "português", "portugues", "葡萄牙语", "葡萄牙文"),
+        ("葡萄牙语", "葡萄牙文", "portuguese", "português", "portugues"),
+    ),
+}
+_LANGUAGE_ALIASES = {name: code for code, (names, _) in _LANGUAGES.items() for name in (code, *names)}
+_DETAIL_VALUES = ("brief", "normal", "detailed")
+_PREFERENCE_KEYS = frozenset({"language", "detail", "text"})
+MAX_TEXT_CHARS = 500
+
+
+def normalize_language(value: str) -> str:
+    """'zh-CN' / 'Chinese' / '中文' -> 'zh'; ValueError for an unsupported language."""
+    cleaned = unicodedata.normalize("NFKC", value).strip().lower()
+    code = _LANGUAGE_ALIASES.get(cleaned) or _LANGUAGE_ALIASES.get(re.split(r"[-_]", cleaned)[0])
+    if code is None:
+        raise ValueError(f"unsupported language {value!r} (supported: {', '.join(sorted(_LANGUAGES))})")
+    return code
+
+
+def normalize_preference(content: object) -> dict:
+    if not isinstance(content, Mapping):
+        raise ValueError("content must be an object")
+    unknown = set(content) - _PREFERENCE_KEYS
+    if unknown:
+        raise ValueError(f"unknown content keys: {', '.join(sorted(map(str, unknown)))}")
+    present = {key: value for key, value in content.items() if value is not None}
+    normalized: dict = {}
+    if "language" in present:
+        if not isinstance(present["language"], str):
+            raise ValueError("language must be a string")
+        normalized["language"] = normalize_language(present["language"])
+    if "detail" in present:
+        detail = present["detail"]
+        if not isinstance(detail, str) or detail.strip().lower() not in _DETAIL_VALUES:
+            raise ValueError("detail must be one of: brief, normal, detailed")
+        normalized["detail"] = detail.strip().lower()
+    if not normalized:
+        raise ValueError("a preference needs at least one of language or detail")
+    if "text" in present:
+        text = present["text"]
+        if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_CHARS:
+            raise ValueError(f"text must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
+        normalized["text"] = text.strip()
+    return normalized
+
+
+def _words(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(st.ascii_word(re.escape(w)) if w.isascii() else re.escape(w) for w in words))
+
+
+_LANGUAGE_PATTERNS = {
+    code: _words(tuple(sorted(words, key=len, reverse=True))) for code, (_, words) in _LANGUAGES.items()
+}
+_ANY_LANGUAGE = _words(tuple(sorted({w for _, words in _LANGUAGES.values() for w in words}, key=len, reverse=True)))
+
+# Detail levels. Spans matched here are taken out before negation is read, so "不要太长" / "not too long"
+# (which ask for brevity) and "不长不短" (medium) are not read as negated mentions.
+_NORMAL = st._rx(
+    r"不长不短",
+    r"不要?太长[,，]?也?不要?太短",
+    r"别太长[,，]?也别太短",
+    r"适中",
+    r"适度",
+    r"正常长度",
+    r"中等长度",
+    r"长度中等",
+    r"中等",
+    st.ascii_word(r"not too long,? (?:(?:and|but|or|nor) )?not too short"),
+    st.ascii_word(r"neither too long nor too short"),
+    st.ascii_word(r"normal(?:[- ]length)?"),
+    st.ascii_word(r"moderate(?:ly)?(?:[- ]length)?"),
+    st.ascii_word(r"medium(?:[- ]length)?"),
+    st.ascii_word(r"balanced"),
+    st.ascii_word(r"average[- ]length"),
+)
+_BRIEF = st._rx(
+    r"简明扼要",
+    r"言简意赅",
+    r"长话短说",
+    r"简短",
+    r"简洁",
+    r"简要",
+    r"简明",
+    r"简练",
+    r"精简",
+    r"精炼",
+    r"简单(?:点|一点|一些|些|说|地?回答|地?回复|明了)",
+    r"短(?:一)?(?:点|些)",
+    r"短的",
+    r"越短越好",
+    r"一句话",
+    r"(?:不要|别|不用|不必|无需|不需要|没必要)(?:太|那么|过于)?(?:长篇大论|说太多|说那么多|多说|啰嗦|罗嗦|废话|长)",
+    r"少(?:说)?废话",
+    r"少说(?:点|一点|些)?",
+    r"说重点",
+    r"直奔主题",
+    r"直接(?:说|给)?(?:重点|结论|答案)",
+    st.ascii_word(r"brief(?:ly|er)?"),
+    st.ascii_word(r"concise(?:ly)?"),
+    st.ascii_word(r"short and sweet"),
+    st.ascii_word(r"short(?:er|est)?"),
+    st.ascii_word(r"succinct(?:ly)?"),
+    st.ascii_word(r"terse(?:ly)?"),
+    st.ascii_word(r"(?:get |straight |right )?to the point"),
+    st.ascii_word(r"(?:not|don't be|never) (?:too |so |overly )?(?:long|wordy|verbose|lengthy)"),
+    st.ascii_word(r"no (?:need for )?(?:long|lengthy|wordy|verbose)(?: answers?| explanations?| replies)?"),
+    st.ascii_word(r"(?:fewer|less) words"),
+    st.ascii_word(r"less verbose"),
+    st.ascii_word(r"no fluff"),
+    st.ascii_word(r"tl;?dr"),
+    st.ascii_word(r"(?:in )?one sentence"),
+)
+# Mentions of length that ask for *more*: affirmed → detailed, negated ("no long answers") → brief.
+_LONG = st._rx(
+    st.ascii_word(r"long(?:er)?"),
+    st.ascii_word(r"lengthy"),
+    st.ascii_word(r"verbose"),
+    st.ascii_word(r"wordy"),
+    r"长一?(?:点|些)",
+    r"长篇",
+    r"长的",
+)
+_DETAILED = st._rx(
+    r"详细",
+    r"详尽",
+    r"具体(?:一点|些|点)?",
+    r"展开(?:讲|说)?",
+    r"深入",
+    r"全面",
+    r"细节",
+    r"多讲(?:点|一点|些)?",
+    r"多说(?:点|一点|些)?",
+    st.ascii_word(r"(?:more |full |fuller |great |greater )?details?"),
+    st.ascii_word(r"detailed"),
+    st.ascii_word(r"in detail"),
+    st.ascii_word(r"thorough(?:ly)?"),
+    st.ascii_word(r"in[- ]depth"),
+    st.ascii_word(r"comprehensive(?:ly)?"),
+    st.ascii_word(r"elaborate(?:ly)?"),
+    st.ascii_word(r"step[- ]by[- ]step"),
+    st.ascii_word(r"exhaustive(?:ly)?"),
+)
+_TOO = re.compile(r"(?:太|那么|过于|too|so|overly)\s*$")
+
+
+def _language_mentions(reading: st.Reading, code: str) -> list[st.Mention]:
+    return reading.mentions(_LANGUAGE_PATTERNS[code], f"language:{code}")
+
+
+def _detail_mentions(reading: st.Reading) -> dict[str, list[st.Mention]]:
+    """Mentions of each level, in order: medium first (it contains the words of the others)."""
+    found: dict[str, list[st.Mention]] = {"normal": [], "brief": [], "detailed": []}
+    taken: list[tuple[int, int]] = []
+    for level, pattern in (("normal", _NORMAL), ("brief", _BRIEF), ("long", _LONG), ("detailed", _DETAILED)):
+        for mention in reading.mentions(pattern, level):
+            if any(start < mention.end and mention.start < end for start, end in taken):
+                continue
+            taken.append((mention.start, mention.end))
+            if level == "long":
+                found["brief" if mention.negated else "detailed"].append(
+                    st.Mention(mention.clause, mention.start, mention.end, False, "long")
+                )
+                continue
+            if level == "detailed" and mention.negated and _TOO.search(reading.text[: mention.start]):
+                # "不要太详细" / "don't be too detailed" asks for brevity
+                found["brief"].append(st.Mention(mention.clause, mention.start, mention.end, False, "too-detailed"))
+                continue
+            found[level].append(mention)
+    return found
+
+
+def _in_pure_clause(mentions: list[st.Mention], views: list[st.ClauseView]) -> bool:
+    """Is one of the un-negated mentions in a clause about answering only?"""
+    return any(views[m.clause].pure for m in mentions if not m.negated)
+
+
+def check_preference_evidence(evidence: str, normalized: dict) -> None:
+    deferred: Refused | None = None  # an uncertain refusal waits until every certain check has run
+    try:
+        st.check_statement(evidence)
+    except Refused as refused:
+        if not refused.uncertain:
+            raise
+        deferred = refused
+    reading = st.read(evidence)
+    claims: dict[str, list[st.Mention]] = {}
+    if "language" in normalized:
+        code = normalized["language"]
+        mentions = _language_mentions(reading, code)
+        if not any(not m.negated for m in mentions):
+            if mentions:
+                raise Refused(
+                    NOT_DURABLE_PREFERENCE, f"the evidence asks not to use language {code!r}", path="/content/language"
+                )
+            raise Refused(
+                NOT_DURABLE_PREFERENCE, f"the evidence does not mention language {code!r}", path="/content/language"
+            )
+        claims["language"] = mentions
+    reading.mentions(_ANY_LANGUAGE)  # other languages named are style words too ("Chinese, not English")
+    details = _detail_mentions(reading)
+    stated_levels = {level for level, mentions in details.items() if any(not m.negated for m in mentions)}
+    if "detail" in normalized:
+        detail = normalized["detail"]
+        if detail not in stated_levels:
+            raise Refused(
+                NOT_DURABLE_PREFERENCE, f"the evidence does not ask for {detail!r} answers", path="/content/detail"
+            )
+        if len(stated_levels) > 1:
+            raise Refused(
+                NOT_DURABLE_PREFERENCE,
+                f"the evidence states conflicting detail levels: {sorted(stated_levels)}",
+                path="/content/detail",
+            )
+        claims["detail"] = details[detail]
+    views = [st.view(reading, index) for index in range(len(reading.spans))]
+    if any(st.is_task(view) for view in views):
+        raise st.refuse("the evidence asks for specific content (a one-off request), not how to answer in general")
+    if deferred is not None:
+        raise deferred
+    for name, mentions in claims.items():
+        if not _in_pure_clause(mentions, views):
+            raise st.refuse(f"the evidence mentions the {name} but does not say to answer that way", uncertain=True)
+    counts = [0] * len(views)
+    for mentions in claims.values():
+        for mention in mentions:
+            counts[mention.clause] += 1
+    if not any(st.is_directive(view, counts[index]) for index, view in enumerate(views)):
+        raise st.refuse("the evidence states no preference or instruction", uncertain=True)

@@ -1,0 +1,165 @@
+"""The secret detector: passwords, keys, card and ID numbers are never saved (SPEC L2)."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    kind: str  # password | api_key | private_key | payment_card | cn_resident_id | us_ssn | id_number
+    start: int
+    end: int
+
+
+_I = re.IGNORECASE
+_QUESTION_VALUE = re.compile(r"^(?:多少|什么|是什么|啥|几|\?|？)")
+_PASSWORD_PATTERNS = (
+    re.compile(
+        r"\b(?:password|passwd|passphrase|passcode|pwd|pin(?:\s*code)?)"
+        r"(?:\s+(?:for|to|of|on)\s+[^\s:：=]+)?\s*(?:\bis\b|=|:|：)\s*[\"'“]?(?P<value>[^\s\"'”]+)",
+        _I,
+    ),
+    re.compile(r"(?:密码|密碼|口令|暗码|pin码)\s*(?:是|为|為|:|：|=)\s*[\"'“「]?(?P<value>[^\s\"'”」，。,]+)", _I),
+    re.compile(r"(?:密码|密碼|口令)(?P<value>[A-Za-z0-9!@#$%^&*_\-]{4,})"),
+)
+_KEY_PATTERNS = (
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_\-]{16,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{20,}")),
+    ("api_key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
+    (
+        "api_key",
+        re.compile(
+            r"\b(?:api[_\- ]?key|secret(?:[_\- ]?key)?|client[_\- ]?secret|access[_\- ]?(?:key|token)|"
+            r"auth[_\- ]?token|token)\b\s*(?:\bis\b|=|:|：)\s*[\"']?[A-Za-z0-9._~+/=\-]{8,}",
+            _I,
+        ),
+    ),
+    ("api_key", re.compile(r"(?:密钥|秘钥|私钥|令牌|口令牌)\s*(?:是|为|:|：|=)\s*[^\s，。,]{6,}")),
+)
+_BEARER = re.compile(r"\bbearer\s+(?P<value>[A-Za-z0-9._~+/=\-]{8,})", _I)
+_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{20,}")
+_CARD = re.compile(r"(?<![\d-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}|\d{4}([ -])\d{6}\2\d{4,5})(?![\d])")
+_CN_ID = re.compile(
+    r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
+)
+_SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
+_ID_KEYWORD = re.compile(
+    r"(?:身份证|身份證|护照|護照|社保号|\bssn\b|\bsocial security(?: number| no\.?)?|\bpassport(?: number| no\.?)?)"
+    r"\s*(?:号码|號碼|号|號)?\s*(?:是|为|:|：|#|\bis\b)?\s*[A-Za-z]?\d[\d -]{5,}",
+    _I,
+)
+_CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_ID_CHECK = "10X98765432"
+
+
+def luhn_valid(number: str) -> bool:
+    """Luhn checksum of a digit string (separators already removed)."""
+    if not number.isdigit() or len(set(number)) == 1:  # "0000…" passes Luhn but is no card
+        return False
+    total = 0
+    for position, char in enumerate(reversed(number)):
+        digit = int(char)
+        if position % 2 == 1:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+def cn_resident_id_valid(value: str) -> bool:
+    """GB 11643 checksum of an 18-character resident identity number."""
+    if len(value) != 18 or not value[:17].isdigit():
+        return False
+    total = sum(int(char) * weight for char, weight in zip(value[:17], _CN_ID_WEIGHTS))
+    return _CN_ID_CHECK[total % 11] == value[17].upper()
+
+
+def _entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+def _looks_random(token: str) -> bool:
+    """A long segment mixing letters and digits with high entropy: a key, not a word or slug.
+
+    Slugs ("release-notes-2024") and words are split on separators first: each of their
+    segments is all letters or all digits, which random keys almost never are.
+    """
+    for segment in re.split(r"[-_+/=]", token):
+        has_letter = any(c.isalpha() for c in segment)
+        has_digit = any(c.isdigit() for c in segment)
+        if len(segment) >= 20 and has_letter and has_digit and _entropy(segment) >= 3.3:
+            return True
+    return False
+
+
+def _password_findings(text: str) -> Iterator[SecretFinding]:
+    for pattern in _PASSWORD_PATTERNS:
+        for match in pattern.finditer(text):
+            if not _QUESTION_VALUE.match(match.group("value")):  # "密码是多少?" asks, reveals nothing
+                yield SecretFinding("password", match.start(), match.end())
+
+
+def _key_findings(text: str) -> Iterator[SecretFinding]:
+    for kind, pattern in _KEY_PATTERNS:
+        for match in pattern.finditer(text):
+            yield SecretFinding(kind, match.start(), match.end())
+    for match in _BEARER.finditer(text):
+        value = match.group("value")
+        if len(value) >= 16 or any(c.isdigit() for c in value):  # "bearer of bad news" is prose
+            yield SecretFinding("api_key", match.start(), match.end())
+    for match in _TOKEN.finditer(text):
+        if _looks_random(match.group()):
+            yield SecretFinding("api_key", match.start(), match.end())
+
+
+def _number_findings(text: str) -> Iterator[SecretFinding]:
+    for match in _CARD.finditer(text):
+        if luhn_valid(re.sub(r"[ -]", "", match.group())):
+            yield SecretFinding("payment_card", match.start(), match.end())
+    for match in _CN_ID.finditer(text):
+        if cn_resident_id_valid(match.group()):
+            yield SecretFinding("cn_resident_id", match.start(), match.end())
+    for match in _SSN.finditer(text):
+        yield SecretFinding("us_ssn", match.start(), match.end())
+    for match in _ID_KEYWORD.finditer(text):
+        yield SecretFinding("id_number", match.start(), match.end())
+
+
+def find_secrets(text: str) -> list[SecretFinding]:
+    """Every secret-looking span in `text` (positions refer to the NFKC-normalised text)."""
+    if not text:
+        return []
+    # NFKC: full-width digits and letters ("４１１１…") must not slip past the patterns.
+    normalized = unicodedata.normalize("NFKC", text)
+    findings = [*_password_findings(normalized), *_key_findings(normalized), *_number_findings(normalized)]
+    return sorted(set(findings), key=lambda finding: (finding.start, finding.kind))
+
+
+def contains_secret(text: str) -> bool:
+    return bool(find_secrets(text))
+
+
+def texts_of(value: object) -> Iterator[str]:
+    """All strings (keys and values) inside a JSON-like value; numbers too, as text."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield str(key)
+            yield from texts_of(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from texts_of(item)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield str(value)
