@@ -13,6 +13,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Literal
 
+from memoryhub.wording import count
+
 # The seed's diary node defaults (min_rounds=20, free_rounds_per_diary=10). The memory_v2
 # variant ("first after 20, then every 10") is the same pair of numbers, so one policy shape
 # expresses both readings.
@@ -247,7 +249,7 @@ def _due_skip_reason(state: DiaryState, policy: DiaryPolicy, every: int) -> str 
         return f"round {state.rounds} already covered by the last diary (through round {state.last_diary_round})"
     since = state.rounds - state.last_diary_round
     if since < every:
-        return f"{since} rounds since last diary < {every}"
+        return f"{count(since, 'round')} since last diary < {every}"
     return None
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memoryhub.wording import count
 from tables.parsing import TableEditCall
 
 RULE_KEYS = ("init", "insert", "update", "delete")
@@ -93,14 +94,16 @@ class _Batch:
     def table_error(self, call: TableEditCall) -> str | None:
         if 0 <= call.table_index < len(self.tables):
             return None
-        return f"table {call.table_index} does not exist (there are {len(self.tables)} tables, 0-based)"
+        there = count(len(self.tables), "table")
+        return f"table {call.table_index} does not exist ({there} in all, 0-based)"
 
     def row_error(self, call: TableEditCall) -> str | None:
         shown = self.shown[call.table_index]
         if call.row_index is not None and 0 <= call.row_index < shown:
             return None
         name = self.tables[call.table_index].name
-        return f"row {call.row_index} does not exist in table {call.table_index} ({name}), which has {shown} row(s)"
+        rows = count(shown, "row")
+        return f"row {call.row_index} does not exist in table {call.table_index} ({name}), which has {rows}"
 
 
 def apply_calls(tables: Sequence[TableState], calls: Iterable[TableEditCall]) -> ApplyResult:

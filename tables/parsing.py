@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from memoryhub.wording import count
+
 Op = Literal["insert", "update", "delete"]
 
 OUTSIDE_BLOCK_REASON = "outside a <tableEdit> block; not applied"
@@ -263,7 +265,7 @@ def _read_call(
 def _build_call(op: Op, args: list[_Arg], block: int, source: str) -> TableEditCall:
     roles = _SIGNATURES[op]
     if len(args) != len(roles):
-        raise _Invalid(f"expected {_USAGE[op]}, got {len(args)} argument(s)")
+        raise _Invalid(f"expected {_USAGE[op]}, got {count(len(args), 'argument')}")
     table = _as_index(args[0], "table index")
     row = _as_index(args[1], "row index") if "row" in roles else None
     values: dict[int, str] = {}

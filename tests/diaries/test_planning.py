@@ -36,10 +36,10 @@ def _last_due(rounds: int) -> int:
         (1, "skip", "round 1 < minRounds 20"),
         (19, "skip", "round 19 < minRounds 20"),
         (20, "summary_and_diary", None),
-        (21, "skip", "1 rounds since last diary < 10"),
+        (21, "skip", "1 round since last diary < 10"),
         (29, "skip", "9 rounds since last diary < 10"),
         (30, "summary_and_diary", None),
-        (31, "skip", "1 rounds since last diary < 10"),
+        (31, "skip", "1 round since last diary < 10"),
         (40, "summary_and_diary", None),
     ],
 )

@@ -69,24 +69,24 @@ def test_delete_never_removes_a_row_inserted_by_the_same_reply() -> None:
     # The model sees 3 rows; "row 3" is the row it is inserting, which it cannot delete in the same reply.
     result = apply_text([people()], "insertRow(0, {0: 'D'})\ndeleteRow(0, 3)")
     assert names(result) == ["A", "B", "C", "D"]
-    assert reasons(result) == ["row 3 does not exist in table 0 (角色), which has 3 row(s)"]
+    assert reasons(result) == ["row 3 does not exist in table 0 (角色), which has 3 rows"]
 
 
 def test_update_cannot_reach_a_row_inserted_by_the_same_reply() -> None:
     result = apply_text([places()], "insertRow(0, {0: '十一月'})\nupdateRow(0, 1, {1: '家'})")
     assert result.tables[0].rows == [["十月", "学校"], ["十一月", ""]]
-    assert reasons(result) == ["row 1 does not exist in table 0 (时空), which has 1 row(s)"]
+    assert reasons(result) == ["row 1 does not exist in table 0 (时空), which has 1 row"]
 
 
 # --- skips --------------------------------------------------------------------------------------------------
 
 
-NO_ROW_3 = "row 3 does not exist in table 0 (角色), which has 3 row(s)"
-NO_ROW_7 = "row 7 does not exist in table 0 (角色), which has 3 row(s)"
+NO_ROW_3 = "row 3 does not exist in table 0 (角色), which has 3 rows"
+NO_ROW_7 = "row 7 does not exist in table 0 (角色), which has 3 rows"
 
 
 def no_table(index: int) -> str:
-    return f"table {index} does not exist (there are 1 tables, 0-based)"
+    return f"table {index} does not exist (1 table in all, 0-based)"
 
 
 @pytest.mark.parametrize(

@@ -274,15 +274,13 @@ def test_call_with_only_name_keys_is_skipped() -> None:
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        pytest.param(
-            "insertRow(0)", "expected insertRow(tableIndex, {colIndex: value}), got 1 argument(s)", id="no-data"
-        ),
+        pytest.param("insertRow(0)", "expected insertRow(tableIndex, {colIndex: value}), got 1 argument", id="no-data"),
         pytest.param(
             "updateRow(0, {0: 'x'})",
-            "expected updateRow(tableIndex, rowIndex, {colIndex: value}), got 2 argument(s)",
+            "expected updateRow(tableIndex, rowIndex, {colIndex: value}), got 2 arguments",
             id="no-row",
         ),
-        pytest.param("deleteRow(0)", "expected deleteRow(tableIndex, rowIndex), got 1 argument(s)", id="delete-no-row"),
+        pytest.param("deleteRow(0)", "expected deleteRow(tableIndex, rowIndex), got 1 argument", id="delete-no-row"),
         pytest.param("insertRow(0, 'x')", "data must be a {colIndex: value} dictionary", id="data-not-dict"),
         pytest.param(
             "insert(0, {0: 'x'})",
