@@ -143,6 +143,12 @@ SUMMARIZER_BASE_URL = env_url("SUMMARIZER_BASE_URL", ("http", "https"))
 SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini")
 SUMMARIZER_API_KEY = env_str("SUMMARIZER_API_KEY")
 SUMMARIZER_TIMEOUT_SECONDS = env_int("SUMMARIZER_TIMEOUT_SECONDS", 30, minimum=1)
+# Optional model judge for long-term memory admission (docs/long-term-memories.md): asked only when the
+# rules are uncertain; a timeout or an error keeps the rules' verdict. Unset URL: rules alone, offline.
+ADMISSION_JUDGE_URL = env_url("ADMISSION_JUDGE_URL", ("http", "https"))
+ADMISSION_JUDGE_MODEL = env_str("ADMISSION_JUDGE_MODEL", "gpt-4o-mini")
+ADMISSION_JUDGE_API_KEY = env_str("ADMISSION_JUDGE_API_KEY")
+ADMISSION_JUDGE_TIMEOUT_MS = env_int("ADMISSION_JUDGE_TIMEOUT_MS", 3000, minimum=1)
 HINOS_MEMORY_URL = env_url("HINOS_MEMORY_URL", ("http", "https"))
 HINOS_MEMORY_TIMEOUT_MS = env_int("HINOS_MEMORY_TIMEOUT_MS", 10000, minimum=1)
 HINOS_MEMORY_TOKEN = env_str("HINOS_MEMORY_TOKEN")
