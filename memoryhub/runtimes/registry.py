@@ -196,7 +196,8 @@ def declared_scopes(requests: list[RecallRequest]) -> list[Scope]:
 
 # --- commit hooks ---------------------------------------------------------------------------------------------
 # Run when a turn is committed (inside its transaction); an app enqueues its Celery task from its hook with
-# `transaction.on_commit`, so a rolled-back commit schedules nothing.
+# `memoryhub.outbox.schedule` (a row in this transaction, sent after the commit), so a rolled-back commit
+# schedules nothing and a broker outage loses nothing.
 
 
 def register_commit_hook(name: str, hook: CommitHook) -> None:
