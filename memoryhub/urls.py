@@ -2,10 +2,14 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from memoryhub import landing
 from memoryhub.api import handler, health
 from memoryhub.api.metrics import metrics_view
 
+admin.site.site_url = "/"  # the admin's "View site": the landing page
+
 urlpatterns = [
+    path("", landing.landing, name="landing"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),
@@ -20,8 +24,6 @@ urlpatterns = [
     path("v1/", include("memories.longterm.api.urls")),
     path("v1/", include("diaries.urls")),
     path("v1/", include("tables.urls")),
-    path("v1/", include("memories.state.api.urls")),
-    path("v1/", include("memories.story.api.urls")),
     path("hinos/v1/", include("memories.hinos.api.urls")),
 ]
 

@@ -1,0 +1,57 @@
+"""The landing page at `/`: what memoryhub is, where to go next, and the version (HTML, or JSON on request)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from memoryhub import __version__
+
+DESCRIPTION = (
+    "memoryhub gives AI chat, role-play and agent products their memory and state: revisioned JSON memories, "
+    "long-term preferences, diaries, memory tables and the Hinos protocol, behind one REST API.",
+    "Each scenario picks a memory runtime and its sources, and every prepared turn records exactly what the "
+    "model was given.",
+)
+FIRST_SESSION_HEADING = "## A first session with curl"
+
+
+@cache
+def first_session() -> str:
+    """The README's first-session section (its prose and commands), shown on the page under #first-session."""
+    try:
+        text = (settings.BASE_DIR / "README.md").read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    start = text.find(FIRST_SESSION_HEADING)
+    if start < 0:
+        return ""
+    body = text[start + len(FIRST_SESSION_HEADING) :]
+    following = re.search(r"^## ", body, flags=re.MULTILINE)
+    return (body[: following.start()] if following else body).strip()
+
+
+def links(request: HttpRequest) -> dict[str, str]:
+    return {
+        "apiDocs": request.build_absolute_uri("/api/docs/"),
+        "openapi": request.build_absolute_uri("/api/schema/"),
+        "admin": request.build_absolute_uri("/admin/"),
+        "readyz": request.build_absolute_uri("/readyz"),
+        "firstSession": request.build_absolute_uri("/#first-session"),
+    }
+
+
+@require_safe
+def landing(request: HttpRequest) -> HttpResponse:
+    """JSON when the client prefers it (`Accept: application/json`), HTML otherwise (a browser, plain curl)."""
+    if request.get_preferred_type(["text/html", "application/json"]) == "application/json":
+        return JsonResponse(
+            {"name": "memoryhub", "version": __version__, "description": " ".join(DESCRIPTION), "links": links(request)}
+        )
+    context = {"description": DESCRIPTION, "version": __version__, "links": links(request), "session": first_session()}
+    return render(request, "landing.html", context)

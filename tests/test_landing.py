@@ -1,0 +1,50 @@
+"""The landing page at `/`: HTML for a browser, JSON on request; the admin's "View site" goes there."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+from memoryhub import __version__
+
+
+def test_a_browser_gets_html_with_the_links_and_the_version(client):
+    response = client.get("/", HTTP_ACCEPT="text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    for link in ("/api/docs/", "/admin/", "/readyz", "#first-session"):
+        assert f'{link}"' in page, link
+    assert f"version {__version__}" in page and "gives AI chat, role-play and agent products" in page
+    # the README's first session, read from README.md
+    assert 'id="first-session"' in page and "expectedRevision" in page
+
+
+def test_plain_curl_gets_html_and_accept_json_gets_json(client):
+    assert client.get("/").headers["Content-Type"].startswith("text/html")  # no Accept header
+    body = client.get("/", HTTP_ACCEPT="application/json").json()
+    assert body["name"] == "memoryhub" and body["version"] == __version__
+    assert body["links"] == {
+        "apiDocs": "http://testserver/api/docs/",
+        "openapi": "http://testserver/api/schema/",
+        "admin": "http://testserver/admin/",
+        "readyz": "http://testserver/readyz",
+        "firstSession": "http://testserver/#first-session",
+    }
+    assert "memory and state" in body["description"]
+
+
+def test_one_version_everywhere(client):
+    assert settings.SPECTACULAR_SETTINGS["VERSION"] == __version__
+    assert f"version: {__version__}" in client.get("/api/schema/").content.decode()
+
+
+def test_only_get_and_head(client):
+    assert client.head("/").status_code == 200
+    assert client.post("/").status_code == 405
+
+
+@pytest.mark.django_db
+def test_the_admins_view_site_link_goes_to_the_landing_page(admin_client):
+    page = admin_client.get("/admin/").content.decode()
+    assert '<a href="/">View site</a>' in page
+    assert admin_client.get("/").status_code == 200
