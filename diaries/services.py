@@ -17,7 +17,9 @@ from django.utils import timezone
 
 from memories.models import Turn
 from memories.services.events import event_emit_for_turn
+from memories.state.selectors import background_text
 from memoryhub import working_set
+from memoryhub.addresses import ConversationAddress
 from memoryhub.clients.errors import UpstreamError
 
 from . import selectors
@@ -148,7 +150,9 @@ def _quota_used(turn: Turn, policy: DiaryPolicy, category: str) -> int:
 
 def _generate(turn: Turn, plan: DiaryPlan) -> SummaryResult:
     messages = selectors.diary_transcript(turn, plan.round_from, plan.round_to)
-    result = get_summarizer().summarize(messages, plan.round_from, plan.round_to, plan.writes_diary)
+    # The conversation state's background projection (notes + every record) is the summariser's context.
+    context = background_text(ConversationAddress(turn.product, turn.user_id, turn.conversation_id))
+    result = get_summarizer().summarize(messages, plan.round_from, plan.round_to, plan.writes_diary, context=context)
     return _checked(result, plan.writes_diary)
 
 

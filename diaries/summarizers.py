@@ -37,7 +37,9 @@ class SummaryResult:
 class Summarizer(Protocol):
     name: str
 
-    def summarize(self, messages: list[dict], round_from: int, round_to: int, want_diary: bool) -> SummaryResult: ...
+    def summarize(
+        self, messages: list[dict], round_from: int, round_to: int, want_diary: bool, context: str = ""
+    ) -> SummaryResult: ...
 
 
 class SummaryParseError(UpstreamProtocolError):
@@ -242,7 +244,11 @@ class ExtractiveSummarizer:
         self.summary_max_chars = summary_max_chars
         self.diary_max_chars = diary_max_chars
 
-    def summarize(self, messages: list[dict], round_from: int, round_to: int, want_diary: bool) -> SummaryResult:
+    def summarize(
+        self, messages: list[dict], round_from: int, round_to: int, want_diary: bool, context: str = ""
+    ) -> SummaryResult:
+        # `context` (the conversation state's background notes) is not part of what was said: an extractive
+        # summary only quotes the transcript, so it is not used here.
         sentences = _sentences(spoken_texts(messages))
         if not sentences:
             # Nothing was said (only empty/system messages): say so rather than invent text.
@@ -258,6 +264,7 @@ class ExtractiveSummarizer:
 
 MESSAGE_MAX_CHARS = 2000
 TRANSCRIPT_MAX_CHARS = 24000
+CONTEXT_MAX_CHARS = 6000
 
 _SYSTEM_PROMPT = (
     "You write the memory of a role-play/chat conversation. Read the transcript and reply with ONLY a JSON "
@@ -272,6 +279,10 @@ _SUMMARY_ONLY = (
     'Reply as {{"summary": "..."}}: "summary" is at most {summary} characters of the facts, events and '
     "feelings worth remembering."
 )
+_CONTEXT_INTRO = (
+    "Background state of the conversation (the director's notes and records; use it to understand the "
+    "transcript, but summarise only what the transcript says):"
+)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
 
 
@@ -283,9 +294,14 @@ def build_transcript(messages: list[dict]) -> str:
     return transcript if len(transcript) <= TRANSCRIPT_MAX_CHARS else transcript[-TRANSCRIPT_MAX_CHARS:]
 
 
-def build_prompt(messages: list[dict], round_from: int, round_to: int, want_diary: bool) -> list[dict[str, str]]:
+def build_prompt(
+    messages: list[dict], round_from: int, round_to: int, want_diary: bool, context: str = ""
+) -> list[dict[str, str]]:
     template = _WANT_DIARY if want_diary else _SUMMARY_ONLY
     instructions = template.format(summary=SUMMARY_MAX_CHARS, diary=DIARY_MAX_CHARS)
+    if context.strip():
+        background = _truncate(context.strip(), CONTEXT_MAX_CHARS)
+        instructions += f"\n\n{_CONTEXT_INTRO}\n{background}"
     user = f"{instructions}\n\nTranscript of rounds {round_from} to {round_to}:\n{build_transcript(messages)}"
     return [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
@@ -329,8 +345,10 @@ class HttpSummarizer:
         self.client = client
         self.name = f"openai-compatible:{client.model}"
 
-    def summarize(self, messages: list[dict], round_from: int, round_to: int, want_diary: bool) -> SummaryResult:
-        reply = self.client.complete(build_prompt(messages, round_from, round_to, want_diary))
+    def summarize(
+        self, messages: list[dict], round_from: int, round_to: int, want_diary: bool, context: str = ""
+    ) -> SummaryResult:
+        reply = self.client.complete(build_prompt(messages, round_from, round_to, want_diary, context))
         summary, diary = parse_summary_reply(reply, want_diary)
         return SummaryResult(summary, diary, self.name)
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from celery import shared_task
-from django.db import transaction
 
 from memories.models import Turn
 from memories.services.memory_write import failure_reason, memory_write_finish
+from memoryhub import outbox
 from memoryhub.clients.errors import UpstreamError
 
 from .selectors import scenario_uses_diaries
@@ -42,12 +42,12 @@ def diary_plan_task(self, turn_pk: int) -> str:
 
 
 def enqueue_diary_plan(turn_pk: int) -> bool:
-    """The commit hook: plan once the turn's commit is durable; a rolled-back commit schedules nothing.
+    """The commit hook: an outbox row in the turn-commit transaction, sent once it commits (none on rollback).
 
     Turns of scenarios without diaries enqueue nothing (the service would only answer "not_configured").
     """
     turn = Turn.objects.select_related("scenario").filter(pk=turn_pk).first()
     if turn is None or not scenario_uses_diaries(turn.scenario):
         return False
-    transaction.on_commit(lambda: diary_plan_task.delay(turn_pk))
+    outbox.schedule(diary_plan_task.name, {"turn_pk": turn_pk}, dedup_key=f"{diary_plan_task.name}:{turn_pk}")
     return True

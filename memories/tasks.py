@@ -7,6 +7,7 @@ from django.db import transaction
 
 from memories.models import Event, Turn
 from memories.services.events import event_emit_for_turn
+from memoryhub import outbox
 
 BACKGROUND_DONE = "turn.background_done"
 
@@ -33,6 +34,6 @@ def turn_committed_audit(turn_pk: int) -> bool:
 
 
 def enqueue_turn_committed_audit(turn_pk: int) -> bool:
-    """The commit hook: enqueue once the turn's commit is durable; a rolled-back commit schedules nothing."""
-    transaction.on_commit(lambda: turn_committed_audit.delay(turn_pk))
+    """The commit hook: an outbox row in the turn-commit transaction, sent once it commits (none on rollback)."""
+    outbox.schedule(turn_committed_audit.name, {"turn_pk": turn_pk}, dedup_key=f"{turn_committed_audit.name}:{turn_pk}")
     return False  # bookkeeping, not a memory write: it must not make memoryWrite "pending"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -32,9 +33,12 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: the docs page works offline
     "django_filters",
+    "memoryhub.outbox",
     "memories",
     "memories.longterm",
     "memories.hinos",
+    "memories.state",
+    "memories.story",
     "diaries",
     "tables",
 ]
@@ -42,6 +46,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -134,6 +139,15 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# --- Outbox (memoryhub/outbox, docs/outbox.md): background work is a row committed with its data, sent after
+# the commit; `celery -A memoryhub beat` runs the relay that re-sends rows whose task has not finished.
+OUTBOX_RELAY_INTERVAL_SECONDS = env_int("OUTBOX_RELAY_INTERVAL_SECONDS", 10, minimum=1)
+OUTBOX_REDISPATCH_AFTER_SECONDS = env_int("OUTBOX_REDISPATCH_AFTER_SECONDS", 60, minimum=1)
+OUTBOX_BACKOFF_MAX_SECONDS = env_int("OUTBOX_BACKOFF_MAX_SECONDS", 3600, minimum=1)
+OUTBOX_RETENTION_HOURS = env_int("OUTBOX_RETENTION_HOURS", 48, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "outbox-relay": {"task": "outbox.relay", "schedule": float(OUTBOX_RELAY_INTERVAL_SECONDS)},
+}
 
 # --- Outbound services (all optional).
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
@@ -188,6 +202,12 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# whitenoise serves STATIC_ROOT (filled by `manage.py collectstatic`) and, with finders on, the apps' own static
+# directories too, so `dev.py serve` and the tests need no collectstatic step (docs/production.md).
+WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
+with contextlib.suppress(OSError):  # whitenoise warns about a missing STATIC_ROOT (a read-only image has its copy)
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+WHITENOISE_MAX_AGE = 3600
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import redis.exceptions
 from celery import shared_task
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError
 from django_redis.exceptions import ConnectionInterrupted
 
 from memories.models import Turn
 from memories.services.memory_write import failure_reason, memory_write_finish
+from memoryhub import outbox
 from tables.after_steps import after_steps_run
 from tables.turn_edits import turn_table_edits_apply
 
@@ -59,14 +58,11 @@ def apply_table_edits(self, turn_pk: int) -> str:
 
 
 def schedule_table_edits(turn_pk: int) -> bool:
-    """The commit hook (runs inside the turn-commit transaction): enqueue the task once that commits."""
+    """The commit hook (runs inside the turn-commit transaction): an outbox row, sent once that commits."""
     sections = Turn.objects.filter(pk=turn_pk).values_list("scenario__sections", flat=True).first()
     if not (sections or {}).get("tables"):
         return False  # no table templates: nothing to extract
-    # After the commit: a rolled-back turn commit schedules nothing, and the worker is sure to see the turn.
-    transaction.on_commit(partial(enqueue_table_edits, turn_pk))
+    # An outbox row in this transaction, sent after the commit: a rolled-back turn commit schedules nothing,
+    # the worker is sure to see the turn, and a broker outage at that moment loses nothing (the relay re-sends).
+    outbox.schedule(apply_table_edits.name, {"turn_pk": turn_pk}, dedup_key=f"{apply_table_edits.name}:{turn_pk}")
     return True
-
-
-def enqueue_table_edits(turn_pk: int) -> None:
-    apply_table_edits.delay(turn_pk)

@@ -60,12 +60,16 @@ def fault_injection(settings):
 
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker):
-    """A real Celery worker (tests/support/celery_worker.py) on the configured broker and the test database.
+    """A real Celery worker (tests/support/celery_worker.py) and `celery beat` (the outbox relay) on the
+    configured broker and the test database.
 
     Tests using it must be `django_db(transaction=True)` so the worker sees committed rows.
     """
+    import tempfile
+    from pathlib import Path
+
     from memoryhub.celery import app
-    from tests.support.processes import start_celery_worker, stop_process_group, wait_for
+    from tests.support.processes import start_celery_beat, start_celery_worker, stop_process_group, wait_for
 
     if settings.CELERY_TASK_ALWAYS_EAGER or not settings.IS_POSTGRES:
         reason = "a real worker needs a broker and PostgreSQL"
@@ -74,11 +78,14 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         pytest.skip(reason)
     app.control.purge()  # tasks left over from an earlier run must not touch this one
     worker = start_celery_worker()
-    try:
-        wait_for(lambda: _worker_answers(app), timeout=60, message="the Celery worker to start")
-        yield worker
-    finally:
-        stop_process_group(worker)
+    with tempfile.TemporaryDirectory(prefix="memoryhub-beat-") as schedule_dir:
+        beat = start_celery_beat(Path(schedule_dir))
+        try:
+            wait_for(lambda: _worker_answers(app), timeout=60, message="the Celery worker to start")
+            yield worker
+        finally:
+            stop_process_group(beat)
+            stop_process_group(worker)
 
 
 def _worker_answers(app) -> bool:

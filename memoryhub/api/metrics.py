@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from django.http import HttpResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 
 from memoryhub.metrics import LATENCY, REQUESTS
 
@@ -25,4 +26,9 @@ class MetricsMiddleware:
 
 
 def metrics_view(request) -> HttpResponse:
+    """This process's metrics, or, under gunicorn (PROMETHEUS_MULTIPROC_DIR set), the sum over every worker."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
     return HttpResponse(generate_latest(), content_type=CONTENT_TYPE_LATEST)

@@ -8,7 +8,7 @@ from .common import AXON_VARIABLES, PERSONAL_VARIABLES, LocalRuntime, recall_all
 
 class AxonGoRuntime(LocalRuntime):
     name = "axon_go"
-    allowed_variables = AXON_VARIABLES
+    builtin_variables = AXON_VARIABLES
 
     def recall(self, context: TurnContext) -> Recall:
         variables, statuses = recall_all(context, context.sources, with_query=False)
@@ -19,7 +19,7 @@ class AxonShadowRuntime(LocalRuntime):
     """Serve exactly the personalization result; run the axon recall beside it and record the comparison."""
 
     name = "axon_shadow"
-    allowed_variables = PERSONAL_VARIABLES
+    builtin_variables = PERSONAL_VARIABLES
 
     def recall(self, context: TurnContext) -> Recall:
         served, statuses = recall_all(context, context.sources, with_query=True)

@@ -101,8 +101,13 @@ class LocalRuntime:
     memory of a committed turn is written by the background work the commit hooks schedule."""
 
     name: str
-    allowed_variables: frozenset[str]
+    builtin_variables: frozenset[str] = frozenset()
     uses_history = False  # recalls by identity (and query), never from the message history
+
+    @property
+    def allowed_variables(self) -> frozenset[str]:
+        """The built-in variables plus those registered for this runtime (registry.register_source(runtimes=…))."""
+        return self.builtin_variables | registry.runtime_variables(self.name)
 
     def validate_sources(self, sources: list[SourceConfig]) -> dict[str, str]:
         return allowed_variable_errors(sources, self.allowed_variables, self.name)

@@ -8,7 +8,7 @@ from .common import PERSONAL_VARIABLES, LocalRuntime, recall_all
 
 class PersonalizationRuntime(LocalRuntime):
     name = "personalization"
-    allowed_variables = PERSONAL_VARIABLES
+    builtin_variables = PERSONAL_VARIABLES
 
     def recall(self, context: TurnContext) -> Recall:
         variables, statuses = recall_all(context, context.sources, with_query=True)

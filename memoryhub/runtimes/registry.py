@@ -60,6 +60,8 @@ class Source:
     scopes: ScopesFor | None = None
     # The agentRefs a source of this variable may name; None: any non-empty string.
     agent_refs: frozenset[str] | None = None
+    # The runtimes that accept this variable besides their built-in ones (see runtime_variables).
+    runtimes: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -146,10 +148,15 @@ def register_source(
     producer: Producer | None = None,
     scopes: ScopesFor | None = None,
     agent_refs: Iterable[str] | None = None,
+    runtimes: Iterable[str] = (),
 ) -> None:
-    """Declare a variable scenario sources may name, with its producer, working-set scopes and agentRefs."""
+    """Declare a variable scenario sources may name, with its producer, working-set scopes and agentRefs.
+
+    `runtimes`: the runtimes that accept the variable (an app adds its variable to a runtime here instead of
+    editing the runtime's built-in set).
+    """
     refs = frozenset(agent_refs) if agent_refs is not None else None
-    _current().sources[variable] = Source(variable, description, producer, scopes, refs)
+    _current().sources[variable] = Source(variable, description, producer, scopes, refs, frozenset(runtimes))
 
 
 def set_producer(variable: str, producer: Producer | None) -> None:
@@ -161,6 +168,11 @@ def set_producer(variable: str, producer: Producer | None) -> None:
 def variable_names() -> list[str]:
     """Variables a scenario source may name, in registration order."""
     return list(_current().sources)
+
+
+def runtime_variables(runtime: str) -> frozenset[str]:
+    """The registered variables that name `runtime` among the runtimes accepting them."""
+    return frozenset(source.variable for source in _current().sources.values() if runtime in source.runtimes)
 
 
 def get_source(variable: str) -> Source | None:
@@ -184,7 +196,8 @@ def declared_scopes(requests: list[RecallRequest]) -> list[Scope]:
 
 # --- commit hooks ---------------------------------------------------------------------------------------------
 # Run when a turn is committed (inside its transaction); an app enqueues its Celery task from its hook with
-# `transaction.on_commit`, so a rolled-back commit schedules nothing.
+# `memoryhub.outbox.schedule` (a row in this transaction, sent after the commit), so a rolled-back commit
+# schedules nothing and a broker outage loses nothing.
 
 
 def register_commit_hook(name: str, hook: CommitHook) -> None:

@@ -11,6 +11,7 @@ from diaries.planning import QUOTA_EXHAUSTED_REASON
 from diaries.services import diary_plan_and_write, diary_replan_conversation
 from diaries.summarizers import SummarizerConfigError
 from diaries.tasks import diary_plan_task
+from memoryhub.outbox.services import outbox_dispatch
 from memoryhub.runtimes.registry import SectionInvalid, run_commit_hooks, validate_section
 from tests.factories import DiaryScenarioFactory, TurnFactory
 
@@ -228,7 +229,8 @@ def test_commit_hook_enqueues_nothing_for_scenarios_without_diaries(alice, djang
 
 
 def _from_diaries(callback) -> bool:
-    return "diaries/tasks.py" in repr(getattr(callback, "__code__", ""))
+    """An outbox send (after the commit) of the diary task."""
+    return getattr(callback, "func", None) is outbox_dispatch and callback.args[1] == "diaries.plan_diary"
 
 
 def test_task_runs_the_service(alice) -> None:

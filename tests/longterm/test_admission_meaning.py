@@ -190,3 +190,19 @@ def test_negations_unstated_claims_one_offs_and_guesses_are_422_through_the_api(
     assert error["details"]["reason"] == NOT_DURABLE_PREFERENCE
     assert not LongTermMemory.objects.exists()
     assert AdmissionRefusal.objects.filter(code=NOT_DURABLE_PREFERENCE).count() == 1
+
+
+def test_every_example_in_the_documentation_table_has_the_documented_outcome() -> None:
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "long-term-memories.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (.+?) \| `(.+?)` \| (.+?) \|$", doc, re.MULTILINE)
+    assert len(rows) >= 20
+    for evidence, claim, outcome in rows:
+        content = dict(part.split(": ") for part in claim.split(", "))
+        result = rules(evidence, content)
+        if outcome == "admitted":
+            assert result.ok and result.normalized_content == content, (evidence, result.reason)
+        else:
+            assert not result.ok and outcome.startswith(f"`{result.code}`"), (evidence, result)

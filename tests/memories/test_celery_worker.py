@@ -9,6 +9,7 @@ from django.db import connection
 
 from memories.models import Event, Turn
 from memories.tasks import BACKGROUND_DONE, turn_background_done_record, turn_committed_audit
+from memoryhub.outbox import services as outbox_services
 from memoryhub.runtimes import registry
 from tests.support.processes import wait_for
 from tests.support.registry import only_commit_hooks
@@ -64,7 +65,12 @@ def _broker_idle() -> bool:
 @pytest.mark.django_db(transaction=True)
 def test_the_task_is_enqueued_only_once_the_commit_is_durable(alice, monkeypatch):
     sent: list[int] = []
-    monkeypatch.setattr(turn_committed_audit, "delay", lambda pk: sent.append(pk))
+
+    def send(pk: int, task: str, kwargs: dict) -> None:
+        if task == turn_committed_audit.name:
+            sent.append(kwargs["turn_pk"])
+
+    monkeypatch.setattr(outbox_services, "_send", send)
     turn_pk = committed_turn(alice, commit_on="accepted")
     assert sent == []  # completed but not accepted: not committed, nothing scheduled
     assert alice.post(f"{CONV}/turns/{turn_pk}/accept", {}).status_code == 200

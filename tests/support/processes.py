@@ -66,16 +66,71 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     }
 
 
-def start_celery_worker() -> subprocess.Popen:
+# The command of deploy/compose.yaml's web service, as the suite runs it (tests/deploy checks it).
+GUNICORN = ["gunicorn", "-c", "memoryhub/gunicorn.conf.py"]
+
+
+class WebServer:
+    """gunicorn (memoryhub/gunicorn.conf.py) on a free port with `workers` processes."""
+
+    def __init__(self, process: subprocess.Popen, port: int) -> None:
+        self.process = process
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def answers(self) -> bool:
+        import httpx
+
+        assert self.process.poll() is None, "the web server exited"
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        stop_process_group(self.process)
+
+
+def start_web_server(env: dict[str, str] | None = None, *, workers: int = 2, timeout: int = 30) -> WebServer:
+    """Start gunicorn on the test database and wait until /healthz answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            *GUNICORN,
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--timeout",
+            str(timeout),
+        ],
+        cwd=ROOT,
+        env={**(env or subprocess_env()), "GUNICORN_ACCESS_LOG": ""},
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    server = WebServer(process, port)
+    wait_for(server.answers, timeout=60, message="gunicorn to answer /healthz")
+    return server
+
+
+# The commands of deploy/compose.yaml's worker and beat services, as the suite runs them (tests/deploy checks it).
+CELERY_WORKER = ["celery", "-A", "memoryhub", "worker"]
+CELERY_BEAT = ["celery", "-A", "memoryhub", "beat"]
+
+
+def start_celery_worker(env: dict[str, str] | None = None) -> subprocess.Popen:
     """`celery -A memoryhub worker` on the configured broker, with the suite's fault handlers included."""
     return subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "celery",
-            "-A",
-            "memoryhub",
-            "worker",
+            *CELERY_WORKER,
             "--include",
             "tests.support.celery_worker",
             "--pool=prefork",
@@ -87,9 +142,53 @@ def start_celery_worker() -> subprocess.Popen:
             "warning",
         ],
         cwd=ROOT,
-        env=subprocess_env(),
+        env=env or subprocess_env(),
         start_new_session=True,
     )
+
+
+def start_celery_beat(schedule_dir: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """`celery -A memoryhub beat`: the outbox relay (memoryhub/outbox) every OUTBOX_RELAY_INTERVAL_SECONDS."""
+    return subprocess.Popen(
+        [sys.executable, "-m", *CELERY_BEAT, "-s", str(schedule_dir / "celerybeat-schedule"), "-l", "warning"],
+        cwd=ROOT,
+        env=env or subprocess_env(),
+        start_new_session=True,
+    )
+
+
+class RedisServer:
+    """A private `redis-server` on a free port: a broker a test may stop and start again (no persistence)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_for(self.answers, timeout=20, message=f"redis-server on port {self.port}")
+        return self
+
+    def answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            stop_process_group(self.process)
+        wait_for(lambda: not self.answers(), timeout=20, message="redis-server to stop")
 
 
 def stop_process_group(process: subprocess.Popen, timeout: float = 20) -> None:

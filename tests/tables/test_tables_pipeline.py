@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tables.tasks import apply_table_edits, enqueue_table_edits
+from memoryhub.outbox.services import outbox_dispatch
+from tables.tasks import apply_table_edits
 from tests.factories import TABLE_TEMPLATES
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +38,12 @@ def prepare(api) -> dict:
 
 
 def scheduled(callbacks) -> list[int]:
-    return [cb.args[0] for cb in callbacks if getattr(cb, "func", None) is enqueue_table_edits]
+    """The turns whose table-edit task was sent after the commit (through the outbox)."""
+    return [
+        cb.args[2]["turn_pk"]
+        for cb in callbacks
+        if getattr(cb, "func", None) is outbox_dispatch and cb.args[1] == apply_table_edits.name
+    ]
 
 
 def test_commit_schedules_the_task_and_the_next_prompt_shows_the_edit(alice, django_capture_on_commit_callbacks):

@@ -189,13 +189,13 @@ _CLAUSE = re.compile(r"[^,，、。.!！?？;；:：\n]+[,，、。.!！?？;；
 _EN_NEGATOR = _rx(
     ascii_word(
         r"(?:don't|dont|do not|does not|doesn't|not|never|no|nor|stop|avoid|without|isn't|aren't|won't|"
-        r"can't|cannot|hate|dislike|against|neither|less)"
+        r"can't|cannot|hate|dislike|against|neither|less|instead of|rather than|other than|except|over)"
     )
 )
 _ZH_NEGATOR = re.compile(
     r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|别(?!的|人)|没(?!错)|勿|莫|无需|无须|甭|讨厌|拒绝|停止"
 )
-_RESET = _rx(ascii_word(r"(?:but|instead|rather|only)"), r"而是|但是|但|只|就用|改用")
+_RESET = _rx(ascii_word(r"(?:but|instead(?! of)|rather(?! than)|only)"), r"而是|但是|但|只|就用|改用")
 
 
 def clauses(text: str) -> list[tuple[int, int]]:
@@ -291,6 +291,7 @@ _EN_VOCAB = frozenset(
         overly less
             u ur bit little hey appreciate kept even
             have
+            instead than over ones
         """
     )
 )
@@ -321,6 +322,7 @@ _ZH_VOCAB = re.compile(
                 文字 句子 表述 就 都用 全用 只用 即 都是 总 还 而 但 或 或者 及 不要
                 不用 不必 无需 不需要 别 不 太 那么 过于 简体 繁体 繁體
                     吗 么 呗 哈 哟 咯 喔
+                    改用 换成 换用
                 """
             ),
             key=len,

@@ -1,0 +1,120 @@
+"""Operator console for conversation state: both projections, the revision history, compare-and-set edits."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+
+from memoryhub.actors import Actor
+from memoryhub.addresses import ConversationAddress
+from memoryhub.errors import DomainError
+
+from .forms import StateForm
+from .models import ConversationState, ConversationStateRevision
+from .selectors import render_background
+from .services import state_replace
+
+
+def _address(obj: ConversationState) -> ConversationAddress:
+    return ConversationAddress(obj.product, obj.user_id, obj.conversation_id)
+
+
+def _pre(value: str) -> str:
+    return format_html("<pre style='white-space:pre-wrap'>{}</pre>", value)
+
+
+@admin.register(ConversationState)
+class ConversationStateAdmin(admin.ModelAdmin):
+    form = StateForm
+    list_display = ["user_id", "conversation_id", "revision", "record_count", "product", "updated_at"]
+    list_filter = ["product"]
+    list_select_related = ["product"]
+    search_fields = ["user_id", "conversation_id"]
+    readonly_fields = ["product", "user_id", "conversation_id", "revision", "updated_at", "background", "history"]
+    fieldsets = [
+        (None, {"fields": ["product", "user_id", "conversation_id", "revision", "updated_at", "background"]}),
+        (
+            "Edit (replaces text and records; refused if the state changed since you loaded it)",
+            {"fields": ["text", "records", "loaded_revision"]},
+        ),
+        ("History (newest first)", {"fields": ["history"]}),
+    ]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # states are created by the first candidate
+
+    @admin.display(description="records")
+    def record_count(self, obj: ConversationState) -> int:
+        return len(obj.records)
+
+    @admin.display(description="background projection (what the diary summariser is given)")
+    def background(self, obj: ConversationState) -> str:
+        return _pre(render_background({"revision": obj.revision, "text": obj.text, "records": obj.records}) or "—")
+
+    @admin.display(description="revisions")
+    def history(self, obj: ConversationState) -> str:
+        rows = ConversationStateRevision.objects.filter(state=obj).order_by("-revision")[:50]
+        body = format_html_join(
+            "",
+            "<tr><td>r{}</td><td>{}</td><td>round {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    r.revision,
+                    r.created_at,
+                    r.round,
+                    r.actor,
+                    r.operation_id or "—",
+                    _pre(json.dumps(r.changes, ensure_ascii=False)),
+                    _pre(render_background({"revision": r.revision, "text": r.text, "records": r.records}) or "—"),
+                )
+                for r in rows
+            ),
+        )
+        header = (
+            "<tr><th>rev</th><th>at</th><th>round</th><th>by</th><th>operation</th><th>changes</th><th>state</th></tr>"
+        )
+        return format_html("<table>{}{}</table>", mark_safe(header), body)
+
+    def save_model(self, request, obj, form, change):
+        try:
+            state_replace(
+                address=_address(ConversationState.objects.select_related("product").get(pk=obj.pk)),
+                base_revision=form.cleaned_data["loaded_revision"],
+                text=form.cleaned_data.get("text") or "",
+                records=form.cleaned_data["records"],
+                actor=Actor.operator(request.user.get_username()),
+            )
+        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
+            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
+            obj._not_saved = True
+
+    def log_change(self, request, obj, message):
+        if getattr(obj, "_not_saved", False):
+            return None
+        return super().log_change(request, obj, message)
+
+    def response_change(self, request, obj):
+        if getattr(obj, "_not_saved", False):
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
+
+
+@admin.register(ConversationStateRevision)
+class ConversationStateRevisionAdmin(admin.ModelAdmin):
+    list_display = ["state", "revision", "round", "actor", "operation_id", "created_at", "product"]
+    list_filter = ["product"]
+    list_select_related = ["product", "state"]
+    search_fields = ["state__user_id", "state__conversation_id", "actor", "operation_id"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class StateConfig(AppConfig):
+    """Conversation state (seed 000 "V2 后台状态"): text + categorized records, committed by compare-and-set."""
+
+    name = "memories.state"
+    label = "state"
+    verbose_name = "Conversation state"
+
+    def ready(self) -> None:
+        from memoryhub.runtimes import registry
+
+        from .producers import conversation_state_scopes, produce_conversation_state
+        from .validation import SECTION, validate_state_section
+
+        registry.register_source(
+            "conversationState",
+            description="the conversation state's actor projection (records of actor categories) as text",
+            producer=produce_conversation_state,
+            scopes=conversation_state_scopes,
+            agent_refs=["state"],
+            runtimes=["personalization", "axon_shadow"],
+        )
+        registry.register_scenario_section(SECTION, validate_state_section)

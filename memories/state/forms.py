@@ -1,0 +1,52 @@
+"""Admin form for an operator's state edit: the same validation and compare-and-set service as the API."""
+
+from __future__ import annotations
+
+from django import forms
+
+from memoryhub.errors import DomainError
+
+from .models import ConversationState
+from .validation import validate_records
+
+
+class StateForm(forms.ModelForm):
+    """Carries the revision it was loaded at; a save on a stale revision is refused in clean(), nothing saved."""
+
+    loaded_revision = forms.IntegerField(widget=forms.HiddenInput)
+    text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6, "cols": 100}))
+    records = forms.JSONField(
+        required=False,
+        help_text='The complete records: a JSON list of {"category", "key", "value"} (updatedRound is kept or set).',
+        widget=forms.Textarea(attrs={"rows": 14, "cols": 100}),
+    )
+
+    class Meta:
+        model = ConversationState
+        fields = ["text"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["loaded_revision"].initial = self.instance.revision
+            self.initial["records"] = [
+                {"category": r["category"], "key": r["key"], "value": r["value"]} for r in self.instance.records
+            ]
+
+    def clean_records(self):
+        try:
+            records = self.cleaned_data["records"]
+            return validate_records([] if records is None else records)
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+    def clean(self):
+        cleaned = super().clean()
+        loaded = cleaned.get("loaded_revision")
+        current = ConversationState.objects.filter(pk=self.instance.pk).values_list("revision", flat=True).first()
+        if loaded is not None and current is not None and loaded != current:
+            raise forms.ValidationError(
+                f"This state changed while you edited it (you loaded revision {loaded}, it is now {current}). "
+                "Reload the page and make your change again; nothing was saved."
+            )
+        return cleaned

@@ -1,0 +1,176 @@
+"""Conversation state writes: a candidate is validated, version-checked and committed by compare-and-set.
+
+Order (issue 11): validation first (422 `invalid_state_candidate`, nothing stored), then the version check
+(409 `revision_conflict` with currentRevision), then the commit → revision + 1, its history row, the
+`state.committed` event and the operationId's run-once record in one transaction. The working-set entry of
+`conversationState` is invalidated before the write (memoryhub.cas), so a prepare never serves an old state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from memories.services import runonce
+from memories.services.events import event_emit
+from memories.services.runonce import RunOnce
+from memoryhub import cas, working_set
+from memoryhub.actors import Actor
+from memoryhub.addresses import ConversationAddress
+
+from .models import ConversationState, ConversationStateRevision
+from .selectors import conversation_rounds, scenario_state_config
+from .validation import (
+    Candidate,
+    InvalidStateCandidate,
+    StateConfig,
+    check_against_config,
+    check_record_counts,
+    parse_candidate,
+    validate_records,
+)
+
+STATE_VARIABLE = "conversationState"
+COMMITTED_EVENT = "state.committed"
+
+
+def state_scope(address: ConversationAddress) -> working_set.Scope:
+    return address.scope(STATE_VARIABLE)
+
+
+@dataclass(frozen=True)
+class StateOutcome:
+    revision: int
+    replayed: bool = False
+
+
+RESULT = runonce.Codec[StateOutcome](
+    encode=lambda outcome: {"revision": outcome.revision},
+    decode=lambda stored: StateOutcome(stored["revision"], replayed=True),
+)
+
+
+def state_candidate_submit(
+    *, address: ConversationAddress, body: object, actor: Actor, request_hash: str
+) -> StateOutcome:
+    """Validate, version-check and commit one candidate (the body as the client sent it)."""
+    candidate = parse_candidate(body)
+    operation = (
+        RunOnce.operation(address.product, address.user_id, candidate.operation_id, "state.candidate", request_hash)
+        if candidate.operation_id
+        else None
+    )
+    replayed = runonce.replay(operation, RESULT)
+    if replayed is not None:
+        return replayed
+    config = scenario_state_config(address.product, candidate.scenario_id)
+    if config is None:
+        raise InvalidStateCandidate([("scenarioId", f"scenario {candidate.scenario_id!r} has no state section")])
+    check_against_config(candidate, config)
+    return runonce.commit(
+        operation, lambda: _commit(address, candidate, config, actor, candidate.operation_id or ""), RESULT
+    )
+
+
+def state_replace(
+    *, address: ConversationAddress, base_revision: int, text: str, records: object, actor: Actor
+) -> StateOutcome:
+    """An operator's edit (the admin): the whole text and records, compare-and-set on `base_revision`.
+
+    The records are checked like upserts; categories are not checked against a scenario (the operator may
+    repair records of a category a scenario no longer declares).
+    """
+    clean = validate_records(records)
+    current = _current_records(address)
+    wanted = {(r["category"], r["key"]) for r in clean}
+    candidate = Candidate(
+        scenario_id="",
+        base_revision=base_revision,
+        text=text,
+        upsert=tuple(r for r in clean if current.get((r["category"], r["key"])) != r["value"]),
+        delete=tuple(pair for pair in current if pair not in wanted),
+    )
+    with transaction.atomic():
+        return _commit(address, candidate, None, actor, "")
+
+
+def _current_records(address: ConversationAddress) -> dict[tuple[str, str], object]:
+    row = _rows(address).first()
+    return {(r["category"], r["key"]): r["value"] for r in (row.records if row else [])}
+
+
+def _rows(address: ConversationAddress):
+    return ConversationState.objects.filter(
+        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
+    )
+
+
+def _commit(
+    address: ConversationAddress, candidate: Candidate, config: StateConfig | None, actor: Actor, operation_id: str
+) -> StateOutcome:
+    """Inside the caller's transaction: the row (created at revision 0 on first use), the counts, the CAS."""
+    row, _ = ConversationState.objects.get_or_create(
+        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
+    )
+    round_number = conversation_rounds(address)
+    if config is not None:
+        check_record_counts(candidate, config, row.records)
+    records = apply(row.records, candidate, round_number)
+    text = row.text if candidate.text is None else candidate.text
+    changes = {
+        "textChanged": text != row.text,
+        "upserted": [[r["category"], r["key"]] for r in candidate.upsert],
+        "deleted": [list(pair) for pair in candidate.delete],
+    }
+    revision = cas.compare_and_set(
+        cas.Versioned(
+            ConversationState,
+            {"pk": row.pk},
+            kind="conversation_state",
+            conflict_message="the state is at revision {current}; re-read it and decide again",
+        ),
+        candidate.base_revision,
+        changes={"text": text, "records": records, "updated_at": timezone.now()},
+        history=lambda revision: ConversationStateRevision.objects.create(
+            product=address.product,
+            state=row,
+            revision=revision,
+            text=text,
+            records=records,
+            changes=changes,
+            scenario_slug=candidate.scenario_id,
+            round=round_number,
+            actor=str(actor)[:200],
+            operation_id=operation_id,
+        ),
+        invalidate=[state_scope(address)],
+    )
+    event_emit(
+        product=address.product,
+        user_id=address.user_id,
+        conversation_id=address.conversation_id,
+        type=COMMITTED_EVENT,
+        details={
+            "revision": revision,
+            "baseRevision": candidate.base_revision,
+            **changes,
+            "actor": str(actor),
+            **({"operationId": operation_id} if operation_id else {}),
+        },
+    )
+    return StateOutcome(revision)
+
+
+def apply(records: list[dict], candidate: Candidate, round_number: int) -> list[dict]:
+    """The records after the candidate: upserts replace by (category, key), deletes remove; sorted."""
+    by_pair = {(r["category"], r["key"]): r for r in records}
+    for pair in candidate.delete:
+        by_pair.pop(pair, None)
+    for record in candidate.upsert:
+        pair = (record["category"], record["key"])
+        previous = by_pair.get(pair)
+        kept = previous["updatedRound"] if previous is not None and previous["value"] == record["value"] else None
+        by_pair[pair] = {**record, "updatedRound": round_number if kept is None else kept}
+    return [by_pair[pair] for pair in sorted(by_pair)]

@@ -1,0 +1,283 @@
+"""Story settlements and rollbacks, each one compare-and-set write on the conversation's snapshot.
+
+A settlement (after the reply is confirmed) is checked in one transaction that holds the snapshot row's lock:
+`expectedVersion` is current (else 409 `revision_conflict`); the anchor is an assistant message of this
+conversation whose turn is committed, not superseded and later than the current anchor (else 409
+`anchor_conflict`, `details.reason` saying which); then version + 1 with its history row, the `story.settled`
+event and the operationId's run-once record. A regenerated reply rolls the snapshots anchored on the message
+it supersedes back (`story_rollback_superseded`, the registered supersede hook), keeping every version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memories.models import Message, Turn
+from memories.services import runonce
+from memories.services.events import event_emit
+from memories.services.runonce import RunOnce
+from memoryhub import cas, metrics, working_set
+from memoryhub.actors import Actor
+from memoryhub.addresses import ConversationAddress
+from memoryhub.errors import Conflict, RevisionConflict
+
+from .models import StorySnapshot, StoryVersion
+from .selectors import assistant_message_ids, restore_point, snapshot_to_dict
+
+STORY_VARIABLE = "story"
+SETTLED_EVENT = "story.settled"
+ROLLED_BACK_EVENT = "story.rolled_back"
+
+
+class AnchorConflict(Conflict):
+    """The settlement's anchor message is not a valid anchor now; `details.reason` says why."""
+
+    code = "anchor_conflict"
+
+
+def story_scope(address: ConversationAddress) -> working_set.Scope:
+    return address.scope(STORY_VARIABLE)
+
+
+@dataclass(frozen=True)
+class Settlement:
+    expected_version: int
+    anchor_message_id: int
+    set_facts: dict[str, Any] = field(default_factory=dict)
+    unset_facts: tuple[str, ...] = ()
+    append_events: tuple[str, ...] = ()
+    narrative: dict[str, Any] | None = None
+    operation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SettlementOutcome:
+    story: dict[str, Any]
+    replayed: bool = False
+
+
+RESULT = runonce.Codec[SettlementOutcome](
+    encode=lambda outcome: {"story": outcome.story},
+    decode=lambda stored: SettlementOutcome(stored["story"], replayed=True),
+)
+
+
+def story_settle(
+    *, address: ConversationAddress, settlement: Settlement, actor: Actor, request_hash: str
+) -> SettlementOutcome:
+    operation = (
+        RunOnce.operation(address.product, address.user_id, settlement.operation_id, "story.settle", request_hash)
+        if settlement.operation_id
+        else None
+    )
+    return runonce.run_once(operation, lambda: _settle(address, settlement, actor), RESULT)
+
+
+def _locked_snapshot(address: ConversationAddress) -> StorySnapshot:
+    key = {"product": address.product, "user_id": address.user_id, "conversation_id": address.conversation_id}
+    # get_or_create first: a row that does not exist cannot be locked; a concurrent creator waits on the index.
+    StorySnapshot.objects.get_or_create(**key)
+    return StorySnapshot.objects.select_for_update().get(**key)
+
+
+def _versioned(row: StorySnapshot) -> cas.Versioned:
+    return cas.Versioned(
+        StorySnapshot,
+        {"pk": row.pk},
+        kind="story_snapshot",
+        field="version",
+        conflict_message="the story is at version {current}; re-read it and settle again",
+    )
+
+
+def _settle(address: ConversationAddress, settlement: Settlement, actor: Actor) -> SettlementOutcome:
+    """Inside run_once's transaction: lock, check the version, check the anchor, compare-and-set."""
+    row = _locked_snapshot(address)
+    if row.version != settlement.expected_version:
+        metrics.CONFLICTS.labels(kind="story_snapshot").inc()
+        raise RevisionConflict(
+            row.version, versioned=True, message=f"the story is at version {row.version}; re-read it and settle again"
+        )
+    anchor = _checked_anchor(address, row, settlement.anchor_message_id)
+    facts = {k: v for k, v in row.world_facts.items() if k not in settlement.unset_facts} | settlement.set_facts
+    events = list(row.events)
+    new_ids = []
+    for number, text in enumerate(settlement.append_events, start=row.event_sequence + 1):
+        new_ids.append(f"ev-{number}")
+        events.append({"id": f"ev-{number}", "text": text, "round": anchor.round, "messageId": anchor.pk})
+    narrative = row.narrative if settlement.narrative is None else settlement.narrative
+    changes = {
+        "setFacts": sorted(settlement.set_facts),
+        "unsetFacts": sorted(k for k in settlement.unset_facts if k in row.world_facts),
+        "appendedEvents": new_ids,
+        "narrativeChanged": narrative != row.narrative,
+    }
+    values = {
+        "anchor_message_id": anchor.pk,
+        "world_facts": facts,
+        "events": events,
+        "narrative": narrative,
+    }
+    version = cas.compare_and_set(
+        _versioned(row),
+        settlement.expected_version,
+        changes={**values, "event_sequence": row.event_sequence + len(new_ids), "updated_at": timezone.now()},
+        history=lambda version: StoryVersion.objects.create(
+            product=address.product,
+            snapshot=row,
+            version=version,
+            cause="settlement",
+            changes=changes,
+            actor=str(actor)[:200],
+            operation_id=settlement.operation_id or "",
+            **values,
+        ),
+        invalidate=[story_scope(address)],
+    )
+    event_emit(
+        product=address.product,
+        user_id=address.user_id,
+        conversation_id=address.conversation_id,
+        type=SETTLED_EVENT,
+        turn=anchor.turn,
+        details={
+            "version": version,
+            "anchorMessageId": anchor.pk,
+            "round": anchor.round,
+            **changes,
+            "actor": str(actor),
+            **({"operationId": settlement.operation_id} if settlement.operation_id else {}),
+        },
+    )
+    return SettlementOutcome(
+        {
+            "version": version,
+            "anchorMessageId": anchor.pk,
+            "worldFacts": facts,
+            "events": events,
+            "narrative": narrative,
+        }
+    )
+
+
+def _checked_anchor(address: ConversationAddress, row: StorySnapshot, message_id: int) -> Message:
+    message = (
+        Message.objects.select_related("turn__scenario")
+        .filter(
+            pk=message_id,
+            product=address.product,
+            user_id=address.user_id,
+            conversation_id=address.conversation_id,
+        )
+        .first()
+    )
+    current = row.anchor_message_id
+    details: dict[str, Any] = {"anchorMessageId": message_id, "currentAnchorMessageId": current}
+    if message is None:
+        raise AnchorConflict(
+            f"message {message_id} is not a message of this conversation",
+            details={**details, "reason": "not_in_conversation"},
+        )
+    details |= {"turnId": message.turn_id, "round": message.round}
+    if message.role != "assistant":
+        raise AnchorConflict(
+            f"message {message_id} is a {message.role} message; a story is anchored on an assistant reply",
+            details={**details, "reason": "not_assistant"},
+        )
+    if message.superseded:
+        raise AnchorConflict(
+            f"message {message_id} was superseded by a regenerated reply; settle on the new reply",
+            details={**details, "reason": "superseded"},
+        )
+    turn = message.turn
+    if turn.status != "committed":
+        accepted = turn.scenario is not None and turn.scenario.commit_on == "accepted"
+        hint = "accept the turn first (its scenario commits on accept)" if accepted else "its turn is not committed"
+        raise AnchorConflict(
+            f"message {message_id} is not confirmed: {hint}",
+            details={**details, "reason": "uncommitted", "turnStatus": turn.status},
+        )
+    if current is not None and message_id <= current:
+        raise AnchorConflict(
+            f"message {message_id} is not later than the story's current anchor {current}",
+            details={**details, "reason": "not_later"},
+        )
+    return message
+
+
+# --- rollback on regeneration ----------------------------------------------------------------------------
+
+
+def story_rollback_superseded(superseded_turn_pk: int, new_turn_pk: int) -> int | None:
+    """The supersede hook: inside the transaction storing a regenerated reply, roll back the snapshots anchored on
+    the superseded reply to the newest version whose anchor is still valid. Returns the new version (or None)."""
+    turn = Turn.objects.select_related("product").filter(pk=superseded_turn_pk).first()
+    if turn is None:
+        return None
+    address = ConversationAddress(turn.product, turn.user_id, turn.conversation_id)
+    row = (
+        StorySnapshot.objects.select_for_update()
+        .filter(product=address.product, user_id=address.user_id, conversation_id=address.conversation_id)
+        .first()
+    )
+    if row is None or row.version == 0:
+        return None
+    invalid = assistant_message_ids(superseded_turn_pk)
+    point = restore_point(row, invalid)
+    if point is None:
+        return None
+    restore, first_bad = point
+    restored = snapshot_to_dict(restore)
+    values = {
+        "anchor_message_id": restored["anchorMessageId"],
+        "world_facts": restored["worldFacts"],
+        "events": restored["events"],
+        "narrative": restored["narrative"],
+    }
+    discarded = list(
+        StoryVersion.objects.filter(snapshot=row, rolled_back=False, version__gte=first_bad.version)
+        .order_by("version")
+        .values_list("version", flat=True)
+    )
+    with transaction.atomic():
+        StoryVersion.objects.filter(snapshot=row, version__in=discarded).update(rolled_back=True)
+        version = cas.compare_and_set(
+            _versioned(row),
+            row.version,
+            changes={**values, "updated_at": timezone.now()},
+            history=lambda version: StoryVersion.objects.create(
+                product=address.product,
+                snapshot=row,
+                version=version,
+                cause="rollback",
+                restored_from=restored["version"],
+                changes={"rolledBack": discarded, "supersededMessageIds": invalid},
+                actor=f"turn:{new_turn_pk}",
+                **values,
+            ),
+            invalidate=[story_scope(address)],
+        )
+        event_emit(
+            product=address.product,
+            user_id=address.user_id,
+            conversation_id=address.conversation_id,
+            type=ROLLED_BACK_EVENT,
+            details={
+                "fromVersion": row.version,
+                "version": version,
+                "restoredFrom": restored["version"],
+                "rolledBack": discarded,
+                "supersededTurnId": superseded_turn_pk,
+                "supersededMessageIds": invalid,
+                "regeneratedBy": new_turn_pk,
+            },
+        )
+    return version
+
+
+def story_supersede_hook(superseded_turn_pk: int, new_turn_pk: int) -> None:
+    story_rollback_superseded(superseded_turn_pk, new_turn_pk)
