@@ -214,8 +214,25 @@ _DETAILED = st._rx(
 _TOO = re.compile(r"(?:太|那么|过于|too|so|overly)\s*$")
 
 
+# A language the user writes in is not the language they ask to be answered in:
+# "Respond in English even if I write in Chinese", "我用中文问，你用英文答".
+_INPUT_BEFORE_EN = re.compile(
+    r"(?<![a-z])i\s+(?:write|speak|ask|type|talk|text|message|send|use|am writing|'m writing|am typing|'m typing|"
+    r"am asking|'m asking)(?:\s+(?:to you|you|messages|questions|things))?\s+(?:in\s+)?$"
+)
+_INPUT_BEFORE_ZH = re.compile(r"我(?:用|说|讲|写|打)$")
+_INPUT_AFTER_ZH = re.compile(r"^(?:问|提问|写|说|讲|打字|的时候|时|提|发)")
+
+
+def _about_input(reading: st.Reading, mention: st.Mention) -> bool:
+    before = reading.text[: mention.start]
+    after = reading.text[mention.end :]
+    return bool(_INPUT_BEFORE_EN.search(before) or (_INPUT_BEFORE_ZH.search(before) and _INPUT_AFTER_ZH.match(after)))
+
+
 def _language_mentions(reading: st.Reading, code: str) -> list[st.Mention]:
-    return reading.mentions(_LANGUAGE_PATTERNS[code], f"language:{code}")
+    mentions = reading.mentions(_LANGUAGE_PATTERNS[code], f"language:{code}")
+    return [mention for mention in mentions if not _about_input(reading, mention)]
 
 
 def _detail_mentions(reading: st.Reading) -> dict[str, list[st.Mention]]:

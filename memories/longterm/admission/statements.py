@@ -198,9 +198,20 @@ _ZH_NEGATOR = re.compile(
 _RESET = _rx(ascii_word(r"(?:but|instead(?! of)|rather(?! than)|only)"), r"而是|但是|但|只|就用|改用")
 
 
+_CONTRAST = re.compile(r"(?<![a-z])(?=(?:but|however|though)\s)|(?=但是|可是|不过)")
+
+
 def clauses(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each clause of `text`, split at punctuation."""
-    return [(m.start(), m.end()) for m in _CLAUSE.finditer(text)]
+    """(start, end) of each clause of `text`, split at punctuation and before "but" / "但是"."""
+    spans = []
+    for match in _CLAUSE.finditer(text):
+        start = match.start()
+        for cut in _CONTRAST.finditer(text, match.start() + 1, match.end()):
+            if cut.start() > start:
+                spans.append((start, cut.start()))
+                start = cut.start()
+        spans.append((start, match.end()))
+    return spans
 
 
 def _negated_before(prefix: str) -> bool:
@@ -292,6 +303,8 @@ _EN_VOCAB = frozenset(
             u ur bit little hey appreciate kept even
             have
             instead than over ones
+            still anyway regardless however though
+            but
         """
     )
 )
