@@ -180,6 +180,14 @@ _BRIEF = st._rx(
     st.ascii_word(r"no fluff"),
     st.ascii_word(r"tl;?dr"),
     st.ascii_word(r"(?:in )?one sentence"),
+    st.ascii_word(r"the shorter the better"),
+    st.ascii_word(r"(?:in )?(?:two|three|a few|1|2|3) (?:sentences|lines)"),
+    st.ascii_word(
+        r"(?:under|less than|fewer than|no more than|at most|within|max(?:imum)?(?: of)?) \d+ "
+        r"(?:words|sentences|lines|characters)"
+    ),
+    r"(?:不超过|少于)?(?:\d+|[一二两三四五六七八九十百千]+)(?:个)?字(?:以内|之内|以下)",
+    r"不超过(?:\d+|[一二两三四五六七八九十百千]+)(?:个)?字",
 )
 # Mentions of length that ask for *more*: affirmed → detailed, negated ("no long answers") → brief.
 _LONG = st._rx(
@@ -211,6 +219,12 @@ _DETAILED = st._rx(
     st.ascii_word(r"step[- ]by[- ]step"),
     st.ascii_word(r"exhaustive(?:ly)?"),
 )
+_NAMES = "|".join(
+    st.ascii_word(re.escape(w)) if w.isascii() else re.escape(w)
+    for w in sorted({w for _, words in _LANGUAGES.values() for w in words}, key=len, reverse=True)
+)
+# "English or Chinese", "中文或者英文都行": a choice between languages states no preference for either.
+_CHOICE = re.compile(rf"(?:{_NAMES})\s*(?:or|/|或者?|还是)\s*(?:in\s+)?(?:{_NAMES})|(?<![a-z])either(?![a-z])")
 _TOO = re.compile(r"(?:太|那么|过于|too|so|overly)\s*$")
 
 
@@ -265,7 +279,7 @@ def _in_pure_clause(mentions: list[st.Mention], views: list[st.ClauseView]) -> b
 def check_preference_evidence(evidence: str, normalized: dict) -> None:
     deferred: Refused | None = None  # an uncertain refusal waits until every certain check has run
     try:
-        st.check_statement(evidence)
+        st.check_statement(evidence, third_person=False)
     except Refused as refused:
         if not refused.uncertain:
             raise
@@ -284,6 +298,8 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
                 NOT_DURABLE_PREFERENCE, f"the evidence does not mention language {code!r}", path="/content/language"
             )
         claims["language"] = mentions
+        if _CHOICE.search(reading.text):
+            raise st.refuse("the evidence offers a choice of languages, not a preference", uncertain=False)
     reading.mentions(_ANY_LANGUAGE)  # other languages named are style words too ("Chinese, not English")
     details = _detail_mentions(reading)
     stated_levels = {level for level, mentions in details.items() if any(not m.negated for m in mentions)}
@@ -301,6 +317,9 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
             )
         claims["detail"] = details[detail]
     views = [st.view(reading, index) for index in range(len(reading.spans))]
+    for mentions in claims.values():
+        if any(st.speaks_of_someone_else(views[m.clause].text) for m in mentions):
+            raise st.refuse("the evidence speaks about someone else, not the user's own words")
     if any(st.is_task(view) for view in views):
         raise st.refuse("the evidence asks for specific content (a one-off request), not how to answer in general")
     if deferred is not None:

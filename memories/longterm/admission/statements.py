@@ -161,19 +161,27 @@ _DURABLE_START = _rx(
 )
 
 
+def speaks_of_someone_else(clause: str) -> bool:
+    return bool(_THIRD_PERSON.search(clause))
+
+
 def refuse(reason: str, *, uncertain: bool = False) -> Refused:
     return Refused(NOT_DURABLE_PREFERENCE, reason, path="/evidence", uncertain=uncertain)
 
 
-def check_statement(evidence: str) -> None:
-    """Chit-chat, guesses, hedges, someone else's preference, one-off requests: Refused, else None."""
+def check_statement(evidence: str, *, third_person: bool = True) -> None:
+    """Chit-chat, guesses, hedges, someone else's preference, one-off requests: Refused, else None.
+
+    `third_person=False` leaves words about someone else to the caller, who may judge them per clause
+    ("Reply in English so my colleague can read it" is the user's instruction).
+    """
     text = normalize_text(evidence).strip()
     if CHITCHAT.match(text):
         raise refuse("chit-chat is not a durable preference")
     unhedged = _NOT_GUESS.sub(" ", text)
     if _GUESS.search(unhedged):
         raise refuse("the evidence is a guess, not a stated preference")
-    if _THIRD_PERSON.search(text):
+    if third_person and _THIRD_PERSON.search(text):
         raise refuse("the evidence speaks about someone else, not the user's own words")
     if _HEDGE.search(text):
         raise refuse("the evidence is hedged ('I think …'), not a stated preference", uncertain=True)
@@ -198,7 +206,10 @@ _ZH_NEGATOR = re.compile(
 _RESET = _rx(ascii_word(r"(?:but|instead(?! of)|rather(?! than)|only)"), r"而是|但是|但|只|就用|改用")
 
 
-_CONTRAST = re.compile(r"(?<![a-z])(?=(?:but|however|though)\s)|(?=但是|可是|不过)")
+_CONTRAST = re.compile(
+    r"(?<![a-z])(?=(?:but|however|though|so that|because|since|cause|as i)\s)"
+    r"|(?<![a-z])(?=so (?:i|you|we|my|that|please|feel|it)(?![a-z]))|(?=但是|可是|不过|因为|所以|因此)"
+)
 
 
 def clauses(text: str) -> list[tuple[int, int]]:
@@ -305,6 +316,7 @@ _EN_VOCAB = frozenset(
             instead than over ones
             still anyway regardless however though
             but
+            feel free because since cause
         """
     )
 )
@@ -336,6 +348,7 @@ _ZH_VOCAB = re.compile(
                 不用 不必 无需 不需要 别 不 太 那么 过于 简体 繁体 繁體
                     吗 么 呗 哈 哟 咯 喔
                     改用 换成 换用
+                    也行 都行 行 对我来说 来说 所以 因为 因此 控制在 控制
                 """
             ),
             key=len,
@@ -356,7 +369,8 @@ _ANSWER_WORD = _rx(
 _DIRECTIVE_SIGNAL = _rx(
     ascii_word(
         r"(?:please|pls|plz|kindly|always|only|default|from now on|going forward|in (?:the )?future|remember|"
-        r"make sure|let's|lets|thanks|thank you|would you mind|(?:can|could|would|will) you)"
+        r"make sure|let's|lets|thanks|thank you|would you mind|(?:can|could|would|will) you|feel free|"
+        r"the \w+er the better)"
     ),
     r"请|麻烦|劳驾|以后|今后|往后|之后|从现在|从今天|默认|始终|一直|总是|每次|统一|一律|都用|记住|务必|尽量|"
     r"就好|就行|就可以|即可|吧|(?:点|一点|一些|些)儿?$|要|越.越好|谢谢",
