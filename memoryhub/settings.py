@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "memories",
     "memories.longterm",
     "memories.hinos",
+    "memories.compact",
     "memories.state",
     "memories.story",
     "diaries",

@@ -10,6 +10,7 @@ from django_redis.exceptions import ConnectionInterrupted
 
 from memoryhub import working_set
 from memoryhub.clients.errors import UpstreamError
+from memoryhub.errors import DomainError
 
 from . import registry
 from .base import RecallRequest, SourceConfig, SourceResult, TurnContext
@@ -66,6 +67,8 @@ def _produce(request: RecallRequest) -> SourceResult:
         return producer(request)
     except _DEPENDENCY_DOWN:
         raise  # a dependency that is down fails the turn with its own 502/503/504, never an empty source
+    except DomainError:
+        raise  # a producer refusing the turn answers with its own envelope (e.g. 422 budget_exceeded)
     except Exception as exc:  # a broken producer must not invent content: report it on its source
         logger.exception("producer for %s failed", request.source.variable)
         return SourceResult(text="", status="error", details={"reason": f"{exc.__class__.__name__}: {exc}"[:300]})

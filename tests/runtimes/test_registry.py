@@ -85,11 +85,13 @@ def test_memoryhub_and_the_apps_register_their_runtimes_sources_hooks_and_sectio
     assert registry.runtime_names() == BUILT_IN_RUNTIMES
     variables = {"jsonMemory", "preferences", "hinosMemory", "compassMemory", "memoryTable"}
     variables |= {"conversationState", "story"}  # memories.state, memories.story
+    variables |= {"history"}  # memories.compact
     assert set(registry.variable_names()) == variables
     assert registry.get_producer("hinosMemory") is None  # the Hinos runtime fills it itself
     assert all(registry.get_producer(v) for v in ("jsonMemory", "preferences", "compassMemory", "memoryTable"))
-    assert set(registry.commit_hook_names()) == {"memories.turn_committed_audit", "diaries", "tables"}
-    assert registry.scenario_section_names() == ["diary", "hinos", "preferences", "state", "tableWebhook", "tables"]
+    assert set(registry.commit_hook_names()) == {"memories.turn_committed_audit", "diaries", "tables", "compact"}
+    sections = ["compact", "diary", "hinos", "preferences", "state", "tableWebhook", "tables"]
+    assert registry.scenario_section_names() == sections
     assert registry.get_runtime("hinos") is registry.get_runtime("hinos")  # one instance per name
 
 

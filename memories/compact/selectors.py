@@ -1,0 +1,139 @@
+"""Reads of compact history: the history a prepare carries, the compactions of a conversation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from memories.models import Conversation, Message
+from memoryhub import working_set
+from memoryhub.addresses import ConversationAddress
+from memoryhub.pagination import keyset_page
+
+from .models import Compaction, CompactionHead
+from .planning import HistoryMessage, history_chars, history_text
+
+VARIABLE = "history"
+AGENT_REF = "history"
+
+
+@dataclass(frozen=True)
+class CompactionRef:
+    """What a prepare needs of the compaction it uses."""
+
+    id: int
+    version: int
+    summary: str
+    from_message_id: int
+    through_message_id: int
+    from_round: int
+    through_round: int
+    message_count: int
+
+    def as_details(self) -> dict:
+        return {"id": self.id, "version": self.version, "throughMessageId": self.through_message_id}
+
+
+@dataclass(frozen=True)
+class HistoryView:
+    """The current compaction (if any) and the non-superseded messages it does not cover, oldest first."""
+
+    compaction: CompactionRef | None
+    messages: tuple[HistoryMessage, ...]
+    rebuild_pending: bool = False
+
+    @property
+    def summary(self) -> str:
+        return self.compaction.summary if self.compaction else ""
+
+    @property
+    def chars(self) -> int:
+        return history_chars(self.summary, self.messages)
+
+    @property
+    def text(self) -> str:
+        return history_text(self.summary, self.messages)
+
+    def before_round(self, round_number: int) -> HistoryView:
+        return replace(self, messages=tuple(m for m in self.messages if m.round < round_number))
+
+
+def history_scope(address: ConversationAddress) -> working_set.Scope:
+    """The working-set entry of the whole history view; every message or compaction write invalidates it."""
+    return address.scope(VARIABLE)
+
+
+def history_scope_of(product_id: str, user_id: str, conversation_id: str) -> working_set.Scope:
+    return working_set.Scope(product_id, user_id, conversation_id, VARIABLE)
+
+
+def _where(address: ConversationAddress) -> dict:
+    return {"product": address.product, "user_id": address.user_id, "conversation_id": address.conversation_id}
+
+
+def history_view_cached(address: ConversationAddress) -> tuple[HistoryView, bool]:
+    """(the view of every stored round, was_cached) from the working set."""
+    return working_set.get_or_build(history_scope(address), lambda: history_view(address))
+
+
+def history_view(address: ConversationAddress, *, before_round: int | None = None) -> HistoryView:
+    """From the database: the newest valid compaction covering only rounds before `before_round` (None: any)."""
+    head = CompactionHead.objects.filter(**_where(address)).values_list("version", "rebuild_pending").first()
+    compaction = compaction_current(address, before_round=before_round) if head and head[0] else None
+    messages = uncovered_messages(
+        address, after_message_id=compaction.through_message_id if compaction else 0, before_round=before_round
+    )
+    return HistoryView(compaction, tuple(messages), bool(head and head[1]))
+
+
+def compaction_current(address: ConversationAddress, *, before_round: int | None = None) -> CompactionRef | None:
+    rows = Compaction.objects.filter(**_where(address), invalidated=False)
+    if before_round is not None:
+        rows = rows.filter(through_round__lt=before_round)
+    row = (
+        rows.order_by("-version")
+        .values_list(
+            "id",
+            "version",
+            "summary",
+            "from_message_id",
+            "through_message_id",
+            "from_round",
+            "through_round",
+            "message_count",
+        )
+        .first()
+    )
+    return CompactionRef(*row) if row else None
+
+
+def uncovered_messages(
+    address: ConversationAddress, *, after_message_id: int, before_round: int | None = None
+) -> list[HistoryMessage]:
+    rows = Message.objects.filter(**_where(address), superseded=False, id__gt=after_message_id)
+    if before_round is not None:
+        rows = rows.filter(round__lt=before_round)
+    return [HistoryMessage(*row) for row in rows.order_by("id").values_list("id", "round", "role", "content")]
+
+
+def covered_count(address: ConversationAddress, *, through_message_id: int) -> int:
+    """Non-superseded messages with an id up to `through_message_id`: what a compaction through it must cover."""
+    return Message.objects.filter(**_where(address), superseded=False, id__lte=through_message_id).count()
+
+
+def message_is_live(address: ConversationAddress, message_id: int) -> bool:
+    return Message.objects.filter(**_where(address), pk=message_id, superseded=False).exists()
+
+
+def conversation_exists(address: ConversationAddress) -> bool:
+    return Conversation.objects.filter(**_where(address)).exists()
+
+
+def compactions_page(address: ConversationAddress, *, cursor: str | None, limit: int) -> tuple[list, str | None]:
+    """Every compaction of the conversation, newest first (invalidated ones included)."""
+    rows = Compaction.objects.filter(**_where(address))
+    return keyset_page(rows, field="id", descending=True, cursor=cursor, limit=limit)
+
+
+def scenario_uses_history(scenario: object) -> bool:
+    sources = getattr(scenario, "sources", None)
+    return sources is not None and any(s.variable == VARIABLE for s in sources.all())
