@@ -188,6 +188,7 @@ _BRIEF = st._rx(
     ),
     r"(?:不超过|少于)?(?:\d+|[一二两三四五六七八九十百千]+)(?:个)?字(?:以内|之内|以下)",
     r"不超过(?:\d+|[一二两三四五六七八九十百千]+)(?:个)?字",
+    r"(?:\d+|[一二两三四五六七八九十]+)(?:个)?句话?(?:以内|之内)",
 )
 # Mentions of length that ask for *more*: affirmed → detailed, negated ("no long answers") → brief.
 _LONG = st._rx(
