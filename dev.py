@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """memoryhub developer entry point — standard library only, runs with a bare python3 (3.11+).
 
-    python3 dev.py serve [--port 8000] [--new-key]
+    python3 dev.py serve [--port 8000] [--new-key] [--workers N]
                                          set up .venv, migrate, print the dev product's API key, run the server
     python3 dev.py test [pytest args]    set up .venv and run the test suite
     python3 dev.py superuser [--noinput] create an admin user for /admin/ (interactive; with --noinput from
@@ -100,7 +100,7 @@ def dev_key(py: Path, new_key: bool) -> str:
         sys.exit(f"[dev] dev_key printed no JSON with an apiKey: {lines[-1]!r}")
 
 
-def cmd_serve(port: int, new_key: bool = False) -> None:
+def cmd_serve(port: int, new_key: bool = False, workers: int = 0) -> None:
     py = ensure_venv()
     if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
         sys.exit("[dev] migrate failed")
@@ -119,9 +119,11 @@ def cmd_serve(port: int, new_key: bool = False) -> None:
         flush=True,
     )
     os.chdir(ROOT)
-    os.execv(
-        py, [str(py), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"]
-    )  # --insecure: serve admin/docs assets with DEBUG off
+    if workers:  # the production server: gunicorn with memoryhub/gunicorn.conf.py (docs/production.md)
+        gunicorn = ["-m", "gunicorn", "-c", "memoryhub/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"]
+        os.execv(py, [str(py), *gunicorn, "--workers", str(workers)])
+    # Static files (admin, API docs) come from whitenoise, with DEBUG off.
+    os.execv(py, [str(py), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"])
 
 
 def cmd_test(pytest_args: list[str]) -> None:
@@ -149,6 +151,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="set up and run the development server")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=0, help="run gunicorn with this many worker processes")
     serve.add_argument("--new-key", action="store_true", help="replace the dev API key (the old one is revoked)")
     sub.add_parser("test", help="run the test suite; extra arguments go to pytest")
     superuser = sub.add_parser("superuser", help="create an admin user (interactive)")
@@ -159,7 +162,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.command == "serve":
-        cmd_serve(args.port, args.new_key)
+        cmd_serve(args.port, args.new_key, args.workers)
     else:
         cmd_superuser(args.noinput)
 
