@@ -7,7 +7,10 @@ Both requests go through the HTTP API in-process with Django's test client (rout
 rate limiting, serialization included), interleaved so that machine noise hits both alike. Targets:
   - warm-cache prepare with four sources ≤ 1.5 × one GET …/memory;
   - the same prepare with 10 thousand and with 1 million other memory documents stored ≤ 1.2 × the
-    prepare on the bare store (a turn's cost must not grow with the size of the store).
+    prepare on the bare store (a turn's cost must not grow with the size of the store);
+  - a prepare with the `history` source over a 2,000-message conversation, with a compaction in place,
+    ≤ 1.2 × the same prepare over a 20-message conversation (warm working set, and with the history
+    rebuilt from the database every time); `--history-only` measures just this.
 The script migrates the database it is given, creates its own products and removes them at the end
 (pass --keep to leave the filler documents for a second run).
 """
@@ -40,7 +43,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
-from memories.models import MemoryDocument, Product  # noqa: E402
+from memories.models import Conversation, MemoryDocument, Message, Product, Scenario, Turn  # noqa: E402
 from memories.services.products import product_create  # noqa: E402
 from memoryhub import working_set  # noqa: E402
 from memoryhub.runtimes import registry  # noqa: E402
@@ -205,6 +208,7 @@ def main() -> None:
         "--breakdown", action="store_true", help="also measure a prepare with no source and with each one"
     )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark's products and filler documents")
+    parser.add_argument("--history-only", action="store_true", help="measure only the compact-history prepare")
     args = parser.parse_args()
     if not settings.IS_POSTGRES:
         raise SystemExit("bench/turn.py needs DATABASE_URL pointing at PostgreSQL")
@@ -222,6 +226,9 @@ def main() -> None:
 
 def report(args, product: Product, key: str, filler: Product) -> None:
     client = client_for(key)
+    if args.history_only:
+        history_report(client, product, args.iterations)
+        return
     expect(client.post("/v1/scenarios", scenario_body(), format="json"), 201)
     seed(client, product)
     cache = settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]
@@ -239,6 +246,7 @@ def report(args, product: Product, key: str, filler: Product) -> None:
         print(profile(client))
     if args.breakdown:
         breakdown(client, args.iterations // 2)
+    history_report(client, product, args.iterations)
     done = 0
     for size in [int(s) for s in args.sizes.split(",") if s]:
         seconds = fill(filler, done, size)
@@ -274,6 +282,104 @@ def breakdown(client: APIClient, iterations: int) -> None:
             f"  breakdown {label:>14}: prepare {figures['prepare_ms']:.2f} ms, GET memory {figures['get_ms']:.2f} ms,"
             f" prepare/GET {figures['prepare_ms'] / figures['get_ms']:.2f}"
         )
+
+
+# --- compact history: the cost of a prepare must not grow with the length of the conversation --------------
+
+HISTORY_LONG, HISTORY_SHORT = "bench-history-2000", "bench-history-20"
+HISTORY_LINE = "The guard at the north gate keeps the brass key; the merchant pays one coin in ten. Round {n}."
+
+
+def history_report(client: APIClient, product: Product, iterations: int) -> None:
+    """A prepare whose only source is `history`: 2,000 stored messages (compacted) against 20 (raw)."""
+    from memories.compact.policy import scenario_policy
+    from memories.compact.selectors import history_scope
+    from memories.compact.services import compaction_run
+    from memoryhub.addresses import ConversationAddress
+
+    expect(client.post("/v1/scenarios", history_scenario_body(), format="json"), 201)
+    scenario = Scenario.objects.get(product=product, slug="bench-history")
+    began = time.perf_counter()
+    for conversation_id, rounds in ((HISTORY_LONG, 1000), (HISTORY_SHORT, 10)):
+        seed_history(product, scenario, conversation_id, rounds)
+    long_address = ConversationAddress(product, USER, HISTORY_LONG)
+    outcome = compaction_run(address=long_address, policy=scenario_policy(scenario), trigger="threshold")
+    if outcome.compaction is None:
+        raise SystemExit(f"setup failed: the 2,000-message conversation was not compacted ({outcome})")
+    print(
+        f"history: 2,000 and 20 messages stored, compaction {outcome.compaction.pk} covers "
+        f"{outcome.compaction.message_count} messages ({time.perf_counter() - began:.1f}s to set up)"
+    )
+    prepares = {
+        conversation_id: lambda c=conversation_id: client.post(
+            f"/v1/users/{USER}/conversations/{c}/turns",
+            {"scenarioId": "bench-history", "userMessage": "谁拿着钥匙?"},
+            format="json",
+        )
+        for conversation_id in (HISTORY_LONG, HISTORY_SHORT)
+    }
+    details = {c: prepare().json()["sources"][0]["details"] for c, prepare in prepares.items()}
+    if details[HISTORY_LONG]["compaction"] is None or details[HISTORY_SHORT]["compaction"] is not None:
+        raise SystemExit(f"setup failed: unexpected history sources {details}")
+    for c, d in details.items():
+        print(f"  {c}: rawMessages {d['rawMessages']}, historyChars {d['historyChars']}")
+    time.sleep(working_set.TOMBSTONE_SECONDS + 0.5)  # outlast the setup's invalidation markers
+    scopes = {c: history_scope(ConversationAddress(product, USER, c)) for c in prepares}
+    for label, cold in (("warm working set", False), ("history rebuilt from the database", True)):
+        for _ in range(20):
+            for prepare in prepares.values():
+                prepare()
+        times: dict[str, list[float]] = {c: [] for c in prepares}
+        for index in range(iterations):
+            order = list(prepares) if index % 2 else list(reversed(prepares))
+            for c in order:
+                if cold:
+                    working_set.invalidate(scopes[c])  # untimed: the next read misses and rebuilds
+                times[c].append(timed(prepares[c])[0])
+        long_ms, short_ms = (statistics.median(times[c]) * 1000 for c in (HISTORY_LONG, HISTORY_SHORT))
+        print(
+            f"  {label:>34}: prepare over 2,000 messages {long_ms:.2f} ms, over 20 messages {short_ms:.2f} ms,"
+            f" ratio {long_ms / short_ms:.2f} (target ≤ 1.2)"
+        )
+
+
+def history_scenario_body() -> dict:
+    return {
+        "id": "bench-history",
+        "name": "bench-history",
+        "memorySources": [{"id": "h", "agentRef": "history", "variable": "history"}],
+        "template": "<history>{{history}}</history>\nUser: {{userMessage}}",
+        "compact": {"budgetChars": 12000, "keepRecentMessages": 8},
+    }
+
+
+def seed_history(product: Product, scenario: Scenario, conversation_id: str, rounds: int) -> None:
+    """`rounds` committed rounds (two messages each), written in bulk: the bench measures reads, not writes."""
+    conversation = Conversation.objects.create(
+        product=product, user_id=USER, conversation_id=conversation_id, rounds=rounds
+    )
+    common = dict(product=product, user_id=USER, conversation_id=conversation_id)
+    turns = Turn.objects.bulk_create(
+        Turn(
+            **common,
+            conversation_row=conversation,
+            scenario=scenario,
+            scenario_slug=scenario.slug,
+            scenario_version=scenario.version,
+            runtime=scenario.memory_runtime,
+            round=n,
+            status="committed",
+            user_message=HISTORY_LINE.format(n=n),
+            assistant_message=HISTORY_LINE.format(n=n),
+            prompt="",
+        )
+        for n in range(1, rounds + 1)
+    )
+    Message.objects.bulk_create(
+        Message(**common, turn=turn, round=turn.round, role=role, content=HISTORY_LINE.format(n=turn.round))
+        for turn in turns
+        for role in ("user", "assistant")
+    )
 
 
 def explain(filler: Product) -> None:

@@ -8,14 +8,13 @@ from memories.models import Message, Product, Turn
 
 
 class CompactionHead(models.Model):
-    """One per conversation: the version every new compaction is compared against (compare-and-set), and
-    whether an invalidated compaction waits to be rebuilt by the next prepare."""
+    """One per conversation: the version every new compaction is compared against (compare-and-set); the row a
+    regeneration locks while it invalidates compactions."""
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
     user_id = models.CharField(max_length=128)
     conversation_id = models.CharField(max_length=128)
     version = models.PositiveIntegerField(default=0, help_text="The version of the newest compaction (0: none).")
-    rebuild_pending = models.BooleanField(default=False, help_text="A compaction was invalidated by a regeneration.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

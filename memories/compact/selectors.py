@@ -9,7 +9,7 @@ from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.pagination import keyset_page
 
-from .models import Compaction, CompactionHead
+from .models import Compaction
 from .planning import HistoryMessage, history_chars, history_text
 
 VARIABLE = "history"
@@ -76,33 +76,43 @@ def history_view_cached(address: ConversationAddress) -> tuple[HistoryView, bool
 
 
 def history_view(address: ConversationAddress, *, before_round: int | None = None) -> HistoryView:
-    """From the database: the newest valid compaction covering only rounds before `before_round` (None: any)."""
-    head = CompactionHead.objects.filter(**_where(address)).values_list("version", "rebuild_pending").first()
-    compaction = compaction_current(address, before_round=before_round) if head and head[0] else None
+    """From the database: the newest valid compaction covering only rounds before `before_round` (None: any).
+
+    A rebuild is pending when the newest compaction was invalidated (by a regeneration) and none replaced it yet.
+    """
+    newest = _compactions(address, before_round).values_list(*_REF_FIELDS, "invalidated").first()
+    rebuild_pending = bool(newest and newest[-1])
+    if rebuild_pending:
+        compaction = compaction_current(address, before_round=before_round)
+    else:
+        compaction = CompactionRef(*newest[:-1]) if newest else None
     messages = uncovered_messages(
         address, after_message_id=compaction.through_message_id if compaction else 0, before_round=before_round
     )
-    return HistoryView(compaction, tuple(messages), bool(head and head[1]))
+    return HistoryView(compaction, tuple(messages), rebuild_pending)
+
+
+_REF_FIELDS = (
+    "id",
+    "version",
+    "summary",
+    "from_message_id",
+    "through_message_id",
+    "from_round",
+    "through_round",
+    "message_count",
+)
+
+
+def _compactions(address: ConversationAddress, before_round: int | None):
+    rows = Compaction.objects.filter(**_where(address))
+    if before_round is not None:
+        rows = rows.filter(through_round__lt=before_round)
+    return rows.order_by("-version")
 
 
 def compaction_current(address: ConversationAddress, *, before_round: int | None = None) -> CompactionRef | None:
-    rows = Compaction.objects.filter(**_where(address), invalidated=False)
-    if before_round is not None:
-        rows = rows.filter(through_round__lt=before_round)
-    row = (
-        rows.order_by("-version")
-        .values_list(
-            "id",
-            "version",
-            "summary",
-            "from_message_id",
-            "through_message_id",
-            "from_round",
-            "through_round",
-            "message_count",
-        )
-        .first()
-    )
+    row = _compactions(address, before_round).filter(invalidated=False).values_list(*_REF_FIELDS).first()
     return CompactionRef(*row) if row else None
 
 

@@ -307,7 +307,7 @@ def _save(
         compare_and_set(
             head,
             expected,
-            changes={"rebuild_pending": False, "updated_at": timezone.now()},
+            changes={"updated_at": timezone.now()},
             history=keep,
             invalidate=[selectors.history_scope(address)],
         )
@@ -357,7 +357,8 @@ def _failed(
 
 def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: int) -> list[int]:
     """The supersede hook: compactions covering the superseded messages are invalidated in the transaction that
-    stores the new reply (the next prepare rebuilds). Returns the invalidated compactions' ids."""
+    stores the new reply; with the newest compaction invalidated, a rebuild is pending (the task of the new reply's
+    commit or the next prepare builds one). Returns the invalidated compactions' ids."""
     turn = Turn.objects.select_related("product").filter(pk=superseded_turn_pk).first()
     if turn is None:
         return []
@@ -369,7 +370,7 @@ def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: in
     # Lock the head: a compaction being saved now either committed before (and is found below) or waits and then
     # finds these messages superseded.
     CompactionHead.objects.get_or_create(**_where(address))
-    head = CompactionHead.objects.select_for_update().get(**_where(address))
+    CompactionHead.objects.select_for_update().get(**_where(address))
     hit = list(
         Compaction.objects.filter(
             **_where(address),
@@ -383,8 +384,6 @@ def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: in
     Compaction.objects.filter(pk__in=hit).update(
         invalidated=True, invalidated_at=timezone.now(), invalidated_by_turn_id=new_turn_pk
     )
-    head.rebuild_pending = True
-    head.save(update_fields=["rebuild_pending", "updated_at"])
     event_emit(
         **_where(address),
         type="compact.invalidated",

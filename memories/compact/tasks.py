@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from celery import shared_task
-from django.db import transaction
 
 from memories.models import Turn
 from memories.services.memory_write import failure_reason, memory_write_finish
+from memoryhub import outbox
 from memoryhub.addresses import ConversationAddress
 from memoryhub.clients.errors import UpstreamError
 
@@ -46,8 +46,10 @@ def compact_history_task(self, turn_pk: int, trigger: str = "threshold") -> str:
 
 
 def enqueue_compaction(turn_pk: int, trigger: str) -> None:
-    """The one place a compaction is enqueued: after the turn's commit is durable (none on a rollback)."""
-    transaction.on_commit(lambda: compact_history_task.delay(turn_pk, trigger))
+    """The one place a compaction is enqueued: an outbox row in the turn-commit transaction (none on a
+    rollback), sent once it commits and re-sent by the outbox relay until a worker has run it."""
+    name = compact_history_task.name
+    outbox.schedule(name, {"turn_pk": turn_pk, "trigger": trigger}, dedup_key=f"{name}:{turn_pk}")
 
 
 def schedule_compaction(turn_pk: int) -> bool:

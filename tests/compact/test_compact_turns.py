@@ -192,3 +192,24 @@ def test_the_openapi_schema_documents_the_list(db) -> None:
     schema = APIClient().get("/api/schema/", {"format": "json"}).json()
     operation = schema["paths"]["/v1/users/{user_id}/conversations/{conversation_id}/compactions"]["get"]
     assert operation["operationId"] == "compactions_list"
+
+
+def test_a_prepare_reads_as_much_for_a_long_compacted_conversation_as_for_a_short_one(alice) -> None:
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    create_scenario(alice, budget=2000, keep=2)
+    _rounds(alice, 40, conv="/v1/users/u1/conversations/long")
+    _rounds(alice, 5, conv="/v1/users/u1/conversations/short")
+    assert compactions(alice, "/v1/users/u1/conversations/long") and not compactions(
+        alice, "/v1/users/u1/conversations/short"
+    )
+    counts = {}
+    for conv in ("long", "short"):
+        cache.clear()  # every entry rebuilt from the database
+        with CaptureQueriesContext(connection) as captured:
+            response = prepare(alice, "ok", conv=f"/v1/users/u1/conversations/{conv}")
+        assert response.status_code == 201
+        counts[conv] = len(captured.captured_queries)
+    assert counts["long"] == counts["short"]
