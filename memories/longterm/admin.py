@@ -1,24 +1,33 @@
 """Operator console for long-term memories, refused admissions, embedding indexes and task checkpoints.
 
 Everything here is read-only except deleting a memory, which goes through the same service as the
-API (history, vector backend, working-set invalidation). Memories are written only by the product,
-which alone can give consent; an operator cannot invent one.
+API (history, vector backend, working-set invalidation), and memory kinds, which an operator may
+define and change for a product through the same services as `/v1/memory-kinds`. Memories are
+written only by the product, which alone can give consent; an operator cannot invent one.
+Superseded memories stay listed (filter "current") with the id of the memory that replaced them.
 """
 
 from __future__ import annotations
 
+import json
+
+from django import forms
 from django.contrib import admin, messages
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from memories.longterm.kinds import DefinitionInvalid, check_definition, check_name
 from memories.longterm.models import (
     AdmissionRefusal,
     EmbeddingIndex,
     LongTermMemory,
     LongTermMemoryVersion,
+    MemoryKind,
     Task,
     TaskCheckpoint,
     TaskReport,
 )
+from memories.longterm.services.kinds import kind_create, kind_update
 from memories.longterm.services.memories import memory_delete
 from memories.longterm.services.reindex import reindex_pending
 from memoryhub.actors import Actor
@@ -41,10 +50,41 @@ class UserIdFilter(admin.SimpleListFilter):
         return queryset.filter(user_id=self.value()) if self.value() else queryset
 
 
+class CurrentFilter(admin.SimpleListFilter):
+    """Current (what search and recall see), superseded (history) or expired (awaiting the sweep)."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("current", "current"), ("superseded", "superseded"), ("expired", "expired")]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == "current":
+            return queryset.filter(superseded_by="").exclude(expires_at__lte=now)
+        if self.value() == "superseded":
+            return queryset.exclude(superseded_by="")
+        if self.value() == "expired":
+            return queryset.filter(expires_at__lte=now)
+        return queryset
+
+
 @admin.register(LongTermMemory)
 class LongTermMemoryAdmin(ReadOnlyAdmin):
-    list_display = ["memory_id", "user_id", "kind", "version", "summary", "product", "updated_at", "indexed_in"]
-    list_filter = ["product", "kind", UserIdFilter]
+    list_display = [
+        "memory_id",
+        "user_id",
+        "kind",
+        "version",
+        "summary",
+        "product",
+        "updated_at",
+        "expires_at",
+        "superseded_by",
+        "indexed_in",
+    ]
+    list_filter = ["product", "kind", CurrentFilter, UserIdFilter]
     list_select_related = ["product", "embedding_index"]
     search_fields = ["user_id", "memory_id", "evidence"]
     fields = [
@@ -58,6 +98,9 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
         "evidence",
         "source",
         "embedding_index",
+        "expires_at",
+        "superseded_by",
+        "superseded_at",
         "created_at",
         "updated_at",
         "history",
@@ -79,7 +122,9 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
     @admin.display(description="content")
     def summary(self, obj) -> str:
         content = obj.content if isinstance(obj.content, dict) else {}
-        return " · ".join(str(content[k]) for k in ("language", "detail", "text") if content.get(k))[:80]
+        if obj.kind == "preference":
+            return " · ".join(str(content[k]) for k in ("language", "detail", "text") if content.get(k))[:80]
+        return json.dumps(content, ensure_ascii=False, sort_keys=True)[:80]  # any kind: its content
 
     @admin.display(description="index")
     def indexed_in(self, obj) -> str:
@@ -119,6 +164,98 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
             except DomainError as exc:
                 self.message_user(request, f"{memory.memory_id} not deleted: {exc.message}", messages.ERROR)
         self.message_user(request, f"Deleted {deleted} memor{'y' if deleted == 1 else 'ies'}.")
+
+
+class MemoryKindForm(forms.ModelForm):
+    """The same rules as the API: a valid JSON Schema of an object, and fields it names."""
+
+    class Meta:
+        model = MemoryKind
+        fields = [
+            "product",
+            "name",
+            "description",
+            "content_schema",
+            "stated_fields",
+            "searchable",
+            "text_field",
+            "max_per_user",
+            "default_ttl_days",
+        ]
+
+    def clean(self):
+        data = super().clean()
+        api = {
+            "contentSchema": data.get("content_schema"),
+            "statedFields": data.get("stated_fields") or [],
+            "textField": data.get("text_field") or "",
+        }
+        try:
+            if self.instance.pk is None:
+                check_name(data.get("name"))
+            elif data.get("searchable") != self.instance.searchable:
+                raise DefinitionInvalid("searchable", "is fixed when a kind is created")
+            check_definition(api)
+        except DefinitionInvalid as exc:
+            field = {"name": "name", "searchable": "searchable", "statedFields": "stated_fields"}.get(
+                exc.field, "text_field" if exc.field == "textField" else "content_schema"
+            )
+            self.add_error(field, exc.message)
+        return data
+
+
+@admin.register(MemoryKind)
+class MemoryKindAdmin(admin.ModelAdmin):
+    """A product's memory kinds; saved through the kind services (so recall sees a change at once)."""
+
+    form = MemoryKindForm
+    list_display = ["name", "product", "searchable", "single_valued", "max_per_user", "default_ttl_days", "memories"]
+    list_filter = ["product", "searchable"]
+    list_select_related = ["product"]
+    search_fields = ["name", "description"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["product", "name"] if obj is not None else []
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # one at a time, and only when no memory uses the kind
+        return actions
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # A kind in use is deleted through `DELETE /v1/memory-kinds/{name}?cascade=true`, never by accident here.
+        if obj is not None and LongTermMemory.objects.filter(product_id=obj.product_id, kind=obj.name).exists():
+            return False
+        return super().has_delete_permission(request, obj)
+
+    @admin.display(description="single-valued fields")
+    def single_valued(self, obj) -> str:
+        return ", ".join(obj.single_valued_fields) or "—"
+
+    @admin.display(description="memories")
+    def memories(self, obj) -> int:
+        return LongTermMemory.objects.filter(product_id=obj.product_id, kind=obj.name).count()
+
+    def save_model(self, request, obj, form, change) -> None:
+        data = {
+            "description": obj.description,
+            "contentSchema": obj.content_schema,
+            "statedFields": obj.stated_fields or [],
+            "searchable": obj.searchable,
+            "textField": obj.text_field,
+            "maxPerUser": obj.max_per_user,
+            "defaultTtlDays": obj.default_ttl_days,
+        }
+        if change:
+            saved = kind_update(product=obj.product, name=obj.name, changes=data)
+        else:
+            saved = kind_create(product=obj.product, data={"name": obj.name, **data})
+        obj.pk, obj.created_at, obj.updated_at = saved.pk, saved.created_at, saved.updated_at
+
+    def delete_model(self, request, obj) -> None:
+        from memories.longterm.services.kinds import kind_delete
+
+        kind_delete(product=obj.product, name=obj.name, cascade=False)
 
 
 @admin.register(LongTermMemoryVersion)

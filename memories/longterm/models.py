@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import datetime
 
 from django.db import models
 from django.db.models import Q
@@ -48,6 +49,54 @@ class EmbeddingIndex(models.Model):
         return f"{self.identity_key} on {self.backend} ({self.status})"
 
 
+class MemoryKind(models.Model):
+    """A kind of long-term memory a product defines (besides the built-in `preference`).
+
+    `content_schema` is a JSON Schema for a memory's content; properties marked `"x-single-valued": true`
+    have one current answer per user (a contradicting new memory supersedes the old one).
+    """
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    name = models.CharField(max_length=64)
+    description = models.TextField(blank=True)
+    content_schema = models.JSONField(help_text="JSON Schema (2020-12) of a memory's content.")
+    stated_fields = models.JSONField(
+        default=list, blank=True, help_text="Content fields whose values must appear in the evidence."
+    )
+    searchable = models.BooleanField(default=False, help_text="Embedded and keyword-indexed; fixed at creation.")
+    text_field = models.CharField(max_length=64, blank=True, help_text="The content field recalled as text.")
+    max_per_user = models.PositiveIntegerField(null=True, blank=True)
+    default_ttl_days = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["product", "name"], name="longterm_kind_name_unique")]
+        ordering = ["product", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.product_id}:{self.name}"
+
+    @property
+    def single_valued_fields(self) -> list[str]:
+        properties = self.content_schema.get("properties") if isinstance(self.content_schema, dict) else None
+        if not isinstance(properties, dict):
+            return []
+        return sorted(
+            name for name, spec in properties.items() if isinstance(spec, dict) and spec.get("x-single-valued") is True
+        )
+
+
+def unexpired(now: datetime) -> Q:
+    """Memories whose expiry (if any) is still ahead: an expired memory leaves every read at once."""
+    return Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+
+
+def current(now: datetime) -> Q:
+    """Memories that are neither expired nor superseded: what search and recall see."""
+    return unexpired(now) & Q(superseded_by="")
+
+
 class LongTermMemory(models.Model):
     """One admitted long-term memory of a user (e.g. a communication preference), versioned for CAS."""
 
@@ -64,6 +113,11 @@ class LongTermMemory(models.Model):
     # its own partial HNSW index on `embedding::vector(n)` (PostgreSQL). On SQLite the column holds text.
     embedding = VectorField(null=True, blank=True)
     embedding_index = models.ForeignKey(EmbeddingIndex, on_delete=models.SET_NULL, null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Gone from reads at this time; then deleted.")
+    superseded_by = models.CharField(
+        max_length=40, blank=True, help_text="The memory id that replaced this one (kept for history)."
+    )
+    superseded_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -77,6 +131,7 @@ class LongTermMemory(models.Model):
         indexes = [
             models.Index(fields=["product", "user_id", "kind", "id"], name="longterm_user_kind_idx"),
             models.Index(fields=["product", "user_id", "id"], name="longterm_user_idx"),
+            models.Index(fields=["expires_at"], name="longterm_expires_idx", condition=Q(expires_at__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -90,7 +145,12 @@ class LongTermMemory(models.Model):
 class LongTermMemoryVersion(models.Model):
     """One committed state of a long-term memory (created, updated or deleted), with who wrote it."""
 
-    ACTIONS = [("created", "created"), ("updated", "updated"), ("deleted", "deleted")]
+    ACTIONS = [
+        ("created", "created"),
+        ("updated", "updated"),
+        ("superseded", "superseded"),
+        ("deleted", "deleted"),
+    ]
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
     user_id = models.CharField(max_length=128)
@@ -104,6 +164,7 @@ class LongTermMemoryVersion(models.Model):
     operation_id = models.CharField(max_length=128, blank=True)
     actor_type = models.CharField(max_length=16)
     actor = models.CharField(max_length=200)
+    decision = models.JSONField(null=True, blank=True, help_text="How admission decided (rules, judge).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -134,6 +195,7 @@ class AdmissionRefusal(models.Model):
     evidence = models.TextField(blank=True)
     content = models.JSONField(null=True, blank=True)
     actor = models.CharField(max_length=200)
+    decision = models.JSONField(null=True, blank=True, help_text="How admission decided (rules, judge).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

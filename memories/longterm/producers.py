@@ -1,19 +1,28 @@
-"""The `preferences` variable (SPEC S3, C1–C3): the user's preference memories relevant to this turn.
+"""The `preferences` variable (SPEC S3, C1–C3): the user's long-term memories relevant to this turn.
 
-The working set (Redis) holds the user's preference snapshot — ids, versions, content and vectors
-of the active index — rebuilt from the database on a miss or expiry and invalidated by every write.
-With few preferences all of them are used; with more, the turn's user message is embedded and the
-top k are chosen by cosine similarity over the snapshot (exact, the same vectors the index holds).
-Each used memory's id and version is recorded in the source status.
+The scenario's `preferences` section names the kinds it recalls (`kinds`, default ["preference"]):
+`preference` is one kind among the product's own. The working set (Redis) holds one snapshot per
+user and kind — ids, versions, content, expiry times and vectors of the active index — rebuilt from
+the database on a miss and invalidated by every write (supersession included). Every read drops the
+items whose expiry has passed, so an expired memory is never served from the cache. With few
+memories all of them are used; with more, the turn's user message is embedded and the top k are
+chosen by cosine similarity over the snapshots (exact, the same vectors the index holds). Each used
+memory's id and version is recorded in the source status.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import json
+import time
 
-from memories.longterm.models import EmbeddingIndex, LongTermMemory
+import numpy as np
+from django.utils import timezone
+
+from memories.longterm.kinds import KIND_NAME, KindSpec
+from memories.longterm.models import EmbeddingIndex, LongTermMemory, current
+from memories.longterm.selectors import kind_spec, kinds_scope
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
-from memories.longterm.services.memories import preferences_scope
+from memories.longterm.services.memories import kind_scope
 from memories.longterm.services.vectors import backend_named
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress
@@ -22,31 +31,48 @@ from memoryhub.runtimes.registry import SectionInvalid
 
 DEFAULT_TOP_K = 5
 DEFAULT_ALL_WHEN_AT_MOST = 5
-MAX_SNAPSHOT = 200  # newest preferences a turn may consider
+MAX_SNAPSHOT = 200  # newest memories of one kind a turn may consider
+PREFERENCE = "preference"
 
 
-def _settings(scenario) -> tuple[int, int]:
+MAX_KINDS = 20
+
+
+def _settings(scenario) -> tuple[int, int, list[str]]:
     section = (getattr(scenario, "sections", None) or {}).get("preferences") or {}
-    return section.get("topK", DEFAULT_TOP_K), section.get("allWhenAtMost", DEFAULT_ALL_WHEN_AT_MOST)
+    kinds = section.get("kinds") or [PREFERENCE]
+    return section.get("topK", DEFAULT_TOP_K), section.get("allWhenAtMost", DEFAULT_ALL_WHEN_AT_MOST), kinds
 
 
 def validate_section(value: object) -> dict:
-    """Scenario section `preferences`: {"topK": 1-20, "allWhenAtMost": 0-50}."""
+    """Scenario section `preferences`: {"topK": 1-20, "allWhenAtMost": 0-50, "kinds": [kind names]}.
+
+    `kinds` names the memory kinds the source recalls (default ["preference"]): the built-in one and
+    the product's own (`/v1/memory-kinds`); a kind the product has not defined recalls nothing.
+    """
     if not isinstance(value, dict):
-        raise SectionInvalid({"preferences": "must be an object with topK and/or allWhenAtMost"})
+        raise SectionInvalid({"preferences": "must be an object with topK, allWhenAtMost and/or kinds"})
     limits = {"topK": (1, 20), "allWhenAtMost": (0, 50)}
-    errors = {f"preferences.{k}": "unknown field" for k in value if k not in limits}
+    errors = {f"preferences.{k}": "unknown field" for k in value if k not in {*limits, "kinds"}}
     for name, (low, high) in limits.items():
         item = value.get(name)
         if item is not None and (isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high):
             errors[f"preferences.{name}"] = f"must be an integer from {low} to {high}"
+    kinds = value.get("kinds")
+    if kinds is not None and (
+        not isinstance(kinds, list)
+        or not 1 <= len(kinds) <= MAX_KINDS
+        or not all(isinstance(k, str) and KIND_NAME.fullmatch(k) for k in kinds)
+        or len(set(kinds)) != len(kinds)
+    ):
+        errors["preferences.kinds"] = f"must be a list of 1-{MAX_KINDS} distinct kind names"
     if errors:
         raise SectionInvalid(errors)
     return {k: v for k, v in value.items() if v is not None}
 
 
 # ---------------------------------------------------------------------------------------------
-# The snapshot kept in the working set
+# The snapshot kept in the working set: one per user and kind
 # ---------------------------------------------------------------------------------------------
 
 
@@ -54,35 +80,49 @@ def _active_index_pk() -> int | None:
     return active_index_pk()
 
 
-def build_snapshot(scope: UserAddress) -> dict:
-    """From the database: the newest preferences with their vectors in the active index (float32 bytes)."""
+def build_snapshot(scope: UserAddress, kind: str = PREFERENCE, definition_id: int | None = None) -> dict:
+    """From the database: the newest current memories of a kind with their vectors in the active index.
+
+    Each item carries its expiry (seconds since the epoch): the snapshot may outlive it, so every read
+    filters on it. Superseded memories are left out (superseding invalidates the snapshot in its write).
+    """
     index = EmbeddingIndex.objects.filter(status="active").first()
     rows = list(
-        LongTermMemory.objects.filter(product=scope.product, user_id=scope.user_id, kind="preference")
+        LongTermMemory.objects.filter(current(timezone.now()), product=scope.product, user_id=scope.user_id, kind=kind)
         .order_by("-pk")
-        .values("pk", "memory_id", "version", "content", "embedding_index_id")[:MAX_SNAPSHOT]
+        .values("pk", "memory_id", "version", "content", "embedding_index_id", "expires_at")[:MAX_SNAPSHOT]
     )
     in_index = [row["pk"] for row in rows if index is not None and row["embedding_index_id"] == index.pk]
     vectors = backend_named(index.backend).vectors(index, in_index) if in_index else {}
     items = [
         {
             "id": row["memory_id"],
+            "seq": row["pk"],
+            "kind": kind,
             "version": row["version"],
             "content": row["content"],
+            "expiresAt": row["expires_at"].timestamp() if row["expires_at"] else None,
             "vector": np.asarray(vectors[row["pk"]], dtype=np.float32).tobytes() if row["pk"] in vectors else None,
         }
         for row in rows
     ]
-    return {"index": index.pk if index else None, "items": items}
+    return {"index": index.pk if index else None, "kindId": definition_id, "items": items}
 
 
-def _snapshot(scope: UserAddress) -> tuple[dict, bool]:
+def _snapshot(scope: UserAddress, spec: KindSpec) -> tuple[dict, bool]:
     # A Redis outage propagates: the turn pipeline answers 503 (C3), never a turn without the cache.
-    snapshot, cached = working_set.get_or_build(preferences_scope(scope), lambda: build_snapshot(scope))
-    if snapshot["index"] != _active_index_pk():  # a reindex activated another index since
-        working_set.invalidate(preferences_scope(scope))
-        snapshot, cached = build_snapshot(scope), False
+    entry = kind_scope(scope, spec.name)
+    build = lambda: build_snapshot(scope, spec.name, spec.definition_id)  # noqa: E731
+    snapshot, cached = working_set.get_or_build(entry, build)
+    # Another index activated since, or a kind deleted and defined again under the same name: rebuild.
+    if snapshot["index"] != _active_index_pk() or snapshot.get("kindId") != spec.definition_id:
+        working_set.invalidate(entry)
+        snapshot, cached = build(), False
     return snapshot, cached
+
+
+def _current_items(snapshot: dict, now: float) -> list[dict]:
+    return [item for item in snapshot["items"] if item.get("expiresAt") is None or item["expiresAt"] > now]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,15 +130,18 @@ def _snapshot(scope: UserAddress) -> tuple[dict, bool]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _rank(scope: UserAddress, snapshot: dict, message: str, top_k: int) -> list[tuple[dict, float | None]]:
-    items = snapshot["items"]
+def _rank(
+    scope: UserAddress, specs: list[KindSpec], items: list[dict], index_pk: int | None, message: str, top_k: int
+) -> list[tuple[dict, float | None]]:
     if not message.strip():
         return [(item, None) for item in items[:top_k]]
     in_use = index_in_use()  # read from the database: 503 if the embedder does not match the active index
-    if snapshot["index"] != in_use.index.pk:
+    if index_pk != in_use.index.pk:
         # Cached before a reindex this process has not heard of (e.g. the local-memory cache of another
         # process): never compare the new identity's query with the old identity's vectors.
-        items = build_snapshot(scope)["items"]
+        now = time.time()
+        fresh = [build_snapshot(scope, spec.name, spec.definition_id) for spec in specs]
+        items = _merged([_current_items(snapshot, now) for snapshot in fresh])
     with_vectors = [item for item in items if item["vector"] is not None]
     if not with_vectors:
         return [(item, None) for item in items[:top_k]]
@@ -109,33 +152,69 @@ def _rank(scope: UserAddress, snapshot: dict, message: str, top_k: int) -> list[
     return [(with_vectors[i], float(scores[i])) for i in order]
 
 
-def render(chosen: list[tuple[dict, float | None]]) -> str:
-    lines = []
-    for item, _ in chosen:
-        content = item["content"]
+def _merged(groups: list[list[dict]]) -> list[dict]:
+    if len(groups) == 1:
+        return groups[0]
+    return sorted((item for group in groups for item in group), key=lambda item: -item.get("seq", 0))
+
+
+def _line(item: dict, text_fields: dict[str, str]) -> str:
+    content = item["content"] if isinstance(item["content"], dict) else {}
+    kind = item.get("kind", PREFERENCE)
+    if kind == PREFERENCE:
         facets = [f"{name}: {content[name]}" for name in ("language", "detail") if content.get(name)]
         text = content.get("text")
-        lines.append("- " + "; ".join(facets) + (f" — {text}" if text else ""))
-    return "\n".join(lines)
+        return "- " + "; ".join(facets) + (f" — {text}" if text else "")
+    field = text_fields.get(kind)
+    value = content.get(field) if field else None
+    if not isinstance(value, str) or not value.strip():
+        value = json.dumps(content, ensure_ascii=False, sort_keys=True)
+    return f"- {kind}: {value}"
+
+
+def render(chosen: list[tuple[dict, float | None]], text_fields: dict[str, str] | None = None) -> str:
+    return "\n".join(_line(item, text_fields or {}) for item, _ in chosen)
 
 
 def produce_preferences(request: RecallRequest) -> SourceResult:
+    """The user's current memories of the kinds the scenario names (default: preferences), as text."""
     scope = UserAddress(request.product, request.user_id)
-    snapshot, cached = _snapshot(scope)
-    items = snapshot["items"]
+    top_k, all_when_at_most, kind_names = _settings(request.scenario)
+    specs = [spec for name in kind_names if (spec := kind_spec(request.product, name)) is not None]
+    now, snapshots, cached = time.time(), [], True
+    for spec in specs:
+        snapshot, was_cached = _snapshot(scope, spec)
+        snapshots.append(snapshot)
+        cached = cached and was_cached
+    items = _merged([_current_items(snapshot, now) for snapshot in snapshots])
     if not items:
-        return SourceResult(text="", status="empty", details={"reason": "no preferences saved"}, cached=cached)
-    top_k, all_when_at_most = _settings(request.scenario)
+        nothing = "no preferences saved" if kind_names == [PREFERENCE] else "no memories of these kinds saved"
+        return SourceResult(text="", status="empty", details={"reason": nothing}, cached=cached)
     few = len(items) <= all_when_at_most
-    chosen = [(item, None) for item in items] if few else _rank(scope, snapshot, request.user_message, top_k)
+    index_pk = snapshots[0]["index"]
+    chosen = (
+        [(item, None) for item in items] if few else _rank(scope, specs, items, index_pk, request.user_message, top_k)
+    )
     used = [
-        {"id": item["id"], "version": item["version"], **({"score": round(score, 6)} if score is not None else {})}
+        {
+            "id": item["id"],
+            "version": item["version"],
+            **({"kind": item["kind"]} if item.get("kind", PREFERENCE) != PREFERENCE else {}),
+            **({"score": round(score, 6)} if score is not None else {}),
+        }
         for item, score in chosen
     ]
     details = {"mode": "all" if few else "semantic", "memories": used, "available": len(items)}
     version = chosen[0][0]["version"] if len(chosen) == 1 else None
-    return SourceResult(text=render(chosen), status="ok", version=version, details=details, cached=cached)
+    text_fields = {spec.name: spec.text_field for spec in specs}
+    return SourceResult(text=render(chosen, text_fields), status="ok", version=version, details=details, cached=cached)
 
 
 def preference_scopes(request: RecallRequest) -> list[working_set.Scope]:
-    return [preferences_scope(UserAddress(request.product, request.user_id)), ACTIVE_INDEX_SCOPE]
+    """The working-set entries a recall reads: each named kind's snapshot, the product's kinds, the active index."""
+    user = UserAddress(request.product, request.user_id)
+    _, _, kind_names = _settings(request.scenario)
+    scopes = [kind_scope(user, name) for name in kind_names]
+    if any(name != PREFERENCE for name in kind_names):
+        scopes.append(kinds_scope(request.product))
+    return [*scopes, ACTIVE_INDEX_SCOPE]

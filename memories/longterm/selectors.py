@@ -1,24 +1,37 @@
-"""Reads of long-term memories and tasks; every query is scoped to the product and the user.
+"""Reads of long-term memories, memory kinds and tasks; every query is scoped to the product (and the user).
 
 Search is honest about what it is: `keyword` matches jieba-segmented words in SQL (a GIN-indexed
 `simple` tsvector on PostgreSQL, LIKE over the same tokens on SQLite), `semantic` ranks by cosine
-distance of real embeddings in the vector backend. Only searchable kinds (`preference`) take part;
-task checkpoints are other tables and never appear.
+distance of real embeddings in the vector backend. Only searchable kinds (`preference` and the
+product's kinds defined `searchable`) take part, and only current memories: an expired or superseded
+memory is filtered out by the query itself, on every path. Task checkpoints are other tables and never appear.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import connection
-from django.db.models import Case, IntegerField, Value, When
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.utils import timezone
 
-from memories.longterm import keyword
-from memories.longterm.models import LongTermMemory, Task, TaskCheckpoint, TaskReport
+from memories.longterm import admission, keyword
+from memories.longterm.kinds import KindSpec, builtin_spec, single_valued_of
+from memories.longterm.models import (
+    LongTermMemory,
+    MemoryKind,
+    Task,
+    TaskCheckpoint,
+    TaskReport,
+    current,
+    unexpired,
+)
 from memories.longterm.services.embedding_index import index_in_use
-from memories.longterm.services.memories import searchable_kinds
 from memories.longterm.services.vectors import TABLE
+from memories.models import Product
+from memoryhub import working_set
 from memoryhub.addresses import UserAddress
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
@@ -35,20 +48,89 @@ class SearchPage:
     embedding_identity: str | None = None
 
 
+# ---------------------------------------------------------------------------------------------
+# Kinds
+# ---------------------------------------------------------------------------------------------
+
+
+def kinds_scope(product: Product) -> working_set.Scope:
+    """The working-set entry of a product's kind definitions (no user: it cannot share a user's key)."""
+    return working_set.Scope(product.pk, "", "", "memoryKinds")
+
+
+def kind_list(product: Product) -> QuerySet[MemoryKind]:
+    return MemoryKind.objects.filter(product=product).order_by("name")
+
+
+def kind_get(product: Product, name: str, *, for_update: bool = False) -> MemoryKind:
+    queryset = MemoryKind.objects.filter(product=product, name=name)
+    kind = (queryset.select_for_update() if for_update else queryset).first()
+    if kind is None:
+        raise NotFound(f"no memory kind {name[:64]!r}")
+    return kind
+
+
+def spec_of(kind: MemoryKind) -> KindSpec:
+    return KindSpec(
+        name=kind.name,
+        searchable=kind.searchable,
+        single_valued=single_valued_of(kind.content_schema),
+        text_field=kind.text_field,
+        max_per_user=kind.max_per_user,
+        default_ttl_days=kind.default_ttl_days,
+        content_schema=kind.content_schema,
+        stated_fields=tuple(kind.stated_fields or ()),
+        definition_id=kind.pk,
+        description=kind.description,
+    )
+
+
+def product_kind_specs(product: Product) -> dict[str, KindSpec]:
+    """The product's own kinds, from the working set (every kind write invalidates it)."""
+    specs, _ = working_set.get_or_build(
+        kinds_scope(product), lambda: {kind.name: spec_of(kind) for kind in kind_list(product)}
+    )
+    return specs
+
+
+def kind_spec(product: Product, name: str) -> KindSpec | None:
+    """A built-in kind or one of the product's; None when neither exists."""
+    return builtin_spec(name) or product_kind_specs(product).get(name)
+
+
+def kind_names(product: Product) -> list[str]:
+    """Every kind a product can write and read: the built-in ones and its own (what export and admin walk)."""
+    return sorted({*admission.KINDS, *product_kind_specs(product)})
+
+
+def searchable_kinds(product: Product) -> list[str]:
+    builtin = {name for name, rules in admission.KINDS.items() if rules.searchable}
+    return sorted(builtin | {name for name, spec in product_kind_specs(product).items() if spec.searchable})
+
+
+# ---------------------------------------------------------------------------------------------
+# Memories
+# ---------------------------------------------------------------------------------------------
+
+
 def _scoped(scope: UserAddress):
     # The vector (kilobytes of text to parse per row) and the token list are never part of an answer.
     return LongTermMemory.objects.filter(product=scope.product, user_id=scope.user_id).defer("embedding", "search_text")
 
 
 def memory_get(scope: UserAddress, memory_id: str) -> LongTermMemory:
-    memory = _scoped(scope).filter(memory_id=memory_id).first()
+    """A memory by id, superseded ones included (they are history); an expired memory is gone."""
+    memory = _scoped(scope).filter(unexpired(timezone.now()), memory_id=memory_id).first()
     if memory is None:
         raise NotFound(f"no memory {memory_id!r} for this user")
     return memory
 
 
-def memory_list_page(scope: UserAddress, *, kind: str | None, cursor: str | None, limit: int):
-    queryset = _scoped(scope)
+def memory_list_page(
+    scope: UserAddress, *, kind: str | None, cursor: str | None, limit: int, include_superseded: bool = False
+):
+    now = timezone.now()
+    queryset = _scoped(scope).filter(unexpired(now) if include_superseded else current(now))
     if kind:
         queryset = queryset.filter(kind=kind)
     return keyset_page(queryset, field="pk", descending=True, cursor=cursor, limit=limit)
@@ -93,28 +175,34 @@ def _keyword(scope: UserAddress, query: str, limit: int, offset: int) -> SearchP
     if not terms:
         return SearchPage(KEYWORD, [], None)
     search = _keyword_postgres if connection.vendor == "postgresql" else _keyword_portable
-    ranked = search(scope, terms, limit + 1, offset)
-    rows = _scoped(scope).in_bulk([pk for pk, _ in ranked])
+    now = timezone.now()
+    ranked = search(scope, terms, limit + 1, offset, now)
+    rows = _scoped(scope).filter(current(now)).in_bulk([pk for pk, _ in ranked])
     results = [(rows[pk], score) for pk, score in ranked[:limit] if pk in rows]
     return SearchPage(KEYWORD, results, _next(KEYWORD, query, offset, limit, len(ranked) > limit))
 
 
-def _keyword_postgres(scope: UserAddress, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
+def _keyword_postgres(
+    scope: UserAddress, terms: list[str], limit: int, offset: int, now: datetime
+) -> list[tuple[int, float]]:
     # OR of the terms, each parsed by plainto_tsquery: every term is a bound parameter, never SQL text.
     tsquery = "(" + " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * len(terms)) + ")"
-    kinds = searchable_kinds()
+    kinds = searchable_kinds(scope.product)
     sql = (
         f"SELECT id, ts_rank({keyword.TSVECTOR_SQL}, {tsquery}) AS score FROM {TABLE} "
         f"WHERE product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
+        "AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s) "
         f"AND {keyword.TSVECTOR_SQL} @@ {tsquery} ORDER BY score DESC, id DESC LIMIT %s OFFSET %s"
     )
-    params = [*terms, scope.product.pk, scope.user_id, *kinds, *terms, limit, offset]
+    params = [*terms, scope.product.pk, scope.user_id, *kinds, now, *terms, limit, offset]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(pk, float(score)) for pk, score in cursor.fetchall()]
 
 
-def _keyword_portable(scope: UserAddress, terms: list[str], limit: int, offset: int) -> list[tuple[int, float]]:
+def _keyword_portable(
+    scope: UserAddress, terms: list[str], limit: int, offset: int, now: datetime
+) -> list[tuple[int, float]]:
     """SQLite: count the query's tokens present in the space-padded token list (LIKE, escaped by Django)."""
     hits = sum(
         (
@@ -125,7 +213,7 @@ def _keyword_portable(scope: UserAddress, terms: list[str], limit: int, offset: 
     )
     rows = (
         _scoped(scope)
-        .filter(kind__in=searchable_kinds())
+        .filter(current(now), kind__in=searchable_kinds(scope.product))
         .annotate(hits=hits)
         .filter(hits__gt=0)
         .order_by("-hits", "-pk")
@@ -137,16 +225,18 @@ def _keyword_portable(scope: UserAddress, terms: list[str], limit: int, offset: 
 def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
     in_use = index_in_use()  # 503 when the index was built for another identity
     vector = in_use.embed_one(query)  # 503/502 when the embedder is down or answers wrongly
+    now = timezone.now()
     hits = in_use.backend.search(
         in_use.index,
         product_id=scope.product.pk,
         user_id=scope.user_id,
-        kinds=searchable_kinds(),
+        kinds=searchable_kinds(scope.product),
         vector=vector,
         limit=limit + 1,
         offset=offset,
+        now=now,
     )
-    rows = _scoped(scope).in_bulk([hit.pk for hit in hits])
+    rows = _scoped(scope).filter(current(now)).in_bulk([hit.pk for hit in hits])
     # A vector whose stored version is not the row's (Qdrant ahead of a rolled-back write) is not served.
     results = [(rows[h.pk], h.score) for h in hits[:limit] if h.pk in rows and h.version in (None, rows[h.pk].version)]
     return SearchPage(

@@ -21,6 +21,12 @@ PREFERENCE_EN = {
 }
 
 
+# Two preferences that answer no single-valued field (language, detail) differently: both stay current.
+# (PREFERENCE_EN contradicts PREFERENCE_ZH on both fields, so writing it supersedes PREFERENCE_ZH.)
+ZH_LANGUAGE = {**PREFERENCE_ZH, "content": {"language": "zh", "text": "用户喜欢简短的中文回答"}}
+EN_DETAIL = {**PREFERENCE_EN, "content": {"detail": "detailed", "text": "Please always answer me in detailed English"}}
+
+
 def memories_url(user: str = "u1") -> str:
     return f"/v1/users/{user}/memories"
 

@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memories.longterm.services.reindex import reindex_batch, reindex_prepare
 from tests.longterm.support import (
-    PREFERENCE_EN,
+    EN_DETAIL,
+    ZH_LANGUAGE,
     create,
     memories_url,
     proposal,
@@ -62,8 +63,8 @@ def active() -> EmbeddingIndex:
 
 def test_the_http_embedder_serves_writes_and_search(alice, settings, server_a):
     use_http(settings, server_a)
-    stored = create(alice)["id"]
-    create(alice, proposal(PREFERENCE_EN))
+    stored = create(alice, ZH_LANGUAGE)["id"]
+    create(alice, EN_DETAIL)
     body = search(alice, "请用简洁的中文回复我", "semantic").json()
     assert body["results"][0]["id"] == stored
     assert body["embeddingIdentity"] == "openai-compatible:model-a:512:nfkc-strip-v1"
@@ -102,8 +103,8 @@ def test_a_vector_of_the_wrong_dimension_is_502_and_writes_nothing(alice, settin
 
 def test_a_new_model_with_the_same_dimension_is_refused_until_reindex(alice, settings, server_a, server_b):
     use_http(settings, server_a, "model-a")
-    record = create(alice)
-    create(alice, proposal(PREFERENCE_EN))
+    record = create(alice, ZH_LANGUAGE)
+    create(alice, EN_DETAIL)
     old = active()
     use_http(settings, server_b, "model-b")
     error = assert_envelope(alice.post(memories_url(), proposal()), 503, "embedding_index_mismatch")

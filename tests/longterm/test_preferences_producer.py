@@ -16,8 +16,9 @@ from memories.models import Scenario
 from memoryhub.addresses import UserAddress
 from memoryhub.runtimes.base import RecallRequest, SourceConfig
 from tests.longterm.support import (
-    PREFERENCE_EN,
+    EN_DETAIL,
     PREFERENCE_ZH,
+    ZH_LANGUAGE,
     create,
     memories_url,
     proposal,
@@ -105,7 +106,7 @@ def test_every_write_invalidates_the_working_set(alice):
 
 def test_with_many_preferences_the_relevant_ones_are_chosen_by_meaning(alice):
     scenario(alice, preferences={"topK": 1, "allWhenAtMost": 1})
-    zh, en = create(alice)["id"], create(alice, proposal(PREFERENCE_EN))["id"]
+    zh, en = create(alice, ZH_LANGUAGE)["id"], create(alice, EN_DETAIL)["id"]
     chinese = prepare(alice, "请用简洁的中文回复我")["sources"][0]["details"]
     assert chinese["mode"] == "semantic" and chinese["available"] == 2
     assert [m["id"] for m in chinese["memories"]] == [zh] and chinese["memories"][0]["score"] > 0
@@ -115,8 +116,8 @@ def test_with_many_preferences_the_relevant_ones_are_chosen_by_meaning(alice):
 
 def test_few_preferences_are_all_used(alice):
     scenario(alice, preferences={"topK": 1, "allWhenAtMost": 3})
-    create(alice)
-    create(alice, proposal(PREFERENCE_EN))
+    create(alice, ZH_LANGUAGE)
+    create(alice, EN_DETAIL)
     turn = prepare(alice, "请用简洁的中文回复我")
     assert turn["sources"][0]["details"]["mode"] == "all" and len(turn["sources"][0]["details"]["memories"]) == 2
     assert "用户喜欢简短的中文回答" in turn["prompt"] and "detailed English" in turn["prompt"]
@@ -222,8 +223,8 @@ def http_embedder_url():
 
 @pytest.mark.usefixtures("fresh_embedder")
 def test_after_a_reindex_the_snapshot_is_rebuilt_from_the_new_index(alice, settings, http_embedder_url):
-    zh = create(alice)["id"]
-    create(alice, proposal(PREFERENCE_EN))
+    zh = create(alice, ZH_LANGUAGE)["id"]
+    create(alice, EN_DETAIL)  # superseded by COFFEE (detail: brief) below
     create(alice, COFFEE)
     assert recall(alice, "请用简洁的中文回复我").details["mode"] == "all"
     settings.EMBEDDING_BASE_URL, settings.EMBEDDING_MODEL = http_embedder_url, "model-a"
@@ -238,8 +239,8 @@ def test_a_snapshot_cached_before_a_reindex_is_never_compared_with_the_new_ident
     """Another process's local-memory cache may still hold the old index's vectors and pk: rebuild, never mix."""
     from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE
 
-    zh = create(alice)["id"]
-    create(alice, proposal(PREFERENCE_EN))
+    zh = create(alice, ZH_LANGUAGE)["id"]
+    create(alice, EN_DETAIL)
     stale_pk = 10_000
     old_vector = np.ones(384, dtype=np.float32).tobytes()  # another identity's vector: another size, even
     stale = {

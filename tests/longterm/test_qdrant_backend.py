@@ -17,7 +17,9 @@ from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memories.longterm.services.vectors import QDRANT_VECTOR, qdrant_client, reset_qdrant_clients
 from memoryhub.clients.embeddings import get_embedder
 from tests.longterm.support import (
+    EN_DETAIL,
     PREFERENCE_EN,
+    ZH_LANGUAGE,
     create,
     memories_url,
     proposal,
@@ -54,14 +56,14 @@ def test_a_write_stores_the_full_record_and_its_vector_in_the_identity_collectio
     row = LongTermMemory.objects.get()
     assert row.embedding is None and row.embedding_index == index  # the vector lives in Qdrant only
     stored = point(qdrant, row.pk)
-    assert stored.payload == {**record, "product": alice.product.pk, "userId": "u1"}
+    assert stored.payload == {**record, "product": alice.product.pk, "userId": "u1", "expiresAtTs": None}
     expected = get_embedder().embed(["用户喜欢简短的中文回答"])[0]
     assert np.allclose(stored.vector[QDRANT_VECTOR], expected, atol=1e-5)
 
 
 def test_semantic_search_runs_in_qdrant_and_is_scoped(alice, bob, qdrant):
-    stored = create(alice)["id"]
-    unrelated = create(alice, proposal(PREFERENCE_EN))["id"]
+    stored = create(alice, ZH_LANGUAGE)["id"]
+    unrelated = create(alice, EN_DETAIL)["id"]
     create(alice, user="u2")
     create(bob)
     body = search(alice, "请用简洁的中文回复我", "semantic").json()

@@ -9,7 +9,9 @@ from django.db import connection
 from memories.longterm.models import LongTermMemory
 from memoryhub.clients.embeddings import get_embedder
 from tests.longterm.support import (
+    EN_DETAIL,
     PREFERENCE_EN,
+    ZH_LANGUAGE,
     create,
     memories_url,
     proposal,
@@ -36,7 +38,7 @@ def ids(response) -> list[str]:
 
 
 def test_keyword_search_finds_chinese_words_inside_unspaced_sentences(alice):
-    zh, en = create(alice)["id"], create(alice, proposal(PREFERENCE_EN))["id"]
+    zh, en = create(alice, ZH_LANGUAGE)["id"], create(alice, EN_DETAIL)["id"]
     response = search(alice, "中文回答", "keyword")
     body = response.json()
     assert body["mode"] == "keyword" and body["query"] == "中文回答" and "embeddingIdentity" not in body
@@ -71,8 +73,8 @@ def test_keyword_search_does_not_match_a_paraphrase_it_is_not_semantic(alice):
 
 
 def test_semantic_search_ranks_a_paraphrase_above_an_unrelated_record(alice):
-    stored = create(alice)["id"]  # 用户喜欢简短的中文回答
-    unrelated = create(alice, proposal(PREFERENCE_EN))["id"]
+    stored = create(alice, ZH_LANGUAGE)["id"]  # 用户喜欢简短的中文回答
+    unrelated = create(alice, EN_DETAIL)["id"]
     response = search(alice, "请用简洁的中文回复我", "semantic")
     body = response.json()
     assert body["mode"] == "semantic"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memories.longterm.models import LongTermMemory, TaskCheckpoint, TaskReport
+from memories.longterm.models import LongTermMemory, MemoryKind, TaskCheckpoint, TaskReport
 from memories.longterm.selectors import TaskState
 from memories.services.runonce import OPERATION_ID
 from memories.validation import compact_json, json_depth
@@ -49,11 +49,19 @@ class OperationIdField(StrictCharField):
 
 
 class ProposalFields(StrictSerializer):
-    content = BoundedObjectField(help_text='For kind "preference": {"language", "detail", "text"}.')
+    content = BoundedObjectField(
+        help_text='For kind "preference": {"language", "detail", "text"}; for a product kind: its contentSchema.'
+    )
     evidence = StrictCharField(max_length=2000, help_text="A verbatim quote of `source` that states the memory.")
     source = StrictCharField(max_length=20_000, help_text="What the user wrote.")
     consent = StrictBooleanField(help_text="Set by the product backend (the trusted controller), never by a model.")
     operationId = OperationIdField(required=False, help_text="Repeat-safe retries: same id + same body → same result.")
+    expiresAt = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="When the memory leaves every read (then it is deleted); default: the kind's defaultTtlDays. "
+        "On PATCH, absent keeps the current expiry and null removes it.",
+    )
 
 
 class MemoryCreateSerializer(ProposalFields):
@@ -69,6 +77,77 @@ class SearchSerializer(StrictSerializer):
     mode = serializers.ChoiceField(choices=["keyword", "semantic"], help_text="Required: no silent default.")
     limit = StrictIntegerField(min_value=1, max_value=50, required=False, default=10)
     cursor = StrictCharField(required=False, allow_null=True, max_length=200)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory kinds
+# ---------------------------------------------------------------------------------------------
+
+
+class KindFields(StrictSerializer):
+    description = StrictCharField(max_length=2000, required=False, allow_blank=True)
+    contentSchema = BoundedObjectField(
+        help_text='JSON Schema (2020-12) of `content`, `"type": "object"`; a property with '
+        '`"x-single-valued": true` has one current answer per user (a contradicting new memory supersedes).'
+    )
+    statedFields = serializers.ListField(
+        child=StrictCharField(max_length=64),
+        max_length=50,
+        required=False,
+        help_text="Content fields whose values must appear in the evidence (Unicode width and case folded).",
+    )
+    searchable = StrictBooleanField(
+        required=False, help_text="Embedded and keyword-indexed (fixed at creation); default false."
+    )
+    textField = StrictCharField(
+        max_length=64, required=False, allow_blank=True, help_text="The content field embedded and recalled."
+    )
+    maxPerUser = StrictIntegerField(min_value=1, max_value=100_000, required=False, allow_null=True)
+    defaultTtlDays = StrictIntegerField(min_value=1, max_value=36_500, required=False, allow_null=True)
+
+
+class KindCreateSerializer(KindFields):
+    name = StrictCharField(max_length=64, help_text="a-z, 0-9 and _, starting with a letter; unique per product.")
+
+
+class KindUpdateSerializer(KindFields):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["contentSchema"].required = False
+
+
+class KindSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    contentSchema = serializers.JSONField()
+    statedFields = serializers.ListField(child=serializers.CharField())
+    singleValuedFields = serializers.ListField(child=serializers.CharField(), read_only=True)
+    searchable = serializers.BooleanField()
+    textField = serializers.CharField()
+    maxPerUser = serializers.IntegerField(allow_null=True)
+    defaultTtlDays = serializers.IntegerField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    updatedAt = serializers.DateTimeField()
+
+
+class KindListSerializer(serializers.Serializer):
+    results = KindSerializer(many=True)
+
+
+def kind_to_dict(kind: MemoryKind) -> dict:
+    return {
+        "name": kind.name,
+        "description": kind.description,
+        "contentSchema": kind.content_schema,
+        "statedFields": list(kind.stated_fields or []),
+        "singleValuedFields": kind.single_valued_fields,
+        "searchable": kind.searchable,
+        "textField": kind.text_field,
+        "maxPerUser": kind.max_per_user,
+        "defaultTtlDays": kind.default_ttl_days,
+        "createdAt": iso(kind.created_at),
+        "updatedAt": iso(kind.updated_at),
+    }
 
 
 class CheckpointSerializer(StrictSerializer):
@@ -90,6 +169,9 @@ class MemorySerializer(serializers.Serializer):
     evidence = serializers.CharField()
     source = serializers.CharField()
     version = serializers.IntegerField()
+    expiresAt = serializers.DateTimeField(allow_null=True)
+    supersededBy = serializers.CharField(allow_null=True, help_text="The id of the memory that replaced this one.")
+    supersededAt = serializers.DateTimeField(allow_null=True)
     createdAt = serializers.DateTimeField()
     updatedAt = serializers.DateTimeField()
 
@@ -154,6 +236,9 @@ def memory_to_dict(memory: LongTermMemory) -> dict:
         "evidence": memory.evidence,
         "source": memory.source,
         "version": memory.version,
+        "expiresAt": iso(memory.expires_at) if memory.expires_at else None,
+        "supersededBy": memory.superseded_by or None,
+        "supersededAt": iso(memory.superseded_at) if memory.superseded_at else None,
         "createdAt": iso(memory.created_at),
         "updatedAt": iso(memory.updated_at),
     }

@@ -7,6 +7,8 @@ from . import views
 user = "users/<str:user_id>"
 
 urlpatterns = [
+    path("memory-kinds", views.KindListView.as_view(), name="memory-kinds"),
+    path("memory-kinds/<str:name>", views.KindDetailView.as_view(), name="memory-kind-detail"),
     path(f"{user}/memories", views.MemoryListView.as_view(), name="memories"),
     path(f"{user}/memories/search", views.MemorySearchView.as_view(), name="memories-search"),
     path(f"{user}/memories/<str:memory_id>", views.MemoryDetailView.as_view(), name="memory-detail"),

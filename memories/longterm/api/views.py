@@ -6,13 +6,14 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.longterm.selectors import memory_get, memory_list_page, memory_search, task_get
+from memories.longterm.selectors import kind_get, kind_list, memory_get, memory_list_page, memory_search, task_get
 from memories.longterm.services.checkpoints import (
     CheckpointOutcome,
     ReportOutcome,
     checkpoint_commit,
     task_report_publish,
 )
+from memories.longterm.services.kinds import kind_create, kind_delete, kind_update
 from memories.longterm.services.memories import (
     MemoryOutcome,
     Proposal,
@@ -45,7 +46,14 @@ def operation_of(request, scope: UserAddress, data: dict, action: str) -> RunOnc
 
 
 def proposal_of(data: dict) -> Proposal:
-    return Proposal(content=data["content"], evidence=data["evidence"], source=data["source"], consent=data["consent"])
+    return Proposal(
+        content=data["content"],
+        evidence=data["evidence"],
+        source=data["source"],
+        consent=data["consent"],
+        expires_at=data.get("expiresAt"),
+        set_expiry="expiresAt" in data,
+    )
 
 
 def respond(outcome: MemoryOutcome | CheckpointOutcome | ReportOutcome, body: dict) -> Response:
@@ -92,13 +100,29 @@ class MemoryListView(APIView):
 
     @extend_schema(
         responses=s.MemoryPageSerializer,
-        parameters=[*PAGE, OpenApiParameter("kind", str)],
+        parameters=[
+            *PAGE,
+            OpenApiParameter("kind", str),
+            OpenApiParameter(
+                "include",
+                str,
+                enum=["superseded"],
+                description="`superseded`: list superseded memories too (history); expired ones never appear.",
+            ),
+        ],
         operation_id="memories_list",
     )
     def get(self, request, user_id: str):
         cursor, limit = page_params(request)
+        include = request.query_params.get("include")
+        if include not in (None, "", "superseded"):
+            raise InvalidRequest("include must be 'superseded'", details={"field": "include"})
         rows, next_cursor = memory_list_page(
-            user_address(request, user_id), kind=request.query_params.get("kind"), cursor=cursor, limit=limit
+            user_address(request, user_id),
+            kind=request.query_params.get("kind"),
+            cursor=cursor,
+            limit=limit,
+            include_superseded=include == "superseded",
         )
         return Response({"results": [s.memory_to_dict(row) for row in rows], "next": next_cursor})
 
@@ -156,6 +180,58 @@ class MemorySearchView(APIView):
         if page.embedding_identity:
             body["embeddingIdentity"] = page.embedding_identity
         return Response(body)
+
+
+def known_kind_name(name: str) -> str:
+    if len(name) > 64:
+        raise NotFound(f"no memory kind {name[:64]!r}…")
+    return name
+
+
+class KindListView(APIView):
+    """Define a memory kind for the authenticated product, or list its kinds (the built-in `preference` aside)."""
+
+    @extend_schema(
+        request=s.KindCreateSerializer, responses={201: s.KindSerializer}, operation_id="memory_kinds_create"
+    )
+    def post(self, request):
+        data = validated(s.KindCreateSerializer, request.data)
+        kind = kind_create(product=request.user.product, data=data)
+        return Response(s.kind_to_dict(kind), status=201)
+
+    @extend_schema(responses=s.KindListSerializer, operation_id="memory_kinds_list")
+    def get(self, request):
+        return Response({"results": [s.kind_to_dict(kind) for kind in kind_list(request.user.product)]})
+
+
+class KindDetailView(APIView):
+    """One memory kind of the product: read, change, delete (409 `kind_in_use` unless ?cascade=true)."""
+
+    @extend_schema(responses=s.KindSerializer, operation_id="memory_kinds_get")
+    def get(self, request, name: str):
+        return Response(s.kind_to_dict(kind_get(request.user.product, known_kind_name(name))))
+
+    @extend_schema(request=s.KindUpdateSerializer, responses=s.KindSerializer, operation_id="memory_kinds_update")
+    def patch(self, request, name: str):
+        changes = validated(s.KindUpdateSerializer, request.data)
+        kind = kind_update(product=request.user.product, name=known_kind_name(name), changes=changes)
+        return Response(s.kind_to_dict(kind))
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "cascade", bool, description="true: delete the kind's memories too (with vectors and history)."
+            )
+        ],
+        responses={204: None},
+        operation_id="memory_kinds_delete",
+    )
+    def delete(self, request, name: str):
+        cascade = request.query_params.get("cascade", "false")
+        if cascade not in ("true", "false"):
+            raise InvalidRequest("cascade must be true or false", details={"field": "cascade"})
+        kind_delete(product=request.user.product, name=known_kind_name(name), cascade=cascade == "true")
+        return Response(status=204)
 
 
 class TaskView(APIView):

@@ -5,73 +5,95 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('longterm', '0001_initial'),
-        ('memories', '0009_drop_idempotencyrecord_memoryoperation'),
+        ("longterm", "0001_initial"),
+        ("memories", "0009_drop_idempotencyrecord_memoryoperation"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MemoryKind',
+            name="MemoryKind",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=64)),
-                ('description', models.TextField(blank=True)),
-                ('content_schema', models.JSONField(help_text="JSON Schema (2020-12) of a memory's content.")),
-                ('stated_fields', models.JSONField(blank=True, default=list, help_text='Content fields whose values must appear in the evidence.')),
-                ('searchable', models.BooleanField(default=False, help_text='Embedded and keyword-indexed; fixed at creation.')),
-                ('text_field', models.CharField(blank=True, help_text='The content field recalled as text.', max_length=64)),
-                ('max_per_user', models.PositiveIntegerField(blank=True, null=True)),
-                ('default_ttl_days', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=64)),
+                ("description", models.TextField(blank=True)),
+                ("content_schema", models.JSONField(help_text="JSON Schema (2020-12) of a memory's content.")),
+                (
+                    "stated_fields",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Content fields whose values must appear in the evidence."
+                    ),
+                ),
+                (
+                    "searchable",
+                    models.BooleanField(default=False, help_text="Embedded and keyword-indexed; fixed at creation."),
+                ),
+                (
+                    "text_field",
+                    models.CharField(blank=True, help_text="The content field recalled as text.", max_length=64),
+                ),
+                ("max_per_user", models.PositiveIntegerField(blank=True, null=True)),
+                ("default_ttl_days", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['product', 'name'],
+                "ordering": ["product", "name"],
             },
         ),
         migrations.AddField(
-            model_name='admissionrefusal',
-            name='decision',
-            field=models.JSONField(blank=True, help_text='How admission decided (rules, judge).', null=True),
+            model_name="admissionrefusal",
+            name="decision",
+            field=models.JSONField(blank=True, help_text="How admission decided (rules, judge).", null=True),
         ),
         migrations.AddField(
-            model_name='longtermmemory',
-            name='expires_at',
-            field=models.DateTimeField(blank=True, help_text='Gone from reads at this time; then deleted.', null=True),
+            model_name="longtermmemory",
+            name="expires_at",
+            field=models.DateTimeField(blank=True, help_text="Gone from reads at this time; then deleted.", null=True),
         ),
         migrations.AddField(
-            model_name='longtermmemory',
-            name='superseded_at',
+            model_name="longtermmemory",
+            name="superseded_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='longtermmemory',
-            name='superseded_by',
-            field=models.CharField(blank=True, help_text='The memory id that replaced this one (kept for history).', max_length=40),
+            model_name="longtermmemory",
+            name="superseded_by",
+            field=models.CharField(
+                blank=True, help_text="The memory id that replaced this one (kept for history).", max_length=40
+            ),
         ),
         migrations.AddField(
-            model_name='longtermmemoryversion',
-            name='decision',
-            field=models.JSONField(blank=True, help_text='How admission decided (rules, judge).', null=True),
+            model_name="longtermmemoryversion",
+            name="decision",
+            field=models.JSONField(blank=True, help_text="How admission decided (rules, judge).", null=True),
         ),
         migrations.AlterField(
-            model_name='longtermmemoryversion',
-            name='action',
-            field=models.CharField(choices=[('created', 'created'), ('updated', 'updated'), ('superseded', 'superseded'), ('deleted', 'deleted')], max_length=16),
+            model_name="longtermmemoryversion",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("created", "created"),
+                    ("updated", "updated"),
+                    ("superseded", "superseded"),
+                    ("deleted", "deleted"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AddIndex(
-            model_name='longtermmemory',
-            index=models.Index(condition=models.Q(('expires_at__isnull', False)), fields=['expires_at'], name='longterm_expires_idx'),
+            model_name="longtermmemory",
+            index=models.Index(
+                condition=models.Q(("expires_at__isnull", False)), fields=["expires_at"], name="longterm_expires_idx"
+            ),
         ),
         migrations.AddField(
-            model_name='memorykind',
-            name='product',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='memories.product'),
+            model_name="memorykind",
+            name="product",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="memories.product"),
         ),
         migrations.AddConstraint(
-            model_name='memorykind',
-            constraint=models.UniqueConstraint(fields=('product', 'name'), name='longterm_kind_name_unique'),
+            model_name="memorykind",
+            constraint=models.UniqueConstraint(fields=("product", "name"), name="longterm_kind_name_unique"),
         ),
     ]

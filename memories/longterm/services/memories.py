@@ -11,18 +11,21 @@ MemoryOutcome (the memory, whether it was created, whether it is a replay); the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
-from memories.longterm import admission, keyword
-from memories.longterm.models import AdmissionRefusal, LongTermMemory, LongTermMemoryVersion
+from memories.longterm import admission, keyword, kinds
+from memories.longterm.kinds import KindSpec
+from memories.longterm.models import AdmissionRefusal, LongTermMemory, LongTermMemoryVersion, current, unexpired
+from memories.longterm.selectors import kind_spec
 from memories.services import runonce
 from memories.services.runonce import RunOnce
 from memoryhub import cas, working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import UserAddress
-from memoryhub.errors import NotFound, RejectedByPolicy
+from memoryhub.errors import Conflict, InvalidRequest, NotFound, RejectedByPolicy
 
 from .embedding_index import IndexInUse, index_in_use, lock_for_write
 from .vectors import backend_named
@@ -30,33 +33,35 @@ from .vectors import backend_named
 PREFERENCES_VARIABLE = "preferences"
 
 
+def kind_scope(user: UserAddress, kind: str) -> working_set.Scope:
+    """The working-set entry of one user's current memories of one kind (`preference`: "preferences")."""
+    return user.scope(PREFERENCES_VARIABLE if kind == "preference" else f"kind:{kind}")
+
+
 def preferences_scope(user: UserAddress) -> working_set.Scope:
     # User-scoped: a user's preferences are shared by all of their conversations.
-    return user.scope(PREFERENCES_VARIABLE)
+    return kind_scope(user, "preference")
 
 
 @dataclass(frozen=True)
 class Proposal:
-    """What the product asks to save; only `consent` from the product itself can authorise it."""
+    """What the product asks to save; only `consent` from the product itself can authorise it.
+
+    `expires_at` applies when `set_expiry` is true (a request that names `expiresAt`, possibly null);
+    otherwise a new memory takes its kind's `defaultTtlDays` and an update keeps its expiry.
+    """
 
     content: object
     evidence: str
     source: str
     consent: object
+    expires_at: datetime | None = None
+    set_expiry: bool = False
 
 
-def is_searchable(kind: str) -> bool:
-    rules = admission.KINDS.get(kind)
-    return bool(rules and rules.searchable)
-
-
-def searchable_kinds() -> list[str]:
-    return sorted(name for name, rules in admission.KINDS.items() if rules.searchable)
-
-
-def embedding_text(content: object, evidence: str) -> str:
-    """What a record's vector means: its own words (`text`), else the user's quote."""
-    text = content.get("text") if isinstance(content, dict) else None
+def embedding_text(content: object, evidence: str, text_field: str = "text") -> str:
+    """What a record's vector means: its own words (the kind's text field), else the user's quote."""
+    text = content.get(text_field or "text") if isinstance(content, dict) else None
     return text if isinstance(text, str) and text.strip() else evidence
 
 
@@ -79,6 +84,9 @@ _SNAPSHOT = (
     "evidence",
     "source",
     "version",
+    "expires_at",
+    "superseded_by",
+    "superseded_at",
     "created_at",
     "updated_at",
 )
@@ -93,40 +101,122 @@ RESULT = runonce.Codec[MemoryOutcome](
 # ---------------------------------------------------------------------------------------------
 
 
-def _admit(
-    scope: UserAddress, kind: str, proposal: Proposal, *, actor: Actor, operation_id: str | None, memory_id: str = ""
-) -> dict:
-    """The normalised content, or a logged refusal raised as 422 `rejected_by_policy` with its reason code."""
-    result = admission.admit(
-        kind, consent=proposal.consent, source=proposal.source, evidence=proposal.evidence, content=proposal.content
-    )
-    if result.ok:
-        assert result.normalized_content is not None  # admission normalises whatever it admits
-        return result.normalized_content
-    secret = result.code == admission.SECRET_DETECTED
+class LimitReached(RejectedByPolicy):
+    """A kind's maxPerUser current memories are stored already (422 `max_per_user_reached`)."""
+
+    code = "max_per_user_reached"
+
+
+class MemorySuperseded(Conflict):
+    """A superseded memory is history: it is not changed any more (409 `memory_superseded`)."""
+
+    code = "memory_superseded"
+
+
+def _log_refusal(
+    scope: UserAddress,
+    kind: str,
+    proposal: Proposal,
+    *,
+    code: str,
+    reason: str,
+    actor: Actor,
+    operation_id: str | None,
+    memory_id: str,
+    decision: dict | None,
+) -> None:
+    secret = code == admission.SECRET_DETECTED
     # Outside any transaction: the refusal is the outcome, and it must stay on record.
     AdmissionRefusal.objects.create(
         product=scope.product,
         user_id=scope.user_id,
         kind=str(kind)[:64],
-        code=result.code or "",
-        reason=result.reason or "",
+        code=code,
+        reason=reason,
         operation_id=operation_id or "",
         memory_id=memory_id,
         actor=str(actor)[:200],
         evidence="" if secret else proposal.evidence[:2000],
         content=None if secret else proposal.content,
+        decision=decision,
     )
-    raise RejectedByPolicy(f"not saved: {result.reason}", details={"reason": result.code})
 
 
-def _vector_for(kind: str, content: dict, evidence: str) -> tuple[IndexInUse, list[float] | None]:
+@dataclass(frozen=True)
+class Admitted:
+    content: dict
+    decision: dict | None  # how admission decided (rules, judge), kept with the version row
+
+
+def _admit(
+    scope: UserAddress,
+    kind: str,
+    spec: KindSpec | None,
+    proposal: Proposal,
+    *,
+    actor: Actor,
+    operation_id: str | None,
+    memory_id: str = "",
+) -> Admitted:
+    """The normalised content, or a logged refusal raised as 422 `rejected_by_policy` with its reason code.
+
+    Built-in kinds go through their admission rules; a product's kind through the generic checks, its
+    schema and its stated fields (kinds.admit_product_kind), whose refusals name the failing `path`.
+    """
+    path: str | None = None
+    if spec is None or spec.builtin:
+        result = admission.admit(
+            kind, consent=proposal.consent, source=proposal.source, evidence=proposal.evidence, content=proposal.content
+        )
+        decision = result.decision
+        if result.ok:
+            assert result.normalized_content is not None  # admission normalises whatever it admits
+            return Admitted(result.normalized_content, decision)
+        code, reason, path = result.code or "", result.reason or "", result.path
+    else:
+        verdict = kinds.admit_product_kind(
+            spec, consent=proposal.consent, source=proposal.source, evidence=proposal.evidence, content=proposal.content
+        )
+        decision = verdict.decision
+        if verdict.ok:
+            assert verdict.content is not None
+            return Admitted(verdict.content, decision)
+        code, reason, path = verdict.code or "", verdict.reason or "", verdict.path
+    _log_refusal(
+        scope,
+        kind,
+        proposal,
+        code=code,
+        reason=reason,
+        actor=actor,
+        operation_id=operation_id,
+        memory_id=memory_id,
+        decision=decision,
+    )
+    details = {"reason": code, **({"path": path} if path else {})}
+    raise RejectedByPolicy(f"not saved: {reason}", details=details)
+
+
+def _vector_for(spec: KindSpec | None, content: dict, evidence: str) -> tuple[IndexInUse, list[float] | None]:
     in_use = index_in_use()  # 503 embedding_index_mismatch before any work
-    vector = in_use.embed_one(embedding_text(content, evidence)) if is_searchable(kind) else None
+    searchable = spec is not None and spec.searchable
+    vector = in_use.embed_one(embedding_text(content, evidence, spec.text_field)) if spec and searchable else None
     return in_use, vector
 
 
-def _history(memory: LongTermMemory, action: str, actor: Actor, operation_id: str | None) -> None:
+def _expiry(spec: KindSpec | None, proposal: Proposal, now: datetime) -> datetime | None:
+    if proposal.set_expiry:
+        if proposal.expires_at is not None and proposal.expires_at <= now:
+            raise InvalidRequest("expiresAt must be in the future", details={"field": "expiresAt"})
+        return proposal.expires_at
+    if spec is not None and spec.default_ttl_days:
+        return now + timedelta(days=spec.default_ttl_days)
+    return None
+
+
+def _history(
+    memory: LongTermMemory, action: str, actor: Actor, operation_id: str | None, decision: dict | None = None
+) -> None:
     LongTermMemoryVersion.objects.create(
         product_id=memory.product_id,
         user_id=memory.user_id,
@@ -140,7 +230,75 @@ def _history(memory: LongTermMemory, action: str, actor: Actor, operation_id: st
         operation_id=operation_id or "",
         actor_type=actor.type,
         actor=actor.id[:200],
+        decision=decision,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Supersession and limits: one current answer per single-valued field
+# ---------------------------------------------------------------------------------------------
+
+
+def _lock_user_kind(scope: UserAddress, kind: str) -> None:
+    """Serialise the writes of one user's memories of one kind until commit (PostgreSQL advisory lock).
+
+    Two concurrent writes then cannot both miss each other: the second sees the first's row and
+    supersedes it (or counts it against maxPerUser). SQLite serialises writers by itself.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        key = f"longterm:{scope.product.pk}:{scope.user_id}:{kind}"
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+
+
+def _current_rows(scope: UserAddress, kind: str, now: datetime, *, exclude_pk: int | None = None):
+    rows = _scoped(scope).filter(current(now), kind=kind).select_related("embedding_index")
+    return rows.exclude(pk=exclude_pk) if exclude_pk is not None else rows
+
+
+def _guard(scope: UserAddress, spec: KindSpec | None, kind: str, content: dict, now: datetime, *, exclude_pk=None):
+    """Under the lock: the current memories the new content contradicts, after checking maxPerUser."""
+    if spec is None or not (spec.single_valued or spec.max_per_user):
+        return []
+    _lock_user_kind(scope, kind)
+    rows = list(_current_rows(scope, kind, now, exclude_pk=exclude_pk).defer("embedding", "search_text"))
+    contradicted = [
+        row
+        for row in rows
+        if isinstance(row.content, dict) and kinds.contradicts(row.content, content, spec.single_valued)
+    ]
+    if exclude_pk is None and spec.max_per_user and len(rows) - len(contradicted) >= spec.max_per_user:
+        raise LimitReached(
+            f"this user already has {spec.max_per_user} current {kind!r} memories (maxPerUser)",
+            details={"kind": kind, "maxPerUser": spec.max_per_user},
+        )
+    return contradicted
+
+
+def _supersede(rows: list[LongTermMemory], by: LongTermMemory, actor: Actor, operation_id: str | None) -> None:
+    """Mark each row superseded by `by`: version + 1, its vector dropped (never a search hit), history kept."""
+    now = timezone.now()
+    for old in rows:
+        updated = (
+            _scoped_all(old)
+            .filter(pk=old.pk, version=old.version, superseded_by="")
+            .update(
+                superseded_by=by.memory_id, superseded_at=now, updated_at=now, version=old.version + 1, embedding=None
+            )
+        )
+        if not updated:  # deleted or changed meanwhile: nothing current left to supersede
+            continue
+        old.superseded_by, old.superseded_at, old.updated_at, old.version = by.memory_id, now, now, old.version + 1
+        _history(old, "superseded", actor, operation_id)
+        if old.embedding_index is not None:
+            backend = backend_named(old.embedding_index.backend)
+            if not backend.stores_in_row:
+                backend.upsert(old.embedding_index, old, None)  # the payload stays, the vector goes
+
+
+def _scoped_all(memory: LongTermMemory):
+    return LongTermMemory.objects.filter(product_id=memory.product_id, user_id=memory.user_id)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,11 +313,15 @@ def memory_create(
     if replay:
         return replay
     op_id = operation.operation_id if operation else None
-    content = _admit(scope, kind, proposal, actor=actor, operation_id=op_id)
-    in_use, vector = _vector_for(kind, content, proposal.evidence)
+    spec = kind_spec(scope.product, kind) if isinstance(kind, str) else None
+    admitted = _admit(scope, kind, spec, proposal, actor=actor, operation_id=op_id)
+    content = admitted.content
+    expires_at = _expiry(spec, proposal, timezone.now())
+    in_use, vector = _vector_for(spec, content, proposal.evidence)
 
     def write() -> MemoryOutcome:
         lock_for_write(in_use.index)
+        contradicted = _guard(scope, spec, kind, content, timezone.now())
         memory = LongTermMemory.objects.create(
             product=scope.product,
             user_id=scope.user_id,
@@ -171,10 +333,12 @@ def memory_create(
             search_text=keyword.index_text(content, proposal.evidence),
             embedding=vector if in_use.backend.stores_in_row else None,
             embedding_index=in_use.index,
+            expires_at=expires_at,
         )
         in_use.backend.upsert(in_use.index, memory, vector)
-        _history(memory, "created", actor, op_id)
-        working_set.invalidate(preferences_scope(scope))  # in the transaction: a cache outage writes nothing
+        _history(memory, "created", actor, op_id, admitted.decision)
+        _supersede(contradicted, memory, actor, op_id)
+        working_set.invalidate(kind_scope(scope, kind))  # in the transaction: a cache outage writes nothing
         return MemoryOutcome(memory, created=True)
 
     return runonce.commit(operation, write, RESULT)
@@ -190,9 +354,14 @@ def _scoped(scope: UserAddress):
 
 
 def _existing(scope: UserAddress, memory_id: str) -> LongTermMemory:
-    memory = _scoped(scope).filter(memory_id=memory_id).first()
+    memory = _scoped(scope).filter(unexpired(timezone.now()), memory_id=memory_id).first()
     if memory is None:
         raise NotFound(f"no memory {memory_id!r} for this user")
+    if memory.superseded_by:
+        raise MemorySuperseded(
+            f"memory {memory_id!r} was superseded by {memory.superseded_by!r}; it is kept as history",
+            details={"supersededBy": memory.superseded_by},
+        )
     return memory
 
 
@@ -222,11 +391,15 @@ def memory_update(
         return replay
     op_id = operation.operation_id if operation else None
     memory = _existing(scope, memory_id)  # a foreign id is a 404 before anything else
-    content = _admit(scope, memory.kind, proposal, actor=actor, operation_id=op_id, memory_id=memory_id)
-    in_use, vector = _vector_for(memory.kind, content, proposal.evidence)
+    spec = kind_spec(scope.product, memory.kind)
+    admitted = _admit(scope, memory.kind, spec, proposal, actor=actor, operation_id=op_id, memory_id=memory_id)
+    content = admitted.content
+    expires_at = _expiry(spec, proposal, timezone.now()) if proposal.set_expiry else memory.expires_at
+    in_use, vector = _vector_for(spec, content, proposal.evidence)
 
     def write() -> MemoryOutcome:
         lock_for_write(in_use.index)
+        contradicted = _guard(scope, spec, memory.kind, content, timezone.now(), exclude_pk=memory.pk)
         changes = dict(
             content=content,
             evidence=proposal.evidence,
@@ -235,6 +408,7 @@ def memory_update(
             search_text=keyword.index_text(content, proposal.evidence),
             embedding=vector if in_use.backend.stores_in_row else None,
             embedding_index=in_use.index,
+            expires_at=expires_at,
         )
 
         def history(version: int) -> None:
@@ -242,16 +416,17 @@ def memory_update(
             # and the rest of a memory (its kind, id, owner, creation time) never changes.
             for name, value in {**changes, "version": version}.items():
                 setattr(memory, name, value)
-            _history(memory, "updated", actor, op_id)
+            _history(memory, "updated", actor, op_id, admitted.decision)
 
         cas.compare_and_set(
             _versioned(scope, memory_id, "the stored version is not {expected}; re-read and decide again"),
             expected_version,
             changes=changes,
             history=history,
-            invalidate=[preferences_scope(scope)],
+            invalidate=[kind_scope(scope, memory.kind)],
         )
         in_use.backend.upsert(in_use.index, memory, vector)
+        _supersede(contradicted, memory, actor, op_id)
         return MemoryOutcome(memory, created=False)
 
     return runonce.commit(operation, write, RESULT)
@@ -269,7 +444,45 @@ def memory_delete(*, scope: UserAddress, memory_id: str, actor: Actor, expected_
             memory.version if expected_version is None else expected_version,
             delete=True,
             history=lambda version: _history(memory, "deleted", actor, None),
-            invalidate=[preferences_scope(scope)],
+            invalidate=[kind_scope(scope, memory.kind)],
         )
         if memory.embedding_index is not None:
             backend_named(memory.embedding_index.backend).delete(memory.embedding_index, [memory.pk])
+
+
+# ---------------------------------------------------------------------------------------------
+# Expiry: rows whose time has come are deleted with their vectors and versions
+# ---------------------------------------------------------------------------------------------
+
+
+def memories_expired_delete(*, now: datetime | None = None, batch_size: int = 500) -> int:
+    """Delete up to `batch_size` expired memories (rows, vectors, versions); return how many went.
+
+    Reads already ignore them (query-time filtering); this frees the storage. Safe to run anywhere at
+    any time: each batch is one transaction, and a row that is no longer expired is kept.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        rows = list(
+            LongTermMemory.objects.select_for_update(skip_locked=connection.vendor == "postgresql", of=("self",))
+            .filter(expires_at__isnull=False, expires_at__lte=now)
+            .select_related("product", "embedding_index")
+            .defer("embedding", "search_text")
+            .order_by("expires_at", "pk")[:batch_size]
+        )
+        if not rows:
+            return 0
+        scopes = {kind_scope(UserAddress(row.product, row.user_id), row.kind) for row in rows}
+        working_set.invalidate(*scopes)
+        by_index: dict[int, tuple[object, list[int]]] = {}
+        for row in rows:
+            if row.embedding_index is not None:
+                by_index.setdefault(row.embedding_index.pk, (row.embedding_index, []))[1].append(row.pk)
+        for index, pks in by_index.values():
+            backend = backend_named(index.backend)  # type: ignore[attr-defined]
+            if not backend.stores_in_row:
+                backend.delete(index, pks)  # type: ignore[arg-type]
+        for row in rows:
+            LongTermMemoryVersion.objects.filter(product_id=row.product_id, memory_id=row.memory_id).delete()
+        LongTermMemory.objects.filter(pk__in=[row.pk for row in rows]).delete()
+    return len(rows)

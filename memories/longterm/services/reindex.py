@@ -17,10 +17,11 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
+from memories.longterm.selectors import kind_spec
 from memoryhub.clients.embeddings import Embedder, get_embedder
 
 from .embedding_index import forget_active_index, index_get_or_create
-from .memories import embedding_text, is_searchable
+from .memories import embedding_text
 from .vectors import VectorBackend, backend_named, configured_backend
 
 logger = logging.getLogger(__name__)
@@ -53,11 +54,19 @@ def reindex_batch(job: Reindex, *, batch_size: int) -> int:
     rows = list(reindex_pending(job.index).select_related("product").order_by("pk")[:batch_size])
     if not rows:
         return 0
-    searchable = [row for row in rows if is_searchable(row.kind)]
+    # Only current memories of searchable kinds carry a vector; a superseded one is history, never a hit.
+    specs = {(row.product_id, row.kind): kind_spec(row.product, row.kind) for row in rows}
+    searchable = [
+        (row, spec)
+        for row in rows
+        if (spec := specs[(row.product_id, row.kind)]) is not None and spec.searchable and not row.superseded_by
+    ]
     vectors = dict(
         zip(
-            (row.pk for row in searchable),
-            job.embedder.embed([embedding_text(row.content, row.evidence) for row in searchable]),
+            (row.pk for row, _ in searchable),
+            job.embedder.embed([embedding_text(row.content, row.evidence, spec.text_field) for row, spec in searchable])
+            if searchable
+            else [],
         )
     )
     for row in rows:  # Qdrant first: a row is marked only once its point exists

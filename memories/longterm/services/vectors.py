@@ -18,13 +18,14 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from memories.longterm.models import EmbeddingIndex, LongTermMemory
+from memories.longterm.models import EmbeddingIndex, LongTermMemory, current
 from memoryhub.clients.embeddings import EmbeddingIdentity
 from memoryhub.clients.errors import DependencyUnavailable
 from memoryhub.timefmt import iso
@@ -73,6 +74,7 @@ class VectorBackend(Protocol):
         vector: Sequence[float],
         limit: int,
         offset: int,
+        now: datetime,
     ) -> list[Hit]: ...
 
 
@@ -142,18 +144,20 @@ class PgvectorBackend(_RowBackend):
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {self.storage_name(index)}")
 
-    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset) -> list[Hit]:
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now) -> list[Hit]:
         dim, kind_marks = int(index.dimension), ", ".join(["%s"] * len(kinds))
         # The index id and dimension are integers from our own row, inlined so the planner can match
-        # the partial index predicate; everything that comes from a request is a parameter.
+        # the partial index predicate; everything that comes from a request is a parameter. Expired and
+        # superseded memories are filtered here too (iterative scan keeps going until enough rows pass).
         sql = (
             f"SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance FROM {TABLE} "
             f"WHERE embedding_index_id = {int(index.pk)} AND product_id = %s AND user_id = %s "
-            f"AND kind IN ({kind_marks}) ORDER BY distance LIMIT %s OFFSET %s"
+            f"AND kind IN ({kind_marks}) AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s) "
+            "ORDER BY distance LIMIT %s OFFSET %s"
         )  # no tie-breaker column: `ORDER BY distance, id` makes the planner sort instead of using HNSW
         with connection.cursor() as cursor:
             _hnsw_session(cursor)
-            cursor.execute(sql, [vector_literal(vector), product_id, user_id, *kinds, limit, offset])
+            cursor.execute(sql, [vector_literal(vector), product_id, user_id, *kinds, now, limit, offset])
             return [Hit(pk, 1.0 - float(distance)) for pk, distance in cursor.fetchall()]
 
 
@@ -169,9 +173,10 @@ class SqliteExactBackend(_RowBackend):
     def drop(self, index: EmbeddingIndex) -> None:
         return None
 
-    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset) -> list[Hit]:
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now) -> list[Hit]:
         rows = list(
             LongTermMemory.objects.filter(
+                current(now),
                 embedding_index=index,
                 product_id=product_id,
                 user_id=user_id,
@@ -244,6 +249,10 @@ def record_payload(memory: LongTermMemory) -> dict:
         "version": memory.version,
         "createdAt": iso(memory.created_at),
         "updatedAt": iso(memory.updated_at),
+        "expiresAt": iso(memory.expires_at) if memory.expires_at else None,
+        "supersededBy": memory.superseded_by or None,
+        "supersededAt": iso(memory.superseded_at) if memory.superseded_at else None,
+        "expiresAtTs": memory.expires_at.timestamp() if memory.expires_at else None,  # search's range filter
     }
 
 
@@ -308,14 +317,23 @@ class QdrantBackend:
             points = self.client.retrieve(self.storage_name(index), ids=pks, with_vectors=[QDRANT_VECTOR])
         return {int(p.id): list(p.vector[QDRANT_VECTOR]) for p in points if p.vector and QDRANT_VECTOR in p.vector}
 
-    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset) -> list[Hit]:
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now) -> list[Hit]:
         from qdrant_client import models
 
+        not_expired = models.Filter(
+            should=[
+                models.IsNullCondition(is_null=models.PayloadField(key="expiresAtTs")),
+                models.IsEmptyCondition(is_empty=models.PayloadField(key="expiresAtTs")),
+                models.FieldCondition(key="expiresAtTs", range=models.Range(gt=now.timestamp())),
+            ]
+        )
         must: list[models.Condition] = [
             models.FieldCondition(key="product", match=models.MatchValue(value=product_id)),
             models.FieldCondition(key="userId", match=models.MatchValue(value=user_id)),
             models.FieldCondition(key="kind", match=models.MatchAny(any=list(kinds))),
+            not_expired,
         ]
+        # Superseded memories keep no vector (see memory services), so they are never a hit.
         with _qdrant_errors():
             response = self.client.query_points(
                 self.storage_name(index),
