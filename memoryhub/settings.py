@@ -89,6 +89,9 @@ else:
         }
     }
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+if IS_POSTGRES:  # a database host that does not answer must not hold a request past gunicorn's timeout
+    CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = CONNECT_TIMEOUT
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Fault injection (memoryhub/faults.py): lets the test suite SIGKILL a server right after a commit and

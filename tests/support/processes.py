@@ -124,15 +124,15 @@ CELERY_WORKER = ["celery", "-A", "memoryhub", "worker"]
 CELERY_BEAT = ["celery", "-A", "memoryhub", "beat"]
 
 
-def start_celery_worker(env: dict[str, str] | None = None) -> subprocess.Popen:
-    """`celery -A memoryhub worker` on the configured broker, with the suite's fault handlers included."""
+def start_celery_worker(env: dict[str, str] | None = None, *, faults: bool = True) -> subprocess.Popen:
+    """`celery -A memoryhub worker` on the configured broker, with the suite's fault handlers included unless
+    `faults` is False (a process outside the test database, where fault injection is refused)."""
     return subprocess.Popen(
         [
             sys.executable,
             "-m",
             *CELERY_WORKER,
-            "--include",
-            "tests.support.celery_worker",
+            *(["--include", "tests.support.celery_worker"] if faults else []),
             "--pool=prefork",
             "--concurrency=2",
             "--without-gossip",
