@@ -199,3 +199,31 @@ def test_the_client_accepts_a_base_or_the_full_endpoint_and_types_its_failures(s
 def test_answers_are_read_as_json_or_a_bare_verdict(text: str, verdict: str | None) -> None:
     answer = read_answer(text)
     assert (answer[0] if answer else None) == verdict
+
+
+@pytest.mark.django_db
+def test_the_judges_answer_is_recorded_on_the_version_row_and_on_the_refusal_row(alice, judge) -> None:
+    from memories.longterm.models import LongTermMemoryVersion
+
+    evidence, content = HEDGED
+    body = {"kind": "preference", "content": content, "evidence": evidence, "source": evidence, "consent": True}
+    judge.route("POST", "/v1/chat/completions", Reply(200, chat("admit", "the user states it")))
+    memory_id = alice.post(memories_url(), body).json()["id"]
+    version = LongTermMemoryVersion.objects.get(memory_id=memory_id, action="created")
+    assert version.decision["rules"] == "refuse" and version.decision["uncertain"] is True
+    assert version.decision["judge"]["verdict"] == "admit" and version.decision["judge"]["model"] == "judge-model"
+
+    judge.route("POST", "/v1/chat/completions", Reply(200, chat("admit"), delay_seconds=1))
+    assert_envelope(alice.post(memories_url("u2"), body), 422, "rejected_by_policy")
+    refusal = AdmissionRefusal.objects.get(user_id="u2")
+    assert refusal.decision["judge"]["outcome"] == "timeout" and refusal.decision["judge"]["verdict"] is None
+
+    plain = {
+        **body,
+        "content": {"language": "en"},
+        "evidence": "Use English with me.",
+        "source": "Use English with me.",
+    }
+    clear_id = alice.post(memories_url("u3"), plain).json()["id"]
+    clear = LongTermMemoryVersion.objects.get(memory_id=clear_id, action="created")
+    assert clear.decision == {"rules": "admit", "uncertain": False, "judge": None}
