@@ -42,7 +42,7 @@ def _newest_first(request) -> bool:
 
 
 class DiaryListView(APIView):
-    """Diary entries of a conversation (SPEC D), newest first unless `order=oldest`; keyset-paginated."""
+    """Diary entries of a conversation (docs/diaries.md), newest first unless `order=oldest`; keyset-paginated."""
 
     @extend_schema(
         responses=DiaryEntryPageSerializer,

@@ -1,4 +1,4 @@
-"""Diaries of a conversation (SPEC D): entries, the per-conversation planning state, plan decisions.
+"""Diaries of a conversation (docs/diaries.md): entries, the per-conversation planning state, plan decisions.
 
 Conversations are addressed as elsewhere by (product, user_id, conversation_id), the ids the
 product uses. Entries are append-only: a re-plan adds a new entry, it never edits one.

@@ -1,4 +1,4 @@
-"""Diary policy and planning (SPEC D1/D2, seed 000 "Axon 日记").
+"""Diary policy and planning (docs/diaries.md).
 
 Pure code, no Django: the Celery task gathers a `DiaryState` from the database and asks
 `plan_diary` what to write. Keeping the decision pure makes the round arithmetic testable
@@ -15,9 +15,7 @@ from typing import Literal
 
 from memoryhub.wording import count
 
-# The seed's diary node defaults (min_rounds=20, free_rounds_per_diary=10). The memory_v2
-# variant ("first after 20, then every 10") is the same pair of numbers, so one policy shape
-# expresses both readings.
+# The default policy (docs/diaries.md): the first diary after 20 rounds, then one every 10.
 DEFAULT_MIN_ROUNDS = 20
 DEFAULT_FREE_ROUNDS_PER_DIARY = 10
 DEFAULT_QUOTA_PER_DAYS = 1
@@ -198,7 +196,7 @@ def _parse_quota(data: object, errors: dict[str, str]) -> FreeDiaryQuota:
 
 
 def parse_diary_policy(data: object) -> DiaryPolicy:
-    """Parse a scenario's `diary` object; None (not configured) gives the seed's defaults."""
+    """Parse a scenario's `diary` object; None (not configured) gives the defaults."""
     if data is None:
         return DiaryPolicy()
     if not isinstance(data, Mapping):

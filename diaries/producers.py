@@ -1,4 +1,4 @@
-"""The compassMemory producer (SPEC D4): the newest diary summaries of the conversation.
+"""The compassMemory producer (docs/diaries.md): the newest diary summaries of the conversation.
 
 Recall is by user, conversation and source (the source's agentRef), never by the user's message.
 How many summaries reach the prompt depends on the turn's subscriptionCategory; that is an amount

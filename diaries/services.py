@@ -1,4 +1,4 @@
-"""Diary planning and writing (SPEC D2/D3): plan under a per-conversation lock, generate, append.
+"""Diary planning and writing (docs/diaries.md): plan under a per-conversation lock, generate, append.
 
 Every plan holds the conversation's DiaryState row lock (select_for_update) from planning to
 append, generation included: two concurrent completions are serialized, and the second one sees

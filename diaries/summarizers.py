@@ -1,6 +1,6 @@
 """Summarisers that turn a range of rounds into a diary summary (and optionally a diary).
 
-Two implementations (SPEC D3): `ExtractiveSummarizer`, offline and deterministic, the default;
+Two implementations (docs/diaries.md): `ExtractiveSummarizer`, offline and deterministic, the default;
 and `HttpSummarizer`, which asks an OpenAI-compatible chat model for JSON. No Django import at
 module level: `get_summarizer` reads settings lazily so this module stays usable in plain tests.
 """

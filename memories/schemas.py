@@ -1,4 +1,4 @@
-"""Per-product (and per-scenario) JSON Schemas for memory documents: the seed's `beforeUpdate`."""
+"""Per-product (and per-scenario) JSON Schemas for memory documents: checked before every write."""
 
 from __future__ import annotations
 

@@ -56,5 +56,5 @@ def point(name: str, *args: Any) -> None:
 def crash_after_commit(operation_id: str) -> None:
     """SIGKILL this process once the current transaction commits, if the suite asked for this operation id."""
     if enabled() and operation_id in getattr(settings, "FAULT_CRASH_AFTER_COMMIT", ()):
-        # Committed, response not sent: the exact window the SIGKILL test needs (R2, L4).
+        # Committed, response not sent: the exact window the SIGKILL test needs (docs/contract.md, "Idempotency").
         transaction.on_commit(lambda: os.kill(os.getpid(), signal.SIGKILL))

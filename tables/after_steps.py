@@ -1,4 +1,4 @@
-"""After-steps: optional work after a turn's edits replaced tables (TB4, seed: "可选提炼上传").
+"""After-steps: optional work after a turn's edits replaced tables (docs/tables.md, "After-steps").
 
 The one after-step is a webhook: the scenario's `tableWebhook` gets a POST with the rows of every table the
 turn wrote. It runs after the table transaction committed, so its failure can neither roll back nor hide

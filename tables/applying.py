@@ -1,7 +1,7 @@
 """Apply parsed `<tableEdit>` calls to memory tables, in the plugin's order.
 
 Pure code, no Django. The plugin runs all updates, then all inserts (appended), then all deletes by
-descending row index (TABLE_EDITS.md section 1, "Order of application"). Its prompts and the models
+descending row index (docs/tables.md, "The `<tableEdit>` grammar"). Its prompts and the models
 trained on them therefore mean every index "as the table was shown before this reply"; keeping that
 order keeps those indices right. Unlike the plugin, an update past the last row is skipped instead of
 turning into an insert, and nothing is skipped silently: every refusal comes back with a reason.

@@ -1,7 +1,7 @@
 """Read `<tableEdit>` blocks (the st-memory-enhancement grammar) from a model reply.
 
-Pure code, no Django. The grammar is described in /work/shared/TABLE_EDITS.md section 1. The plugin's own
-parser loses data (section 8): it deletes whitespace inside values, turns commas into `/`, drops quoted
+Pure code, no Django. The grammar is docs/tables.md, "The `<tableEdit>` grammar". The plugin's own
+parser loses data: it deletes whitespace inside values, turns commas into `/`, drops quoted
 indices, reads `-1` as `1`, misses multi-line dictionaries, can run a call twice when a reply has several
 blocks and throws away a whole batch for one bad call. This parser keeps values as written, judges each
 call on its own and returns every call it will not apply as a `SkippedCall` with a reason.

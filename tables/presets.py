@@ -1,8 +1,8 @@
 """The st-memory-enhancement plugin's six default tables, as memoryhub table templates.
 
 Pure code, no Django. Names, columns, notes and trigger texts are the plugin's own (`data/pluginSetting.js`
-`tableStructure`, summarised in TABLE_EDITS.md section 2). TABLE_EDITS.md abbreviates table 2's init/insert
-rules as "same as table 1"; they are spelled out here with the text the plugin's source uses. Rules the
+`tableStructure`; listed in docs/tables.md). Table 2's init/insert rules, which the plugin words as "same as
+table 1", are spelled out here with the text the plugin's source uses. Rules the
 plugin leaves empty are empty strings, so they are not rendered. `<user>` is replaced with the user's name
 at render time (`render_tables(..., user_name=...)`), as the plugin does for its whole prompt.
 

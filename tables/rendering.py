@@ -1,7 +1,7 @@
 """Render memory tables as the prompt text st-memory-enhancement shows models (the `memoryTable` variable).
 
-Pure code, no Django. The layout follows the plugin's `Sheet.getTableText` / `getSheetCSV` (TABLE_EDITS.md
-section 3) character for character, because models and prompts written for the plugin read indices from
+Pure code, no Django. The layout follows the plugin's `Sheet.getTableText` / `getSheetCSV` (docs/tables.md,
+"Recall") character for character, because models and prompts written for the plugin read indices from
 it: `* N:` is the tableIndex, the `N:` in the header is the colIndex and the first CSV field is the rowIndex.
 """
 

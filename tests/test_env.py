@@ -1,4 +1,4 @@
-"""Typed environment parsers (SPEC 4): good values parse, absent ones default, malformed ones stop start-up."""
+"""Environment parsers (docs/contract.md): good values parse, absent ones default, malformed ones stop start-up."""
 
 from __future__ import annotations
 

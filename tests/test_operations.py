@@ -1,4 +1,4 @@
-"""Operations (SPEC O1, O2, R3): health, readiness, OpenAPI, metrics, and a Redis outage during a write."""
+"""Operations (docs/contract.md): health, readiness, OpenAPI, metrics, and a Redis outage during a write."""
 
 from __future__ import annotations
 

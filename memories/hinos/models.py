@@ -8,7 +8,7 @@ from memories.models import Conversation, Event, Product, Scenario, Turn
 
 
 class HinosClaim(models.Model):
-    """One prepare served by memoryhub's Hinos server, committed at most once (SPEC H4)."""
+    """One prepare served by memoryhub's Hinos server, committed at most once (docs/hinos.md)."""
 
     STATUSES = [("prepared", "prepared"), ("committed", "committed")]
 

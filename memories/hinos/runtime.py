@@ -1,4 +1,4 @@
-"""The Hinos runtime (SPEC H1–H3; seed 000 "Hinos：外部记忆服务怎样参加一轮").
+"""The Hinos runtime (docs/hinos.md).
 
 prepare: the scenario's other sources are recalled as personalization does; the template rendered
 with them and without `hinosMemory` is the system message sent to `POST {HINOS_MEMORY_URL}/v1/memory/prepare`

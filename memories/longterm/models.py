@@ -1,4 +1,4 @@
-"""Long-term user memories (SPEC L1–L7), their embedding index, operation ids, and task checkpoints (L8)."""
+"""Long-term user memories (docs/long-term-memories.md), their embedding index, operation ids, and task checkpoints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `preferences` variable (SPEC S3, C1–C3): the user's long-term memories relevant to this turn.
+"""The `preferences` variable (docs/long-term-memories.md): the user's long-term memories relevant to this turn.
 
 The scenario's `preferences` section names the kinds it recalls (`kinds`, default ["preference"]):
 `preference` is one kind among the product's own. The working set (Redis) holds one snapshot per

@@ -2,7 +2,7 @@
 
 Every way a client names a write goes through here: the `Idempotency-Key` header (kind
 "idempotency-key", stored and replayed by the API edge as the HTTP response it was) and `operationId`
-(kind "operation", SPEC L4, stored and replayed by the services as their result). A repeat of a
+(kind "operation", docs/contract.md "Idempotency", stored and replayed by the services as their result). A repeat of a
 completed write (same product, kind and key, same request fingerprint) returns the stored result and
 writes nothing, also after the process died between the commit and the response. The same key with
 another request is refused (422 `idempotency_key_reused` / `operation_id_reused`). Two concurrent

@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class StateConfig(AppConfig):
-    """Conversation state (seed 000 "V2 后台状态"): text + categorized records, committed by compare-and-set."""
+    """Conversation state (docs/state.md): text + categorized records, committed by compare-and-set."""
 
     name = "memories.state"
     label = "state"

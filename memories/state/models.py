@@ -1,4 +1,4 @@
-"""Conversation state (seed 000 "V2 后台状态"): a revisioned text + categorized records per conversation."""
+"""Conversation state (docs/state.md): a revisioned text + categorized records per conversation."""
 
 from __future__ import annotations
 

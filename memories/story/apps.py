@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class StoryConfig(AppConfig):
-    """Story snapshots (seed 000 "Story 世界/叙事快照"): world facts, events and narrative, settled on replies."""
+    """Story snapshots (docs/story.md): world facts, events and narrative, settled on replies."""
 
     name = "memories.story"
     label = "story"

@@ -1,4 +1,4 @@
-"""Story snapshots (seed 000 "Story 世界/叙事快照"): world facts, events and narrative state per conversation."""
+"""Story snapshots (docs/story.md): world facts, events and narrative state per conversation."""
 
 from __future__ import annotations
 

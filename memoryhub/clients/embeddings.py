@@ -1,8 +1,8 @@
 """Text embedders: the bundled offline model (default) and an OpenAI-compatible HTTP endpoint.
 
 Every vector index is pinned to an `EmbeddingIdentity`; two embedders with different identities
-must never share an index, even when their dimensions agree (SPEC L6). An embedder that is down
-raises `DependencyUnavailable` (503) — there is deliberately no fallback (SPEC L7).
+must never share an index, even when their dimensions agree (docs/contract.md). An embedder that is down
+raises `DependencyUnavailable` (503) — there is deliberately no fallback.
 
 No Django import at module top: the embedding server and tests use this module without settings.
 """
@@ -211,7 +211,7 @@ class OpenAIEmbedder:
             )
         except UpstreamUnavailable as exc:
             status = exc.details.get("status")
-            # Down, overloaded or unreachable → 503 (SPEC L7); a 4xx is a misconfiguration → 502.
+            # Down, overloaded or unreachable → 503 (no fallback); a 4xx is a misconfiguration → 502.
             if status is None or status >= 500 or status == 429:
                 raise DependencyUnavailable(exc.message, service=self.service, details=exc.details) from exc
             raise

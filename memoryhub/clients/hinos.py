@@ -1,4 +1,4 @@
-"""Client of the Hinos external memory protocol (SPEC H1–H3; seed 000 "Hinos").
+"""Client of the Hinos external memory protocol (docs/hinos.md).
 
 prepare: before the reply, send the rendered system message and the formal chat (last message is
 the current user message); get back `claim_id`, `memory` text, `turn`, `state_through_round`.
@@ -63,7 +63,7 @@ def _optional_text(name: str, value: object) -> str | None:
 
 
 def _check_messages(messages: Sequence[Mapping[str, object]]) -> list[dict[str, str]]:
-    """The formal chat: user/assistant only, ending with the current user message (seed 000)."""
+    """The formal chat: user/assistant only, ending with the current user message (docs/hinos.md)."""
     if isinstance(messages, (str, bytes)) or not messages:
         raise ValueError("messages must be a non-empty list")
     checked = []
@@ -108,7 +108,7 @@ class HinosClient:
             raise ValueError("timeout_ms must be a positive integer")
         self.base_url = base_url.rstrip("/")
         self.timeout_ms = timeout_ms
-        # The conversation id header is not authentication (seed 000); a token is the deployment's.
+        # The conversation id header is not authentication (docs/hinos.md); a token is the deployment's.
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = make_client(base_url=self.base_url, timeout_seconds=timeout_ms / 1000, headers=headers)
 

@@ -32,7 +32,7 @@ def _entries(product, conversation_id: str = "c1") -> list[DiaryEntry]:
 
 
 def test_defaults_skip_rounds_1_to_19_and_write_at_20_then_30(alice) -> None:
-    scenario = DiaryScenarioFactory(product=alice.product)  # no diary section: the seed's defaults apply
+    scenario = DiaryScenarioFactory(product=alice.product)  # no diary section: the default policy applies
     outcomes = _walk(scenario, 30)
     written = [number for number, outcome in enumerate(outcomes, start=1) if outcome == "written"]
     assert written == [20, 30]

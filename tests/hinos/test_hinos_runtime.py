@@ -1,4 +1,4 @@
-"""The hinos runtime (H1–H3) through the turn API, against a real Hinos stand-in on 127.0.0.1."""
+"""The hinos runtime (docs/hinos.md) through the turn API, against a real Hinos stand-in on 127.0.0.1."""
 
 from __future__ import annotations
 

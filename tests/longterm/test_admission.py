@@ -1,4 +1,4 @@
-"""Long-term memory admission (SPEC L2): consent, verbatim evidence, secrets, schema, durability."""
+"""Long-term memory admission (docs/long-term-memories.md): consent, verbatim evidence, secrets, schema, durability."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Task checkpoints and reports through the API (L8): commit once, fixed input, resume, atomic report."""
+"""Task checkpoints and reports through the API: commit once, fixed input, resume, atomic report."""
 
 from __future__ import annotations
 

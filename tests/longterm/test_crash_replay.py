@@ -1,4 +1,4 @@
-"""SIGKILL between commit and response (L4, R2): a real server process dies right after a write commits.
+"""SIGKILL between commit and response (docs/contract.md): a real server process dies right after a write commits.
 
 The server runs `manage.py runserver` against the test database with fault injection on and
 MEMORYHUB_CRASH_AFTER_COMMIT set to the operation ids to crash on (memoryhub/faults.py); the service

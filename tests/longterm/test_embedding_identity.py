@@ -1,4 +1,4 @@
-"""Embedders over real HTTP, their failures, and the embedding identity of the index (L6, L7)."""
+"""Embedders over real HTTP, their failures, and the embedding identity of the index (docs/contract.md)."""
 
 from __future__ import annotations
 

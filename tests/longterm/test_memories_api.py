@@ -1,4 +1,4 @@
-"""Long-term memories through the API: admission, compare-and-set, operation ids, delete, isolation (L1–L4)."""
+"""Long-term memories through the API: admission, compare-and-set, operation ids, delete, isolation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Qdrant vector backend (seed 004's third backend).
+"""The Qdrant vector backend (the third backend, next to pgvector and the exact scan).
 
 No Qdrant server can be installed on this machine, so these tests use qdrant-client's in-process mode
 (`QDRANT_URL=":memory:"`, the same client API and query semantics), plus a real local HTTP server that

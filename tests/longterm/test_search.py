@@ -1,4 +1,4 @@
-"""Keyword and semantic search through the API, on real embeddings from the bundled model (L5, L6)."""
+"""Keyword and semantic search through the API, on real embeddings from the bundled model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The operator console (SPEC A1, A2): products, keys, memory documents edited through the API's service."""
+"""The operator console (docs/contract.md): products, keys, memory documents edited through the API's service."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""JSON memory documents through the HTTP API (SPEC M1–M9, T2, T3)."""
+"""JSON memory documents through the HTTP API (docs/contract.md)."""
 
 from __future__ import annotations
 

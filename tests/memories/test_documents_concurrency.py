@@ -1,4 +1,4 @@
-"""Concurrent writers through the HTTP API (SPEC M2, R1): exactly one winner per revision, no lost update.
+"""Concurrent writers through the HTTP API (docs/contract.md): exactly one winner per revision, no lost update.
 
 PostgreSQL only: the SQLite test database is an in-memory shared-cache database whose table locks
 ("database table is locked") do not wait for the busy timeout, so threads there measure the test

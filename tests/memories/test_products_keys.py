@@ -1,4 +1,4 @@
-"""Products and API keys (SPEC T1): shown once, stored hashed, several per product, revocable."""
+"""Products and API keys (docs/contract.md, "Tenancy"): shown once, stored hashed, several per product, revocable."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seed's minimal acceptance run, through HTTP: read → explicit change with receipt → a NEW turn sees it."""
+"""The minimal acceptance run, through HTTP: read → explicit change with receipt → a NEW turn sees it."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ Used by tests and bench/search.py to exercise the HTTP embedder path with real v
     python -m tests.support.embedding_server --port 8765 [--model NAME] [--api-key KEY]
 
 Standard library only (no Django). `--truncate N` cuts every returned vector to N floats, to inject
-an embedding-dimension error *after* the real model answered (seed 004 acceptance).
+an embedding-dimension error *after* the real model answered.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`<tableEdit>` parsing: TABLE_EDITS.md section 6 probes, section 8 fixes, tolerance of real model output."""
+"""`<tableEdit>` parsing: the grammar of docs/tables.md, where the plugin loses data, real model output."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def shape(call: TableEditCall) -> tuple:
     return (call.op, call.table_index, call.row_index, call.values)
 
 
-# --- TABLE_EDITS.md section 6: one row each, the plugin's result vs memoryhub's reading -------------------
+# --- grammar edge cases (docs/tables.md): one row each, the plugin's result vs memoryhub's reading----------------
 
 
 SECTION_6 = [

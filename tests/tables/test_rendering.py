@@ -1,4 +1,4 @@
-"""Rendering tables in the plugin's prompt layout (TABLE_EDITS.md section 3), and the default presets."""
+"""Rendering tables in the plugin's prompt layout (docs/tables.md, "Recall"), and the default presets."""
 
 from __future__ import annotations
 

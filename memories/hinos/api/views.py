@@ -1,4 +1,4 @@
-"""The Hinos protocol served by memoryhub (SPEC H4): snake_case bodies, product key required.
+"""The Hinos protocol served by memoryhub (docs/hinos.md): snake_case bodies, product key required.
 
 The `x-flow-conversation-id` header names the conversation; it never authenticates — the product
 comes from the API key alone. Wire format: docs/hinos.md.

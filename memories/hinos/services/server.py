@@ -1,4 +1,4 @@
-"""memoryhub as a Hinos memory service (SPEC H4): prepare serves memory, commit stores the round once.
+"""memoryhub as a Hinos memory service (docs/hinos.md): prepare serves memory, commit stores the round once.
 
 Layout of `memory`: the recalled text of each source, in the scenario's source order, as
 "## <title>\\n<text>" blocks separated by a blank line; sources with no text are left out, and no

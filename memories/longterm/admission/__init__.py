@@ -1,4 +1,4 @@
-"""Admission rules for long-term memories (SPEC L2; seed 004 "记忆规则与恢复").
+"""Admission rules for long-term memories (docs/long-term-memories.md, "Admission rules").
 
 A model only *proposes* a memory; whether it is saved is decided here, from facts the model cannot
 forge: `consent` comes from the trusted product backend, `evidence` must be a verbatim quote of the

@@ -1,4 +1,4 @@
-"""The secret detector: passwords, keys, card and ID numbers are never saved (SPEC L2)."""
+"""The secret detector: passwords, keys, card and ID numbers are never saved (docs/long-term-memories.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Task checkpoints and reports (SPEC L8; seed 004 task-state).
+"""Task checkpoints and reports (docs/long-term-memories.md).
 
 A task's stages are committed once each, in order of commit; the first checkpoint fixes the task's
 input snapshot, which never changes. A client that re-enters reads the task and resumes after the

@@ -1,4 +1,4 @@
-"""The embedding index lifecycle (SPEC L6): exactly one active index, pinned to an embedding identity.
+"""The embedding index lifecycle (docs/contract.md): exactly one active index, pinned to an embedding identity.
 
 Semantic search and writes use the active index only if the configured embedder has the same
 identity (provider, model, dimension, preprocessing) and the configured vector backend is the one

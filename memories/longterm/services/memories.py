@@ -1,4 +1,4 @@
-"""Long-term memories: admitted writes, compare-and-set updates, deletes (SPEC L1–L4, C2).
+"""Long-term memories: admitted writes, compare-and-set updates, deletes (docs/long-term-memories.md).
 
 Every write: admission first (a refusal is logged and nothing else happens), then the embedding
 (outside the transaction — it may be a remote call), then one transaction with the row, its vector,

@@ -1,4 +1,4 @@
-"""Vector backends: where a long-term memory's vector lives and how it is searched (SPEC L5, L6).
+"""Vector backends: where a long-term memory's vector lives and how it is searched (docs/long-term-memories.md).
 
 - pgvector (PostgreSQL): the vector is a column of the memory row, written in the same UPDATE as the
   content. Each embedding index has its own partial HNSW index (`vector_cosine_ops`) on

@@ -1,4 +1,4 @@
-"""Build the vector index for the configured embedding identity and make it the active one (SPEC L6, O3).
+"""Build the vector index for the configured embedding identity and make it the active one (docs/contract.md).
 
     python manage.py reindex_embeddings [--batch-size 256]
 
