@@ -23,11 +23,15 @@ README = Path(settings.BASE_DIR) / "README.md"
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the README's examples use curl")
 @pytest.mark.django_db(transaction=True)
-def test_every_sh_block_of_the_readme_prints_what_it_shows(live_server, request, tmp_path):
+@pytest.mark.parametrize("document", ["README.md", "docs/tables.md"])
+def test_every_sh_block_prints_what_it_shows(document, live_server, request, tmp_path):
+    """The README's blocks, and the worked example of docs/tables.md, each with a fresh product and key."""
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         request.getfixturevalue("celery_worker_process")  # the background work goes through the real worker
     _, issued = product_create(name="readme")
-    steps = readme.substitute(readme.steps_of(README.read_text()), key=issued.plaintext, base_url=live_server.url)
+    text = (Path(settings.BASE_DIR) / document).read_text()
+    steps = readme.substitute(readme.steps_of(text), key=issued.plaintext, base_url=live_server.url)
+    assert steps, f"{document} has no sh block"
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
@@ -73,6 +77,11 @@ b"
 echo one \\
   two
 # one two
+twice() {
+  echo "$1$1"
+}
+twice ab
+# abab
 ```
 
 ```bash
@@ -99,16 +108,18 @@ def test_steps_outputs_and_comments():
         "printf 'x\\ny\\n'",
         'echo "a\nb"',
         "echo one \\\n  two",
+        'twice() {\n  echo "$1$1"\n}',
+        "twice ab",
         "echo $A-still-set",
     ]
-    assert [s.expected for s in steps] == [[], ["1"], ["x", "y"], ["a", "b"], ["one two"], ["1-…"]]
+    assert [s.expected for s in steps] == [[], ["1"], ["x", "y"], ["a", "b"], ["one two"], [], ["abab"], ["1-…"]]
     assert steps[1].line == 6
 
 
 def test_the_blocks_run_in_one_session_and_match(tmp_path):
     steps = readme.steps_of(SAMPLE)
     outputs = readme.run(steps, cwd=tmp_path, env={"PATH": os.environ["PATH"]}, timeout=30)
-    assert outputs == ["", "1", "x\ny", "a\nb", "one two", "1-still-set"]
+    assert outputs == ["", "1", "x\ny", "a\nb", "one two", "", "abab", "1-still-set"]
     assert readme.mismatches(steps, outputs) == []
 
 

@@ -4,7 +4,8 @@ The rules (README.md states them for its readers):
 
 - every fenced block whose info string is ``sh`` is run, in the order of the file, in ONE bash session
   (variables set in one block are there in the next); ``bash``, ``json`` and plain blocks are not run;
-- a command is a line plus its continuation lines (a trailing backslash, or a quote still open);
+- a command is a line plus its continuation lines (a trailing backslash, a quote still open, or a
+  `{ … }`, `do … done`, `then … fi` not yet closed);
 - lines starting with ``# `` right after a command (no blank line between) show its standard output;
   a ``#`` comment after a blank line, or before any command, only explains;
 - in a shown output, ``…`` stands for any text (ids, times, scores); everything else must match exactly.
@@ -49,14 +50,18 @@ def sh_blocks(text: str, info: str = "sh") -> list[tuple[int, list[str]]]:
     return blocks
 
 
+OPENERS = {"{": 1, "do": 1, "then": 1, "}": -1, "done": -1, "fi": -1}
+
+
 def _complete(command: str) -> bool:
+    """Whole: no trailing backslash, no open quote, and every `{`, `do`, `then` closed (a function, a loop)."""
     if command.rstrip().endswith("\\"):
         return False
     try:
-        shlex.split(command, comments=True)
+        tokens = shlex.split(command, comments=True)
     except ValueError:  # a quote still open
         return False
-    return True
+    return sum(OPENERS.get(token, 0) for token in tokens) <= 0
 
 
 def steps_of(text: str) -> list[Step]:
