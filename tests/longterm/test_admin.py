@@ -72,3 +72,71 @@ def test_refusals_indexes_operations_and_tasks_are_listed_read_only(admin_client
     assert "collect" in detail and "done" in detail
     assert admin_client.get("/admin/longterm/admissionrefusal/add/").status_code == 403
     assert admin_client.get("/admin/longterm/embeddingindex/add/").status_code == 403
+
+
+# --- memory kinds, supersession and expiry in the admin -------------------------------------------------------
+
+
+def kind_form(product, **changes) -> dict:
+    import json
+
+    from tests.longterm.kind_support import DIET_KIND
+
+    data = {
+        "product": product.pk,
+        "name": "diet",
+        "description": DIET_KIND["description"],
+        "content_schema": json.dumps(DIET_KIND["contentSchema"]),
+        "stated_fields": json.dumps(DIET_KIND["statedFields"]),
+        "searchable": "on",
+        "text_field": "note",
+        "max_per_user": "3",
+        "default_ttl_days": "30",
+    }
+    data.update(changes)
+    return data
+
+
+def test_an_operator_defines_a_kind_in_the_admin_with_the_apis_rules(admin_client, alice):
+    from memories.longterm.models import MemoryKind
+    from tests.longterm.kind_support import diet
+
+    bad = admin_client.post("/admin/longterm/memorykind/add/", kind_form(alice.product, content_schema='{"type": 7}'))
+    assert bad.status_code == 200 and "invalid JSON Schema" in bad.content.decode()
+    reserved = admin_client.post("/admin/longterm/memorykind/add/", kind_form(alice.product, name="preference"))
+    assert "built-in kind" in reserved.content.decode()
+    response = admin_client.post("/admin/longterm/memorykind/add/", kind_form(alice.product))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    kind = MemoryKind.objects.get()
+    assert kind.single_valued_fields == ["restriction"] and kind.max_per_user == 3
+    record = create(alice, diet())  # usable through the API at once
+    listing = admin_client.get("/admin/longterm/memorykind/").content.decode()
+    assert "diet" in listing and "restriction" in listing
+    # In use: no delete button for it here (the API's ?cascade=true is the deliberate way).
+    assert admin_client.get(f"/admin/longterm/memorykind/{kind.pk}/delete/").status_code == 403
+    changed = admin_client.post(
+        f"/admin/longterm/memorykind/{kind.pk}/change/", kind_form(alice.product, description="Diet", searchable="")
+    )
+    assert "is fixed when a kind is created" in changed.content.decode()
+    rows = admin_client.get("/admin/longterm/longtermmemory/?kind=diet").content.decode()
+    assert record["id"] in rows and "vegan" in rows
+
+
+def test_the_memory_list_shows_superseded_and_expired_memories_by_state(admin_client, alice):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = create(alice)
+    english = "Please always answer me in English"
+    new = create(alice, proposal(content={"language": "en"}, evidence=english, source=english))
+    expired = create(alice, user="u2")
+    LongTermMemory.objects.filter(memory_id=expired["id"]).update(expires_at=timezone.now() - timedelta(seconds=1))
+    current = admin_client.get("/admin/longterm/longtermmemory/?state=current").content.decode()
+    assert new["id"] in current and old["id"] not in current and expired["id"] not in current
+    superseded = admin_client.get("/admin/longterm/longtermmemory/?state=superseded").content.decode()
+    assert old["id"] in superseded and new["id"] in superseded  # the row and the id that replaced it
+    assert expired["id"] in admin_client.get("/admin/longterm/longtermmemory/?state=expired").content.decode()
+    row = LongTermMemory.objects.get(memory_id=old["id"])
+    page = admin_client.get(f"/admin/longterm/longtermmemory/{row.pk}/change/").content.decode()
+    assert "superseded" in page and new["id"] in page

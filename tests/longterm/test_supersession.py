@@ -10,6 +10,7 @@ from django.db import connection
 from memories.longterm.models import LongTermMemory, LongTermMemoryVersion
 from tests.longterm.kind_support import VEGETARIAN, define, diet
 from tests.longterm.support import PREFERENCE_EN, create, memories_url, proposal, search, update_body
+from tests.longterm.test_qdrant_backend import qdrant  # noqa: F401  (the in-process Qdrant fixture)
 from tests.support.api import assert_envelope, client_for
 
 pytestmark = pytest.mark.django_db
@@ -153,3 +154,18 @@ def create_body(index: int) -> dict:
     """Eight different answers to `language`: each contradicts every other."""
     evidence = f"Please always answer me in {LANGUAGES[index]}"
     return proposal(content={"language": LANGUAGES[index]}, evidence=evidence, source=evidence + ".")
+
+
+@pytest.mark.usefixtures("qdrant")
+def test_in_qdrant_a_superseded_memory_keeps_its_payload_but_loses_its_vector(alice):
+    from memories.longterm.models import EmbeddingIndex
+    from memories.longterm.services.vectors import qdrant_client
+
+    old = create(alice)
+    new = create(alice, ENGLISH)
+    row = LongTermMemory.objects.get(memory_id=old["id"])
+    collection = EmbeddingIndex.objects.get(status="active").storage_name
+    point = qdrant_client(":memory:").retrieve(collection, ids=[row.pk], with_payload=True, with_vectors=True)[0]
+    assert point.payload["supersededBy"] == new["id"] and point.payload["version"] == 2
+    assert not point.vector  # never a search hit again
+    assert ids(search(alice, "请用简洁的中文回复我", "semantic")) == [new["id"]]
