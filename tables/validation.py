@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from memoryhub.errors import InvalidRequest
 from memoryhub.runtimes.registry import SectionInvalid
+from memoryhub.wording import count
 from tables.applying import RULE_KEYS
 from tables.presets import plugin_default_tables
 
@@ -156,7 +157,7 @@ def validate_rows(rows: object, *, columns: list[str], max_rows: int | None) -> 
     if not isinstance(rows, list):
         raise _rows_invalid("rows", "must be a list of rows")
     if len(rows) > limit:
-        raise _rows_invalid("rows", f"at most {limit} rows")
+        raise _rows_invalid("rows", f"at most {count(limit, 'row')}")
     for index, row in enumerate(rows):
         _check_row(index, row, len(columns))
     return [list(row) for row in rows]

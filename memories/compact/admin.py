@@ -7,6 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from memoryhub.admin_base import ReadOnlyAdmin, pre
+from memoryhub.wording import count
 
 from .models import Compaction
 
@@ -52,7 +53,7 @@ class CompactionAdmin(ReadOnlyAdmin):
     def covers(self, obj: Compaction) -> str:
         return (
             f"messages {obj.from_message_id}–{obj.through_message_id} "
-            f"(rounds {obj.from_round}–{obj.through_round}, {obj.message_count} messages)"
+            f"(rounds {obj.from_round}–{obj.through_round}, {count(obj.message_count, 'message')})"
         )
 
     @admin.display(description="Summary")

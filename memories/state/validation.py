@@ -14,6 +14,7 @@ from memories.validation import compact_json, json_depth
 from memoryhub.errors import RejectedByPolicy
 from memoryhub.identifiers import MAX_SAFE_INTEGER
 from memoryhub.runtimes.registry import SectionInvalid
+from memoryhub.wording import count
 
 SECTION = "state"
 CATEGORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -294,7 +295,7 @@ def check_record_counts(candidate: Candidate, config: StateConfig, before: list[
                 [
                     (
                         f"upsert[{index}]",
-                        f"category {category.name!r} would hold {total} records; its maxRecords is "
+                        f"category {category.name!r} would hold {count(total, 'record')}; its maxRecords is "
                         f"{category.max_records}",
                     )
                 ]

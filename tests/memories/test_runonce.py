@@ -113,7 +113,7 @@ def test_the_purge_deletes_old_idempotency_keys_only(alice):
     RunOnceRecord.objects.exclude(key="new-key").update(created_at=timezone.now() - timedelta(days=30))
     out = io.StringIO()
     call_command("purge_idempotency_keys", stdout=out)
-    assert out.getvalue().strip() == "deleted 1 records"
+    assert out.getvalue().strip() == "deleted 1 record"
     assert sorted(RunOnceRecord.objects.values_list("key", flat=True)) == ["new-key", "old-op"]
 
 

@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from memories.longterm.services.reindex import reindex_activate, reindex_batch, reindex_pending, reindex_prepare
 from memoryhub.clients.errors import UpstreamError
+from memoryhub.wording import count
 
 MAX_ROUNDS_WITHOUT_PROGRESS = 5
 
@@ -39,7 +40,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"active index {job.index.pk}: {job.index.identity_key} on {job.index.backend}, "
-                f"{job.index.records_indexed} records ({moved} embedded in this run)"
+                f"{count(job.index.records_indexed, 'record')} ({moved} embedded in this run)"
             )
         )
 
