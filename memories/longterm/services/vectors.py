@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from memories.longterm.models import EmbeddingIndex, LongTermMemory, current
 from memoryhub.clients.embeddings import EmbeddingIdentity
@@ -74,7 +75,7 @@ class VectorBackend(Protocol):
         vector: Sequence[float],
         limit: int,
         offset: int,
-        now: datetime,
+        now: datetime | None = None,  # expired and superseded memories are never hits; default: now
     ) -> list[Hit]: ...
 
 
@@ -144,7 +145,8 @@ class PgvectorBackend(_RowBackend):
         with connection.cursor() as cursor:
             cursor.execute(f"DROP INDEX IF EXISTS {self.storage_name(index)}")
 
-    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now) -> list[Hit]:
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None) -> list[Hit]:
+        now = now or timezone.now()
         dim, kind_marks = int(index.dimension), ", ".join(["%s"] * len(kinds))
         # The index id and dimension are integers from our own row, inlined so the planner can match
         # the partial index predicate; everything that comes from a request is a parameter. Expired and
@@ -173,7 +175,8 @@ class SqliteExactBackend(_RowBackend):
     def drop(self, index: EmbeddingIndex) -> None:
         return None
 
-    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now) -> list[Hit]:
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None) -> list[Hit]:
+        now = now or timezone.now()
         rows = list(
             LongTermMemory.objects.filter(
                 current(now),
@@ -317,7 +320,8 @@ class QdrantBackend:
             points = self.client.retrieve(self.storage_name(index), ids=pks, with_vectors=[QDRANT_VECTOR])
         return {int(p.id): list(p.vector[QDRANT_VECTOR]) for p in points if p.vector and QDRANT_VECTOR in p.vector}
 
-    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now) -> list[Hit]:
+    def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None) -> list[Hit]:
+        now = now or timezone.now()
         from qdrant_client import models
 
         not_expired = models.Filter(
