@@ -101,9 +101,13 @@ def history_for_prepare(
                     force=must,
                 )
             except GenerationError as exc:
+                if must and isinstance(exc, UpstreamError):
+                    raise  # the prepare fails with the summariser's 502/504: nothing is dropped to fit
                 if must:
-                    raise _as_upstream(exc) from exc
-                failure = f"{type(exc).__name__}: {exc}"[:300]
+                    raise UpstreamUnavailable(
+                        f"the summariser is misconfigured: {exc}", service=SERVICE, details={"reason": str(exc)}
+                    ) from exc
+                failure = f"{type(exc).__name__}: {exc}"[:300]  # a rebuild only: the raw history still fits
                 break
             view, cached = selectors.history_view(address, before_round=round_number), False
             if outcome.outcome == "created":
@@ -127,18 +131,12 @@ def _view_for_round(address: ConversationAddress, round_number: int) -> tuple[Hi
     return selectors.history_view(address, before_round=round_number), False
 
 
-def _as_upstream(exc: Exception) -> UpstreamError:
-    if isinstance(exc, UpstreamError):
-        return exc
-    return UpstreamUnavailable(f"the summariser is misconfigured: {exc}", service=SERVICE, details={"reason": str(exc)})
-
-
 # --- after a commit -------------------------------------------------------------------------------------------
 
 
 def compaction_due(*, address: ConversationAddress, policy: CompactPolicy, round_number: int) -> str | None:
-    """ "checkpoint" at a checkpoint round with messages before the recent window, "threshold" once the history
-    passes 80 % of the budget, else None."""
+    """Which compaction a commit schedules: "checkpoint" at a checkpoint round with messages before the recent
+    window, "threshold" once the history passes 80 % of the budget, else None."""
     view, _ = selectors.history_view_cached(address)
     if policy.is_checkpoint(round_number) and len(view.messages) > policy.keep_recent_messages:
         return "checkpoint"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.http_server import Reply
+
 from .support import CONV, compactions, create_scenario, eager_celery, events, history_source, messages, play, prepare
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +76,21 @@ def test_regenerating_a_reply_outside_the_compacted_range_keeps_the_compaction(
     [kept] = compactions(alice)
     assert kept["invalidated"] is False and events(alice, "compact.invalidated") == []
     assert "Round 4, again." in prepare(alice, "5").json()["variables"]["history"]
+
+
+def test_a_rebuild_that_fails_while_the_raw_history_fits_serves_the_raw_history(
+    alice, django_capture_on_commit_callbacks, monkeypatch, stub_server, settings
+) -> None:
+    eager_celery(monkeypatch)
+    turns = _compacted_through_round_3(alice, django_capture_on_commit_callbacks)
+    again = prepare(alice, _line(3, "user"), replacesTurnId=turns[2]["turnId"]).json()
+    alice.post(f"{CONV}/turns/{again['turnId']}/complete", {"assistantMessage": _line(3, "keeper")})
+    settings.SUMMARIZER_BASE_URL, settings.SUMMARIZER_MODEL = f"{stub_server.url}/v1", "test-model"
+    stub_server.route("POST", "/v1/chat/completions", Reply(500, {"error": {"message": "down"}}))
+    turn = prepare(alice, "And now?")
+    assert turn.status_code == 201, turn.json()
+    details = history_source(turn.json())["details"]
+    assert details["compaction"] is None and details["rawMessages"] == 6 and "rebuildFailed" in details
+    assert "compacted" not in details and details["inputChars"] <= 2000
+    [failed] = events(alice, "compact.failed")
+    assert failed["details"]["trigger"] == "rebuild"
