@@ -151,7 +151,7 @@ def _apply_insert(batch: _Batch, call: TableEditCall, room: list[int | None]) ->
         return None
     if room[call.table_index] is not None and room[call.table_index] <= 0:  # type: ignore[operator]
         limit = batch.tables[call.table_index].max_rows
-        batch.skip(call, f"table {call.table_index} is full (max {count(limit, 'row')}); row not inserted")
+        batch.skip(call, f"table {call.table_index} is full (max {count(limit or 0, 'row')}); row not inserted")
         return None
     cells = _cells_in_range(batch, call)
     if not cells:
