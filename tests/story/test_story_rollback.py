@@ -98,3 +98,15 @@ def test_a_regenerated_reply_is_prompted_without_the_story_of_the_reply_it_repla
     assert prepared["sources"][0]["details"]["asBeforeReplacedReply"] is True
     fresh = api.post(f"{CONV}/turns", {"scenarioId": "saga", "userMessage": "Onward."}).json()
     assert "dragon: asleep" in fresh["variables"]["story"]
+
+
+def test_the_rollback_invalidates_the_working_set_entry_of_the_story(api):
+    first = turn(api)
+    settle(api, settlement(0, first["assistantMessageId"], setFacts={"door": "open"}))
+    second = turn(api, "I enter.", "A dragon sleeps here.")
+    settle(api, settlement(1, second["assistantMessageId"], setFacts={"dragon": "asleep"}))
+    before = api.post(f"{CONV}/turns", {"scenarioId": "saga", "userMessage": "Look."}).json()
+    assert "dragon: asleep" in before["variables"]["story"]  # the entry is cached now
+    turn(api, "I enter.", "The cave is empty.", replaces=second["turnId"])
+    after = api.post(f"{CONV}/turns", {"scenarioId": "saga", "userMessage": "Look."}).json()
+    assert "dragon" not in after["variables"]["story"] and after["sources"][0]["version"] == 3
