@@ -114,14 +114,22 @@ def _check_source(index: int, item: object, errors: dict[str, str]) -> SourceCon
         errors[where] = "must be an object with id, agentRef, variable and optional priority"
         return None
     before = len(errors)
-    for key in sorted(set(item) - SOURCE_FIELDS):
-        errors[f"{where}.{key}"] = "unknown field"
+    variable = item.get("variable")
+    registered = registry.get_source(variable) if isinstance(variable, str) else None  # a list is unhashable
+    extra = {key: item[key] for key in sorted(set(item) - SOURCE_FIELDS)}
+    options: dict = {}
+    if extra and registered is not None and registered.options is not None:
+        try:
+            options = registered.options(extra)  # fields the variable's registration accepts (e.g. kinds)
+        except registry.SectionInvalid as exc:
+            errors.update({f"{where}.{key}": message for key, message in exc.errors.items()})
+    else:
+        for key in extra:
+            errors[f"{where}.{key}"] = "unknown field"
     for key in ("id", "agentRef"):
         value = item.get(key)
         if not isinstance(value, str) or not value.strip() or len(value) > 200:
             errors[f"{where}.{key}"] = "required: a non-empty string"
-    variable = item.get("variable")
-    registered = registry.get_source(variable) if isinstance(variable, str) else None  # a list is unhashable
     if registered is None:
         errors[f"{where}.variable"] = f"unknown variable; one of: {', '.join(registry.variable_names())}"
     elif f"{where}.agentRef" not in errors:
@@ -131,7 +139,7 @@ def _check_source(index: int, item: object, errors: dict[str, str]) -> SourceCon
         errors[f"{where}.priority"] = "must be an integer"
     if registered is None or len(errors) > before:
         return None
-    return SourceConfig(item["id"], item["agentRef"], registered.variable, priority)
+    return SourceConfig(item["id"], item["agentRef"], registered.variable, priority, options)
 
 
 def _check_agent_ref(where: str, agent_ref: str, registered: registry.Source, errors: dict[str, str]) -> None:

@@ -69,6 +69,7 @@ def scenario_payload(scenario: Scenario, source_forms) -> dict:
         }
         if cleaned.get("priority") is not None:
             source["priority"] = cleaned["priority"]
+        source.update(cleaned.get("options") or {})  # e.g. {"kinds": [...]} for the preferences variable
         sources.append(source)
     data["memorySources"] = sources
     data.update(scenario.sections or {})
@@ -79,7 +80,7 @@ class MemorySourceInline(admin.TabularInline):
     model = MemorySource
     formset = SourceFormSet
     extra = 1
-    fields = ["source_id", "agent_ref", "variable", "priority"]
+    fields = ["source_id", "agent_ref", "variable", "priority", "options"]
 
 
 class ScenarioVersionInline(ReadOnlyTabularInline):

@@ -13,12 +13,13 @@ class LongTermConfig(AppConfig):
     def ready(self) -> None:
         from memoryhub.runtimes import registry
 
-        from .producers import preference_scopes, produce_preferences, validate_section
+        from .producers import preference_scopes, produce_preferences, validate_section, validate_source_options
 
         registry.register_source(
             "preferences",
-            description="the user's long-term preference memories as text",
+            description="the user's long-term memories of the kinds the source names (default: preferences)",
             producer=produce_preferences,
             scopes=preference_scopes,
+            options=validate_source_options,
         )
         registry.register_scenario_section("preferences", validate_section)

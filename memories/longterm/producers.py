@@ -1,13 +1,13 @@
 """The `preferences` variable (docs/long-term-memories.md): the user's long-term memories relevant to this turn.
 
-The scenario's `preferences` section names the kinds it recalls (`kinds`, default ["preference"]):
-`preference` is one kind among the product's own. The working set (Redis) holds one snapshot per
-user and kind — ids, versions, content, expiry times and vectors of the active index — rebuilt from
-the database on a miss and invalidated by every write (supersession included). Every read drops the
-items whose expiry has passed, so an expired memory is never served from the cache. With few
-memories all of them are used; with more, the turn's user message is embedded and the top k are
-chosen by cosine similarity over the snapshots (exact, the same vectors the index holds). Each used
-memory's id and version is recorded in the source status.
+A `preferences` source names the kinds it recalls (`"kinds": [...]` on the source, else in the scenario's
+`preferences` section; default ["preference"]): `preference` is one kind among the product's. The working
+set (Redis) holds one snapshot per user and kind — ids, versions, content, expiry times and vectors of the
+active index — rebuilt from the database on a miss and invalidated by every write (supersession included).
+Every read drops the items whose expiry has passed, so an expired memory is never served from the cache.
+With few memories all of them are used; with more, the turn's user message is embedded and the top k are
+chosen by cosine similarity over the snapshots (exact, the same vectors the index holds). Each used memory's
+id and version is recorded in the source status.
 """
 
 from __future__ import annotations
@@ -38,10 +38,31 @@ PREFERENCE = "preference"
 MAX_KINDS = 20
 
 
-def _settings(scenario) -> tuple[int, int, list[str]]:
-    section = (getattr(scenario, "sections", None) or {}).get("preferences") or {}
-    kinds = section.get("kinds") or [PREFERENCE]
+def _settings(request: RecallRequest) -> tuple[int, int, list[str]]:
+    """topK and allWhenAtMost from the scenario section; the kinds from the source, else the section."""
+    section = (getattr(request.scenario, "sections", None) or {}).get("preferences") or {}
+    options = getattr(request.source, "options", None) or {}
+    kinds = options.get("kinds") or section.get("kinds") or [PREFERENCE]
     return section.get("topK", DEFAULT_TOP_K), section.get("allWhenAtMost", DEFAULT_ALL_WHEN_AT_MOST), kinds
+
+
+def _check_kinds(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and 1 <= len(value) <= MAX_KINDS
+        and all(isinstance(k, str) and KIND_NAME.fullmatch(k) for k in value)
+        and len(set(value)) == len(value)
+    )
+
+
+def validate_source_options(options: dict) -> dict:
+    """A `preferences` source may name `"kinds": [...]`: the memory kinds it recalls (default ["preference"])."""
+    errors = {key: "unknown field" for key in options if key != "kinds"}
+    if "kinds" in options and not _check_kinds(options["kinds"]):
+        errors["kinds"] = f"must be a list of 1-{MAX_KINDS} distinct kind names"
+    if errors:
+        raise SectionInvalid(errors)
+    return dict(options)
 
 
 def validate_section(value: object) -> dict:
@@ -59,12 +80,7 @@ def validate_section(value: object) -> dict:
         if item is not None and (isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high):
             errors[f"preferences.{name}"] = f"must be an integer from {low} to {high}"
     kinds = value.get("kinds")
-    if kinds is not None and (
-        not isinstance(kinds, list)
-        or not 1 <= len(kinds) <= MAX_KINDS
-        or not all(isinstance(k, str) and KIND_NAME.fullmatch(k) for k in kinds)
-        or len(set(kinds)) != len(kinds)
-    ):
+    if kinds is not None and not _check_kinds(kinds):
         errors["preferences.kinds"] = f"must be a list of 1-{MAX_KINDS} distinct kind names"
     if errors:
         raise SectionInvalid(errors)
@@ -179,7 +195,7 @@ def render(chosen: list[tuple[dict, float | None]], text_fields: dict[str, str] 
 def produce_preferences(request: RecallRequest) -> SourceResult:
     """The user's current memories of the kinds the scenario names (default: preferences), as text."""
     scope = UserAddress(request.product, request.user_id)
-    top_k, all_when_at_most, kind_names = _settings(request.scenario)
+    top_k, all_when_at_most, kind_names = _settings(request)
     specs = [spec for name in kind_names if (spec := kind_spec(request.product, name)) is not None]
     now, snapshots, cached = time.time(), [], True
     for spec in specs:
@@ -213,7 +229,7 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
 def preference_scopes(request: RecallRequest) -> list[working_set.Scope]:
     """The working-set entries a recall reads: each named kind's snapshot, the product's kinds, the active index."""
     user = UserAddress(request.product, request.user_id)
-    _, _, kind_names = _settings(request.scenario)
+    _, _, kind_names = _settings(request)
     scopes = [kind_scope(user, name) for name in kind_names]
     if any(name != PREFERENCE for name in kind_names):
         scopes.append(kinds_scope(request.product))

@@ -45,6 +45,8 @@ class MemorySource(models.Model):
     agent_ref = models.CharField(max_length=200)
     variable = models.CharField(max_length=64)
     priority = models.IntegerField(null=True, blank=True)
+    # Fields the variable's registration accepts besides id/agentRef/variable/priority (e.g. `kinds`).
+    options = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["position", "pk"]

@@ -7,7 +7,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
 from memories.models import MemorySource, Product, Scenario, ScenarioVersion
-from memories.scenario_validation import CORE_FIELDS, ScenarioInvalid, validate_scenario
+from memories.scenario_validation import CORE_FIELDS, SOURCE_FIELDS, ScenarioInvalid, validate_scenario
 from memoryhub import working_set
 from memoryhub.actors import Actor
 from memoryhub.errors import Conflict, NotFound
@@ -36,12 +36,13 @@ def source_to_dict(source: MemorySource) -> dict:
     out: dict[str, object] = {"id": source.source_id, "agentRef": source.agent_ref, "variable": source.variable}
     if source.priority is not None:
         out["priority"] = source.priority
+    out.update(source.options or {})  # the source's own fields its variable accepts (e.g. `kinds`)
     return out
 
 
 def scenario_sources(scenario: Scenario) -> tuple[SourceConfig, ...]:
     rows = sorted(scenario.sources.all(), key=lambda s: (s.priority or 0, s.position))
-    return tuple(SourceConfig(s.source_id, s.agent_ref, s.variable, s.priority) for s in rows)
+    return tuple(SourceConfig(s.source_id, s.agent_ref, s.variable, s.priority, s.options or {}) for s in rows)
 
 
 def scenario_for_turn(*, product: Product, slug: str) -> Scenario:
@@ -124,6 +125,7 @@ def _apply(scenario: Scenario, clean: dict) -> None:
             agent_ref=s["agentRef"],
             variable=s["variable"],
             priority=s.get("priority"),
+            options={k: v for k, v in s.items() if k not in SOURCE_FIELDS},
         )
         for i, s in enumerate(clean["memorySources"])
     )

@@ -17,6 +17,8 @@ class SourceConfig:
     agent_ref: str
     variable: str
     priority: int | None = None
+    # The source's own fields that its variable's registration accepts (registry.register_source(options=…)).
+    options: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)

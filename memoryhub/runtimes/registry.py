@@ -35,6 +35,9 @@ CommitHook = Callable[[int], bool]
 SupersedeHook = Callable[[int, int], None]
 # Returns the normalized section value or raises SectionInvalid.
 SectionValidator = Callable[[object], object]
+# Receives a source's fields besides id/agentRef/variable/priority; returns them normalized or raises
+# SectionInvalid keyed by field name (e.g. {"kinds": "…"}).
+SourceOptionsValidator = Callable[[dict], dict]
 # The working-set entries a producer will read, so a turn can fetch all of them in one round trip.
 ScopesFor = Callable[[RecallRequest], list[Scope]]
 # A runtime class (or any zero-argument factory), or its dotted path when importing it here would be a cycle.
@@ -62,6 +65,8 @@ class Source:
     agent_refs: frozenset[str] | None = None
     # The runtimes that accept this variable besides their built-in ones (see runtime_variables).
     runtimes: frozenset[str] = frozenset()
+    # Validates the fields a source of this variable may carry besides the common ones; None: no others.
+    options: SourceOptionsValidator | None = None
 
 
 @dataclass
@@ -149,14 +154,16 @@ def register_source(
     scopes: ScopesFor | None = None,
     agent_refs: Iterable[str] | None = None,
     runtimes: Iterable[str] = (),
+    options: SourceOptionsValidator | None = None,
 ) -> None:
     """Declare a variable scenario sources may name, with its producer, working-set scopes and agentRefs.
 
     `runtimes`: the runtimes that accept the variable (an app adds its variable to a runtime here instead of
-    editing the runtime's built-in set).
+    editing the runtime's built-in set). `options`: validates the fields a source of this variable may carry
+    besides id/agentRef/variable/priority (they reach the producer as `SourceConfig.options`).
     """
     refs = frozenset(agent_refs) if agent_refs is not None else None
-    _current().sources[variable] = Source(variable, description, producer, scopes, refs, frozenset(runtimes))
+    _current().sources[variable] = Source(variable, description, producer, scopes, refs, frozenset(runtimes), options)
 
 
 def set_producer(variable: str, producer: Producer | None) -> None:

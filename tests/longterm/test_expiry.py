@@ -31,9 +31,8 @@ def scenario(api, kinds: list[str]) -> None:
     body = {
         "id": "assistant",
         "name": "Assistant",
-        "memorySources": [{"id": "memories", "agentRef": "longterm", "variable": "preferences"}],
+        "memorySources": [{"id": "memories", "agentRef": "longterm", "variable": "preferences", "kinds": kinds}],
         "template": "Known:\n{{preferences}}\nUser: {{userMessage}}",
-        "preferences": {"kinds": kinds},
     }
     assert api.post("/v1/scenarios", body).status_code == 201
 

@@ -157,16 +157,19 @@ def test_a_kind_that_is_not_searchable_is_stored_but_never_found(alice):
     assert search(alice, "vegan food", "semantic").json()["results"] == []
 
 
-def scenario(api, kinds: list[str]) -> None:
+def scenario(api, kinds: list[str], *, in_section: bool = False) -> dict:
+    """A `preferences` source naming the kinds it recalls (or, with in_section, the scenario section naming them)."""
+    source = {"id": "memories", "agentRef": "longterm", "variable": "preferences"}
     body = {
         "id": "cook",
         "name": "Cook",
-        "memorySources": [{"id": "memories", "agentRef": "longterm", "variable": "preferences"}],
+        "memorySources": [source if in_section else {**source, "kinds": kinds}],
         "template": "Known about the user:\n{{preferences}}\nUser: {{userMessage}}",
-        "preferences": {"kinds": kinds},
+        **({"preferences": {"kinds": kinds}} if in_section else {}),
     }
     response = api.post("/v1/scenarios", body)
     assert response.status_code == 201, response.json()
+    return response.json()
 
 
 def prepare(api, message: str = "What should I cook tonight?") -> dict:
@@ -188,10 +191,46 @@ def test_write_search_recall_in_a_turn_for_a_product_kind(alice):
     assert {"id": preference["id"], "version": 1} in used
 
 
-def test_a_scenario_names_only_valid_kind_lists(alice):
-    body = {"id": "s", "name": "S", "preferences": {"kinds": ["Diet!"]}}
-    error = assert_envelope(alice.post("/v1/scenarios", body), 400)
+def test_a_source_names_its_kinds_and_the_scenario_keeps_them(alice):
+    define(alice)
+    stored = scenario(alice, ["diet"])
+    assert stored["memorySources"][0]["kinds"] == ["diet"]
+    assert alice.get("/v1/scenarios/cook").json()["memorySources"][0]["kinds"] == ["diet"]
+    record = create(alice, diet())
+    create(alice)  # a preference: not named by the source
+    turn = prepare(alice)
+    assert "- diet: The user is vegan" in turn["prompt"] and "language: zh" not in turn["prompt"]
+    assert turn["sources"][0]["details"]["memories"] == [{"id": record["id"], "version": 1, "kind": "diet"}]
+
+
+def test_the_scenario_section_may_name_the_kinds_too(alice):
+    define(alice)
+    scenario(alice, ["diet"], in_section=True)
+    create(alice, diet())
+    assert "- diet: The user is vegan" in prepare(alice)["prompt"]
+
+
+@pytest.mark.parametrize(
+    "source_fields,field",
+    [
+        ({"kinds": ["Diet!"]}, "memorySources[0].kinds"),
+        ({"kinds": []}, "memorySources[0].kinds"),
+        ({"kinds": "diet"}, "memorySources[0].kinds"),
+        ({"colour": "red"}, "memorySources[0].colour"),
+    ],
+)
+def test_a_scenario_names_only_valid_kind_lists(alice, source_fields, field):
+    source = {"id": "m", "agentRef": "longterm", "variable": "preferences", **source_fields}
+    error = assert_envelope(alice.post("/v1/scenarios", {"id": "s", "name": "S", "memorySources": [source]}), 400)
+    assert field in error["details"]["fields"], error
+    error = assert_envelope(alice.post("/v1/scenarios", {"id": "s", "name": "S", "preferences": {"kinds": ["X"]}}), 400)
     assert "preferences.kinds" in error["details"]["fields"]
+
+
+def test_other_variables_accept_no_extra_source_fields(alice):
+    source = {"id": "doc", "agentRef": "json", "variable": "jsonMemory", "kinds": ["diet"]}
+    error = assert_envelope(alice.post("/v1/scenarios", {"id": "s", "name": "S", "memorySources": [source]}), 400)
+    assert error["details"]["fields"]["memorySources[0].kinds"] == "unknown field"
 
 
 def test_a_kind_change_reaches_the_next_turn(alice):

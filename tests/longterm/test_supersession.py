@@ -32,9 +32,10 @@ def scenario(api) -> None:
     body = {
         "id": "assistant",
         "name": "Assistant",
-        "memorySources": [{"id": "memories", "agentRef": "longterm", "variable": "preferences"}],
+        "memorySources": [
+            {"id": "memories", "agentRef": "longterm", "variable": "preferences", "kinds": ["preference", "diet"]}
+        ],
         "template": "{{preferences}}\nUser: {{userMessage}}",
-        "preferences": {"kinds": ["preference", "diet"]},
     }
     assert alice_ok(api.post("/v1/scenarios", body))
 

@@ -316,12 +316,14 @@ def memory_create(
     spec = kind_spec(scope.product, kind) if isinstance(kind, str) else None
     admitted = _admit(scope, kind, spec, proposal, actor=actor, operation_id=op_id)
     content = admitted.content
-    expires_at = _expiry(spec, proposal, timezone.now())
+    _expiry(spec, proposal, timezone.now())  # an expiresAt in the past is refused before any work
+
     in_use, vector = _vector_for(spec, content, proposal.evidence)
 
     def write() -> MemoryOutcome:
         lock_for_write(in_use.index)
         contradicted = _guard(scope, spec, kind, content, timezone.now())
+        expires_at = _expiry(spec, proposal, timezone.now())  # a kind's lifetime counts from the write
         memory = LongTermMemory.objects.create(
             product=scope.product,
             user_id=scope.user_id,
