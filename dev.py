@@ -31,7 +31,8 @@ MODEL_REQUIREMENTS = ROOT / "requirements-model.txt"
 # The hash of the requirements.txt last installed, so an unchanged file skips pip.
 STAMP = VENV / ".requirements.sha256"
 # The dev product's key (mode 0600), reused by every `serve`; see memories/management/commands/dev_key.py.
-KEY_FILE = ROOT / "var" / "dev-key.json"
+# It lives next to the SQLite database: var/, or MEMORYHUB_VAR_DIR when that is set (as in memoryhub/settings.py).
+KEY_FILE = Path(os.environ.get("MEMORYHUB_VAR_DIR") or ROOT / "var") / "dev-key.json"
 
 
 def venv_python() -> Path:
@@ -100,6 +101,10 @@ def dev_key(py: Path, new_key: bool) -> str:
         sys.exit(f"[dev] dev_key printed no JSON with an apiKey: {lines[-1]!r}")
 
 
+def shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def cmd_serve(port: int, new_key: bool = False, workers: int = 0) -> None:
     py = ensure_venv()
     if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
@@ -112,7 +117,7 @@ def cmd_serve(port: int, new_key: bool = False, workers: int = 0) -> None:
         f"  API docs    {base}/api/docs/\n"
         f"  admin       {base}/admin/   (python3 dev.py superuser creates a login)\n"
         f"  API key     {key}\n"
-        f"              (kept in {KEY_FILE.relative_to(ROOT)} for the next serve; --new-key replaces it)\n"
+        f"              (kept in {shown(KEY_FILE)} for the next serve; --new-key replaces it)\n"
         "\n"
         "  try:\n"
         f'  curl -H "Authorization: Bearer {key}" {base}/v1/users/alice/conversations/c1/memory\n',

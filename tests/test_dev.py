@@ -141,3 +141,14 @@ def test_createsuperuser_noinput_takes_the_documented_variables(monkeypatch):
     call_command("createsuperuser", "--noinput", stdout=io.StringIO())
     user = get_user_model().objects.get(username="ops")
     assert user.is_superuser and user.check_password("a long enough password 42")
+
+
+def test_the_key_file_lives_next_to_the_database(monkeypatch, tmp_path):
+    monkeypatch.delenv("MEMORYHUB_VAR_DIR", raising=False)
+    assert load_dev().KEY_FILE == ROOT / "var" / "dev-key.json"
+    monkeypatch.setenv("MEMORYHUB_VAR_DIR", str(tmp_path))
+    dev = load_dev()
+    expected = tmp_path / "dev-key.json"
+    key_file = dev.KEY_FILE
+    assert key_file == expected
+    assert dev.shown(dev.KEY_FILE) == str(expected)
