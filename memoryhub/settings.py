@@ -9,6 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
+from kombu import Queue
 
 from . import __version__
 from .env import env_bool, env_int, env_list, env_str, env_url
@@ -48,6 +49,7 @@ MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off
+    "memoryhub.db_routing.ReplicaReadsMiddleware",  # GET requests may read the replica (DATABASE_REPLICA_URL)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -92,6 +94,14 @@ IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 if IS_POSTGRES:  # a database host that does not answer must not hold a request past gunicorn's timeout
     CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = CONNECT_TIMEOUT
+# A read replica for GET requests' selectors (memoryhub/db_routing.py, docs/scaling.md); the tests mirror it.
+DATABASE_REPLICA_URL = env_url("DATABASE_REPLICA_URL", ("postgres", "postgresql"))
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = {
+        **dj_database_url.parse(DATABASE_REPLICA_URL, conn_max_age=60, conn_health_checks=True),
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["memoryhub.db_routing.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Fault injection (memoryhub/faults.py): lets the test suite SIGKILL a server right after a commit and
@@ -149,6 +159,16 @@ OUTBOX_RELAY_INTERVAL_SECONDS = env_int("OUTBOX_RELAY_INTERVAL_SECONDS", 10, min
 OUTBOX_REDISPATCH_AFTER_SECONDS = env_int("OUTBOX_REDISPATCH_AFTER_SECONDS", 60, minimum=1)
 OUTBOX_BACKOFF_MAX_SECONDS = env_int("OUTBOX_BACKOFF_MAX_SECONDS", 3600, minimum=1)
 OUTBOX_RETENTION_HOURS = env_int("OUTBOX_RETENTION_HOURS", 48, minimum=1)
+# One queue per kind of background work, so each can get its own worker pool (docs/scaling.md); a worker
+# started without -Q consumes them all.
+CELERY_TASK_QUEUES = [Queue(name, routing_key=name) for name in ("celery", "diaries", "tables", "embeddings", "outbox")]
+CELERY_TASK_ROUTES = {
+    "diaries.*": {"queue": "diaries"},
+    "compact.*": {"queue": "diaries"},  # the summariser again
+    "tables.*": {"queue": "tables"},
+    "longterm.*": {"queue": "embeddings"},  # long-term memories' maintenance (vectors)
+    "outbox.*": {"queue": "outbox"},
+}
 CELERY_BEAT_SCHEDULE = {
     "outbox-relay": {"task": "outbox.relay", "schedule": float(OUTBOX_RELAY_INTERVAL_SECONDS)},
 }

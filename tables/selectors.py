@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from memoryhub.addresses import ConversationAddress
+from memoryhub.db_routing import primary_reads
 from memoryhub.errors import NotFound
 from memoryhub.pagination import keyset_page
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
@@ -19,11 +20,13 @@ def conversation_tables(address: ConversationAddress) -> QuerySet[MemoryTable]:
     )
 
 
+@primary_reads  # versions the client sends back as expectedVersion: never a lagging replica's
 def tables_list(address: ConversationAddress) -> list[MemoryTable]:
     """The conversation's tables in index order ([] for a conversation that never used tables)."""
     return list(conversation_tables(address).order_by("position", "pk"))
 
 
+@primary_reads
 def table_get(address: ConversationAddress, table_id: int) -> MemoryTable:
     table = conversation_tables(address).select_related("product").filter(pk=table_id).first()
     if table is None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from memories.models import MemoryDocument, MemoryRevision
 from memoryhub.addresses import ConversationAddress
+from memoryhub.db_routing import primary_reads
 from memoryhub.pagination import keyset_page
 
 
@@ -11,6 +12,7 @@ def _filter(model, address: ConversationAddress):
     )
 
 
+@primary_reads  # its revision is the client's next expectedRevision: never a lagging replica's
 def memory_document_get(address: ConversationAddress) -> tuple[int, dict | None]:
     """Return (revision, memory); a never-written document is (0, None) — the only empty shape."""
     row = _filter(MemoryDocument, address).values_list("revision", "memory").first()
