@@ -22,6 +22,8 @@ from tests.support.processes import (
 )
 
 DATABASE = "memoryhub"
+# The command of deploy/compose.yaml's migrate service, as the stack runs it (tests/test_deploy.py checks it).
+MIGRATE = ["manage.py", "migrate", "--noinput"]
 
 
 class Stack:
@@ -54,7 +56,7 @@ class Stack:
             "MEMORYHUB_RATE_LIMIT": "1000000/min",
             **self.extra_env,
         }
-        self.manage("migrate", "--noinput")
+        self.manage(*MIGRATE[1:])
         if self.celery:
             beat_dir = self.postgres.dir / "beat"
             beat_dir.mkdir()
