@@ -7,10 +7,26 @@ from the request body, so a foreign id is simply not found. `product` is the pro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from memoryhub.working_set import Scope
+
+AddressCheck = Callable[[Any, str, "str | None"], None]
+# Checks every addressed request passes (apps register them in AppConfig.ready): check(product, user_id,
+# conversation_id or None) raises a domain error to refuse, e.g. 409 erasure_in_progress while a user is erased.
+_checks: list[AddressCheck] = []
+
+
+def register_address_check(check: AddressCheck) -> None:
+    if check not in _checks:
+        _checks.append(check)
+
+
+def run_address_checks(product: Any, user_id: str, conversation_id: str | None) -> None:
+    for check in _checks:
+        check(product, user_id, conversation_id)
 
 
 @dataclass(frozen=True)

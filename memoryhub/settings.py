@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "memories.compact",
     "memories.state",
     "memories.story",
+    "memories.lifecycle",
     "diaries",
     "tables",
 ]
@@ -172,6 +173,16 @@ CELERY_TASK_ROUTES = {
 CELERY_BEAT_SCHEDULE = {
     "outbox-relay": {"task": "outbox.relay", "schedule": float(OUTBOX_RELAY_INTERVAL_SECONDS)},
 }
+
+# Data lifecycle (docs/data-lifecycle.md): an export's file is kept EXPORT_TTL_HOURS, then the sweep deletes it.
+EXPORT_TTL_HOURS = env_int("EXPORT_TTL_HOURS", 24, minimum=1)
+CELERY_BEAT_SCHEDULE["lifecycle-delete-expired-exports"] = {
+    "task": "lifecycle.delete_expired_exports",
+    "schedule": 600.0,
+}
+# Retention (per product, GET/PATCH /v1/product): the pruning sweep runs every RETENTION_PRUNE_SECONDS.
+RETENTION_PRUNE_SECONDS = env_int("RETENTION_PRUNE_SECONDS", 3600, minimum=1)
+CELERY_BEAT_SCHEDULE["lifecycle-prune"] = {"task": "lifecycle.prune", "schedule": float(RETENTION_PRUNE_SECONDS)}
 
 # --- Outbound services (all optional).
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))

@@ -18,6 +18,9 @@ class Product(models.Model):
         null=True, blank=True, help_text="JSON Schema every memory document must pass before it is stored."
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Erasures of this product's users still running (memories/lifecycle): while 0, no request pays for the
+    # 409 erasure_in_progress check (the product row comes with the API key lookup).
+    erasures_in_progress = models.PositiveIntegerField(default=0, editable=False)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memoryhub.addresses import ConversationAddress, UserAddress
+from memoryhub.addresses import ConversationAddress, UserAddress, run_address_checks
 from memoryhub.identifiers import validate_identifier
 
 
 def user_address(request, user_id: str) -> UserAddress:
     """The authenticated product's user: the product never comes from the URL or the body."""
-    return UserAddress(product=request.user.product, user_id=validate_identifier(user_id, "userId"))
+    address = UserAddress(product=request.user.product, user_id=validate_identifier(user_id, "userId"))
+    run_address_checks(address.product, address.user_id, None)
+    return address
 
 
 def conversation_address(request, user_id: str, conversation_id: str) -> ConversationAddress:
-    return ConversationAddress(
+    address = ConversationAddress(
         product=request.user.product,
         user_id=validate_identifier(user_id, "userId"),
         conversation_id=validate_identifier(conversation_id, "conversationId"),
     )
+    run_address_checks(address.product, address.user_id, address.conversation_id)
+    return address
 
 
 def validated(serializer_class: type[serializers.Serializer], data: object, **context) -> dict:

@@ -1,0 +1,118 @@
+"""Operator console: erasure receipts, export jobs, and 'Erase a user' with a confirmation page showing the counts."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from memories.models import Product
+from memoryhub.admin_base import ReadOnlyAdmin, pre
+from memoryhub.errors import DomainError
+from memoryhub.identifiers import ID_PATTERN
+
+from .models import Erasure, Export, Import, ProductRetention
+from .services.erasure import erasure_preview, erasure_start
+
+
+class EraseForm(forms.Form):
+    product = forms.ModelChoiceField(queryset=Product.objects.order_by("name"))
+    user_id = forms.RegexField(regex=ID_PATTERN, max_length=128, label="User id")
+    conversation_id = forms.RegexField(
+        regex=ID_PATTERN, max_length=128, required=False, label="Conversation id (empty: the whole user)"
+    )
+
+
+@admin.register(Erasure)
+class ErasureAdmin(ReadOnlyAdmin):
+    list_display = ["id", "product", "scope", "status", "requested_by", "requested_at", "finished_at"]
+    list_filter = ["product", "scope", "status"]
+    readonly_fields = [
+        "id",
+        "product",
+        "scope",
+        "subject_hash",
+        "status",
+        "counts_pre",
+        "requested_by",
+        "requested_at",
+        "started_at",
+        "finished_at",
+        "error",
+    ]
+    exclude = ["counts", "pending_user", "pending_conversation"]
+    change_list_template = "admin/lifecycle/erasure/change_list.html"
+
+    @admin.display(description="removed per kind")
+    def counts_pre(self, obj: Erasure) -> str:
+        return pre(obj.counts)
+
+    def get_urls(self):
+        return [
+            path("erase/", self.admin_site.admin_view(self.erase_view), name="lifecycle_erasure_erase"),
+            *super().get_urls(),
+        ]
+
+    def erase_view(self, request):
+        """Step 1: the form; step 2 (preview): the counts and a confirm button; step 3 (confirm): start."""
+        if not request.user.has_perm("lifecycle.add_erasure") and not request.user.is_superuser:
+            return HttpResponseRedirect(reverse("admin:index"))
+        form = EraseForm(request.POST or None)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Erase a user",
+            "form": form,
+            "opts": Erasure._meta,
+        }
+        if request.method == "POST" and form.is_valid():
+            product = form.cleaned_data["product"]
+            user_id = form.cleaned_data["user_id"]
+            conversation_id = form.cleaned_data["conversation_id"] or None
+            if "confirm" in request.POST:
+                try:
+                    erasure = erasure_start(
+                        product=product,
+                        user_id=user_id,
+                        conversation_id=conversation_id,
+                        requested_by=f"operator:{request.user.get_username()}",
+                    )
+                except DomainError as exc:
+                    messages.error(request, exc.message)
+                    return HttpResponseRedirect(reverse("admin:lifecycle_erasure_erase"))
+                messages.success(request, f"Erasure {erasure.pk} started ({erasure.status}).")
+                return HttpResponseRedirect(reverse("admin:lifecycle_erasure_change", args=[erasure.pk]))
+            counts = erasure_preview(product=product, user_id=user_id, conversation_id=conversation_id)
+            context.update(counts=counts, total=sum(counts.values()), confirming=True)
+        return TemplateResponse(request, "admin/lifecycle/erase.html", context)
+
+
+@admin.register(Export)
+class ExportAdmin(ReadOnlyAdmin):
+    list_display = ["id", "product", "user_id", "status", "size_bytes", "requested_at", "expires_at"]
+    list_filter = ["product", "status"]
+    search_fields = ["user_id"]
+
+
+@admin.register(ProductRetention)
+class ProductRetentionAdmin(admin.ModelAdmin):
+    """Per-product retention; empty fields keep everything. The sweep (lifecycle.prune) applies them."""
+
+    list_display = [
+        "product",
+        "memory_revisions_keep",
+        "memory_revisions_days",
+        "events_days",
+        "turn_prompts_days",
+        "table_versions_keep",
+        "state_versions_keep",
+        "updated_at",
+    ]
+
+
+@admin.register(Import)
+class ImportAdmin(ReadOnlyAdmin):
+    list_display = ["id", "product", "user_id", "status", "requested_at", "finished_at"]
+    list_filter = ["product", "status"]
+    search_fields = ["user_id"]

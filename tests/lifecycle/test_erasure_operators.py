@@ -1,0 +1,58 @@
+"""Erasure by the operators: `manage.py erase_user` and the admin's 'Erase a user' with a confirmation page."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from memories.lifecycle.models import Erasure
+from memories.models import Conversation, Turn
+from tests.compact.support import create_scenario, eager_celery, play
+from tests.factories import SuperuserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _eager(monkeypatch) -> None:
+    eager_celery(monkeypatch)  # jobs run in-process at the commit (the real worker: test_erasure_worker.py)
+
+
+def test_the_command_previews_then_erases_and_prints_the_receipt(alice) -> None:
+    create_scenario(alice)
+    play(alice, "hello", "hi", conv="/v1/users/ann-7q/conversations/c1")
+    out = StringIO()
+    call_command("erase_user", product=alice.product.pk, user="ann-7q", dry_run=True, stdout=out)
+    preview = json.loads(out.getvalue())["wouldRemove"]
+    assert preview["memories.Turn"] == 1 and Turn.objects.filter(user_id="ann-7q").exists()
+    out = StringIO()
+    call_command("erase_user", product=alice.product.pk, user="ann-7q", operator="dpo", stdout=out)
+    receipt = json.loads(out.getvalue())
+    assert receipt["status"] == "done" and receipt["counts"]["memories.Turn"] == 1
+    assert not Turn.objects.filter(user_id="ann-7q").exists()
+    assert Erasure.objects.get().requested_by == "operator:dpo"
+
+
+def test_the_admin_shows_the_counts_before_erasing(alice, django_capture_on_commit_callbacks) -> None:
+    create_scenario(alice)
+    play(alice, "hello", "hi", conv="/v1/users/ann-7q/conversations/c1")
+    operator = Client()
+    operator.force_login(SuperuserFactory(username="op"))
+    assert "Erase a user" in operator.get("/admin/lifecycle/erasure/").content.decode()
+    form = {"product": alice.product.pk, "user_id": "ann-7q", "conversation_id": ""}
+    preview = operator.post("/admin/lifecycle/erasure/erase/", {**form, "preview": "1"})
+    page = preview.content.decode()
+    assert preview.status_code == 200 and "memories.Turn" in page and "Yes, erase" in page
+    assert Conversation.objects.filter(user_id="ann-7q").exists()  # nothing erased by the preview
+    with django_capture_on_commit_callbacks(execute=True):
+        done = operator.post("/admin/lifecycle/erasure/erase/", {**form, "confirm": "1"})
+    erasure = Erasure.objects.get()
+    assert done.status_code == 302 and done["Location"].endswith(f"/admin/lifecycle/erasure/{erasure.pk}/change/")
+    assert erasure.status == "done" and erasure.requested_by == "operator:op"
+    assert not Conversation.objects.filter(user_id="ann-7q").exists()
+    receipt = operator.get(done["Location"]).content.decode()
+    assert erasure.subject_hash in receipt and "ann-7q" not in receipt.replace("annotate", "")

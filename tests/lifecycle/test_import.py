@@ -1,0 +1,97 @@
+"""Import: export → erase → import → export gives the same records (ignoring ids and times)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from django.apps import apps
+from django.db import models
+
+from memories.lifecycle.services.export import exported_rows, records
+from tests.compact.support import create_scenario, eager_celery, play
+from tests.support.api import assert_envelope
+
+from .support import Filler
+
+pytestmark = pytest.mark.django_db
+USER = "rt-user-9k"
+
+
+@pytest.fixture(autouse=True)
+def _eager(monkeypatch, settings, tmp_path) -> None:
+    eager_celery(monkeypatch)
+    settings.EXPORT_DIR = str(tmp_path / "exports")
+
+
+def _data(api) -> None:
+    create_scenario(api)
+    conv = f"/v1/users/{USER}/conversations/c1"
+    for n in range(3):
+        assert api.put(f"{conv}/memory", {"expectedRevision": n, "memory": {"n": n}}).status_code == 200
+    for n in range(3):
+        play(api, f"message {n}", f"reply {n}", conv=conv)
+    Filler(api.product, USER, "cfill").fill()
+
+
+def comparable(product, user_id: str) -> list[str]:
+    """Every record of the user without ids, foreign-key values and times, sorted."""
+    out = []
+    for record in records(exported_rows(product, user_id)):
+        model = apps.get_model(record["kind"])
+        times = {f.name for f in model._meta.concrete_fields if isinstance(f, models.DateTimeField)}
+        data = {k: v for k, v in record["data"].items() if k not in times}
+        out.append(f"{record['kind']} {sorted(record['refs'])} {json.dumps(data, sort_keys=True)}")
+    return sorted(out)
+
+
+def _export(api, capture) -> bytes:
+    with capture(execute=True):
+        export_id = api.post(f"/v1/users/{USER}/exports").json()["exportId"]
+    return b"".join(api.get(f"/v1/exports/{export_id}/download").streaming_content)
+
+
+def _import(api, capture, content: bytes, user: str = USER) -> dict:
+    with capture(execute=True):
+        started = api.client.post(f"/v1/users/{user}/imports", content, content_type="application/gzip")
+    assert started.status_code == 202, started.json()
+    job = api.get(f"/v1/imports/{started.json()['importId']}").json()
+    assert job["status"] == "done", job
+    return {**job["report"], "importId": job["importId"]}
+
+
+def test_round_trip_export_erase_import_export(alice, bob, django_capture_on_commit_callbacks) -> None:
+    capture = django_capture_on_commit_callbacks
+    _data(alice)
+    before = comparable(alice.product, USER)
+    content = _export(alice, capture)
+    with capture(execute=True):
+        alice.delete(f"/v1/users/{USER}")
+    assert comparable(alice.product, USER) == []
+    report = _import(alice, capture, content)
+    assert report["skipped"] == {} and report["unknownKinds"] == [], report
+    assert sum(report["imported"].values()) == len(before)
+    assert comparable(alice.product, USER) == before
+    again = gzip.decompress(_export(alice, capture)).decode().splitlines()
+    assert json.loads(again[0])["counts"] == json.loads(gzip.decompress(content).decode().splitlines()[0])["counts"]
+    # Tenancy: another product's import id is not found.
+    assert_envelope(bob.get(f"/v1/imports/{report['importId']}"), 404, "not_found")
+
+
+def test_import_into_another_product_remaps_and_reports(alice, bob, django_capture_on_commit_callbacks) -> None:
+    capture = django_capture_on_commit_callbacks
+    _data(alice)
+    content = _export(alice, capture)
+    create_scenario(bob)
+    report = _import(bob, capture, content, user="moved-user")
+    assert report["imported"]["memories.MemoryRevision"] >= 3
+    messages = bob.get("/v1/users/moved-user/conversations/c1/messages").json()["results"]
+    assert {m["content"] for m in messages} >= {"message 0", "reply 2"}
+    assert bob.get("/v1/users/moved-user/conversations/c1/memory").json()["memory"] == {"n": 2}
+
+
+def test_a_body_that_is_not_an_export_is_400_and_foreign_ids_404(alice, bob) -> None:
+    bad = alice.client.post(f"/v1/users/{USER}/imports", b"not gzip", content_type="application/gzip")
+    assert_envelope(bad, 400, "invalid_export")
+    assert_envelope(bob.get("/v1/imports/imp_missing"), 404, "not_found")
