@@ -103,7 +103,7 @@ def test_the_commit_past_80_percent_compacts_on_the_real_worker(alice, celery_wo
     create_scenario(alice, budget=2000, keep=2)
     turns = [play(alice, text(L, f"u{n}"), text(L, f"a{n}")) for n in range(1, 10)]
     assert turns[-1]["completion"]["memoryWrite"]["status"] == "pending"
-    [compaction] = wait_for(lambda: compactions(alice), timeout=60, message="the worker's compaction")
+    [compaction] = wait_for(lambda: compactions(alice), timeout=150, message="the worker's compaction")
     assert compaction["trigger"] == "threshold" and compaction["turnId"] == turns[-1]["turnId"]
     assert compaction["summarizer"] == "extractive" and compaction["messageCount"] == 16
     done = wait_for(
