@@ -1,0 +1,397 @@
+"""Bounded load against gunicorn on PostgreSQL + Redis + a real Celery worker, with invariants checked after.
+
+    .venv/bin/python bench/load.py                        # 1, 2 and 4 web workers, 600 operations each
+    .venv/bin/python bench/load.py --workers 2 --restart-postgres   # PostgreSQL stopped 3 s mid-run
+
+Each run starts a private deployment (tests/support/stack.py: its own PostgreSQL cluster via initdb on a free
+port, its own redis-server, gunicorn with N workers, `celery worker` and `celery beat`), so the machine's
+shared PostgreSQL and Redis are never touched, and removes it afterwards. An asyncio httpx client on the
+loopback runs a fixed number of operations (and stops scheduling at a time cap) with a fixed concurrency:
+
+- 60 % turn: prepare + complete in one of the conversations (a scenario with memory tables and diaries);
+  every fifth round's reply carries a `<tableEdit>` inserting a row that names the turn;
+- 25 % document: read a JSON memory document, write it with compare-and-set, re-read and retry on 409;
+- 15 % search: long-term memory keyword search in a user with seeded preferences.
+
+It prints throughput and p50/p95/p99 latency per operation and the statuses, then waits for the outbox to
+drain and checks: every document's revision equals its successful writes (no lost update); no 5xx (with
+--restart-postgres: 503 storage_unavailable only inside the outage window); every committed turn's table edit
+applied once and its audit recorded once; one diary plan per committed turn and diary entries whose rounds
+follow each other without overlap or gap, covering the rounds the policy gives for the rounds played.
+Exit status 1 if any invariant fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.longterm.support import EN_DETAIL, ZH_LANGUAGE  # noqa: E402  (two preferences that both stay current)
+from tests.support.stack import DATABASE, Stack  # noqa: E402
+
+CONVERSATIONS = 24
+DOCUMENTS = 8
+SEARCH_USERS = 6
+DIARY_POLICY = {"minRounds": 3, "freeRoundsPerDiary": 2}
+TEMPLATES = [
+    {"name": "时空表格", "columns": ["日期", "时间", "地点", "此地角色"], "required": True},
+    {"name": "重要物品表格", "columns": ["拥有人", "物品描述", "物品名", "重要原因"], "required": False},
+]
+SCENARIO = {
+    "id": "load",
+    "name": "load",
+    "memoryRuntime": "axon_go",
+    "memorySources": [
+        {"id": "tables", "agentRef": "table-agent", "variable": "memoryTable"},
+        {"id": "diary", "agentRef": "diary-orchestrator", "variable": "compassMemory"},
+    ],
+    "template": "{{compassMemory}}\n{{memoryTable}}\n用户：{{userMessage}}",
+    "tables": TEMPLATES,
+    "diary": DIARY_POLICY,
+}
+
+
+@dataclass
+class Sample:
+    op: str
+    started: float
+    ended: float
+    statuses: list[int]
+
+
+@dataclass
+class Run:
+    workers: int
+    restart: bool
+    samples: list[Sample] = field(default_factory=list)
+    writes: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    unknown: dict[int, int] = field(default_factory=lambda: defaultdict(int))  # writes answered 503: may have committed
+    edit_turns: set[int] = field(default_factory=set)
+    outage: tuple[float, float] | None = None
+    failures: list[str] = field(default_factory=list)
+    errors: list[tuple[float, str]] = field(default_factory=list)  # every 5xx answer, with its body
+    wall: float = 0.0
+    started: float = 0.0
+
+
+def reply(turn_id: int, round_: int) -> str:
+    text = f"第{round_}轮：灯塔的灯又亮了。"
+    if round_ % 5:
+        return text
+    row = json.dumps({"0": "艾琳", "1": f"t{turn_id}", "2": "风灯"}, ensure_ascii=False)
+    return f"{text}\n<tableEdit>\n<!--\ninsertRow(1, {row})\n-->\n</tableEdit>"
+
+
+class Client:
+    def __init__(self, run: Run, http: httpx.AsyncClient):
+        self.run, self.http = run, http
+        self.locks = [asyncio.Lock() for _ in range(CONVERSATIONS)]
+
+    async def call(self, method: str, path: str, body: dict | None, statuses: list[int]) -> httpx.Response | None:
+        try:
+            response = await self.http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            statuses.append(0)
+            self.run.failures.append(f"{method} {path}: transport error {exc!r}")
+            return None
+        statuses.append(response.status_code)
+        if response.status_code >= 500:
+            self.run.errors.append((time.monotonic(), f"{method} {path}: {response.status_code} {response.text[:300]}"))
+        if response.status_code == 503:
+            error = response.json().get("error", {})
+            if error.get("code") != "storage_unavailable":
+                self.run.failures.append(f"{method} {path}: 503 without storage_unavailable: {error}")
+        return response
+
+    async def turn(self, n: int, statuses: list[int]) -> None:
+        conv = f"/v1/users/c{n}/conversations/c{n}"
+        async with self.locks[n]:
+            prepared = await self.call("POST", f"{conv}/turns", {"scenarioId": "load", "userMessage": "继续"}, statuses)
+            if prepared is None or prepared.status_code != 201:
+                return
+            turn = prepared.json()
+            body = {"assistantMessage": reply(turn["turnId"], turn["round"])}
+            done = await self.call("POST", f"{conv}/turns/{turn['turnId']}/complete", body, statuses)
+            if done is not None and done.status_code == 200 and turn["round"] % 5 == 0:
+                self.run.edit_turns.add(turn["turnId"])
+
+    async def document(self, n: int, statuses: list[int]) -> None:
+        url = f"/v1/users/d{n}/conversations/c1/memory"
+        read = await self.call("GET", url, None, statuses)
+        for _ in range(20):
+            if read is None or read.status_code != 200:
+                return
+            revision = read.json()["revision"]
+            written = await self.call("PUT", url, {"expectedRevision": revision, "memory": {"n": revision}}, statuses)
+            if written is not None and written.status_code == 200:
+                self.run.writes[n] += 1
+                return
+            if written is None or written.status_code >= 500:
+                self.run.unknown[n] += 1
+            if written is None or written.status_code != 409:
+                return
+            read = await self.call("GET", url, None, statuses)  # re-read and decide again
+
+    async def search(self, n: int, statuses: list[int]) -> None:
+        body = {"query": "中文回答", "mode": "keyword"}
+        await self.call("POST", f"/v1/users/s{n}/memories/search", body, statuses)
+
+
+async def drive(stack: Stack, key: str, run: Run, requests: int, concurrency: int, cap: float, seed: int) -> None:
+    rng = random.Random(seed)
+    plan = rng.choices(["turn", "document", "search"], weights=[60, 25, 15], k=requests)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=stack.url, headers=headers, timeout=60, limits=limits) as http:
+        client = Client(run, http)
+        queue: asyncio.Queue = asyncio.Queue()
+        for index, op in enumerate(plan):
+            queue.put_nowait((index, op, rng.randrange(CONVERSATIONS if op == "turn" else DOCUMENTS)))
+        started = run.started = time.monotonic()
+
+        async def worker() -> None:
+            while not queue.empty() and time.monotonic() - started < cap:
+                _, op, n = queue.get_nowait()
+                statuses: list[int] = []
+                t0 = time.monotonic()
+                for _ in range(100):  # a 503 is retried after a pause, as a client would: the op must succeed
+                    mark = len(statuses)
+                    if op == "search":
+                        await client.search(n % SEARCH_USERS, statuses)
+                    else:
+                        await getattr(client, op)(n, statuses)
+                    if 503 not in statuses[mark:]:
+                        break
+                    await asyncio.sleep(0.2)
+                else:
+                    run.failures.append(f"{op}: still 503 after 100 attempts")
+                run.samples.append(Sample(op, t0, time.monotonic(), statuses))
+
+        async def outage() -> None:
+            await asyncio.sleep(cap / 6 if cap < 60 else 8)
+            down = time.monotonic()
+            await asyncio.to_thread(stack.postgres.stop)
+            await asyncio.sleep(3)
+            await asyncio.to_thread(stack.postgres.start)
+            run.outage = (down, time.monotonic())
+
+        tasks = [asyncio.create_task(worker()) for _ in range(concurrency)]
+        if run.restart:
+            tasks.append(asyncio.create_task(outage()))
+        await asyncio.gather(*tasks)
+        run.wall = time.monotonic() - started
+
+
+def setup(stack: Stack, key: str) -> None:
+    http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    assert http.post("/v1/scenarios", json=SCENARIO).status_code == 201
+    for n in range(SEARCH_USERS):
+        for body in (ZH_LANGUAGE, EN_DETAIL):
+            response = http.post(f"/v1/users/s{n}/memories", json=body)
+            assert response.status_code == 201, response.text
+
+
+def sql(stack: Stack, query: str) -> list[list[str]]:
+    out = stack.postgres.psql(query, DATABASE)
+    return [line.split("|") for line in out.splitlines() if line]
+
+
+def settle(stack: Stack, timeout: float = 180) -> int:
+    """Wait until every outbox row is acknowledged (the worker and the relay have done all the work)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = int(sql(stack, "SELECT count(*) FROM memoryhub_outbox_message WHERE done_at IS NULL")[0][0])
+        if pending == 0 or time.monotonic() > deadline:
+            return pending
+        time.sleep(1)
+
+
+def expected_coverage(rounds: int) -> int:
+    """The round through which the policy has written diaries after `rounds` rounds planned in order."""
+    from diaries.planning import DiaryState, parse_diary_policy, plan_diary
+
+    policy, last, quota = parse_diary_policy(DIARY_POLICY), 0, 0
+    for round_ in range(1, rounds + 1):
+        plan = plan_diary(DiaryState(rounds=round_, last_diary_round=last, quota_used=quota), policy)
+        if plan.writes_summary:
+            last = plan.round_to
+            quota += plan.decision == "summary_and_diary"
+    return last
+
+
+def check(stack: Stack, key: str, run: Run) -> None:
+    fail = run.failures.append
+    statuses = [(s, status) for s in run.samples for status in s.statuses]
+    for sample, status in statuses:
+        if status >= 500 and not (status == 503 and run.outage and in_outage(sample, run.outage)):
+            fail(f"{sample.op}: {status} outside any outage window")
+    pending = settle(stack)
+    if pending:
+        fail(f"{pending} outbox rows still pending after the wait")
+    http = httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    for n in range(DOCUMENTS):
+        revision = http.get(f"/v1/users/d{n}/conversations/c1/memory").json()["revision"]
+        if not run.writes[n] <= revision <= run.writes[n] + run.unknown[n]:
+            fail(f"document d{n}: revision {revision} but {run.writes[n]} successful writes (lost or phantom update)")
+    committed = sql(stack, "SELECT id, conversation_id, round FROM memories_turn WHERE status = 'committed'")
+    turn_ids = {int(row[0]) for row in committed}
+    duplicates = sql(
+        stack,
+        "SELECT turn_id, type, count(*) FROM memories_event WHERE type IN ('table.updated', 'turn.background_done') "
+        "GROUP BY turn_id, type HAVING count(*) > 1",
+    )
+    if duplicates:
+        fail(f"background effects recorded twice: {duplicates[:5]}")
+    audited = {int(r[0]) for r in sql(stack, "SELECT turn_id FROM memories_event WHERE type = 'turn.background_done'")}
+    if audited != turn_ids:
+        fail(f"audit events for {len(audited)} turns, {len(turn_ids)} committed")
+    edit_turns = {int(t) for t, _, round_ in committed if int(round_) % 5 == 0}
+    if not run.edit_turns <= edit_turns:
+        fail("a turn answered 200 with an edit is not committed")
+    for n in range(CONVERSATIONS):
+        tables = http.get(f"/v1/users/c{n}/conversations/c{n}/tables").json()["tables"]
+        cells = [row[1] for table in tables if table["name"] == "重要物品表格" for row in table["rows"]]
+        for turn_id in edit_turns:
+            if cells.count(f"t{turn_id}") > 1:
+                fail(f"turn {turn_id}: its table edit applied {cells.count(f't{turn_id}')} times")
+        mine = {int(t) for t, conv, _ in committed if conv == f"c{n}"} & edit_turns
+        missing = [t for t in mine if f"t{t}" not in cells]
+        if missing:
+            fail(f"conversation c{n}: table edits of turns {missing} not applied")
+    plans = sql(stack, "SELECT turn_id, count(*) FROM diaries_diaryplanrecord WHERE trigger = 'task' GROUP BY turn_id")
+    if {int(t) for t, _ in plans} != turn_ids or any(int(c) != 1 for _, c in plans):
+        fail("diary planning did not run exactly once per committed turn")
+    rounds = defaultdict(int)
+    for _, conv, round_ in committed:
+        rounds[conv] = max(rounds[conv], int(round_))
+    entries = defaultdict(list)
+    for conv, lo, hi in sql(stack, "SELECT conversation_id, round_from, round_to FROM diaries_diaryentry"):
+        entries[conv].append((int(lo), int(hi)))
+    for conv, played in rounds.items():
+        spans = sorted(entries[conv])
+        # Entries follow each other without overlap or gap from round 1 and cover what the policy gives. (Tasks
+        # delayed by an outage may run out of order: a later round's plan then covers the earlier one too —
+        # the policy's ">=" rule — so there may be fewer, longer entries; never a round twice or none.)
+        if spans and (spans[0][0] != 1 or any(b[0] != a[1] + 1 for a, b in itertools.pairwise(spans))):
+            fail(f"{conv}: diary entries overlap or leave a gap {spans}")
+        covered = spans[-1][1] if spans else 0
+        # In order (no outage) the coverage is exactly the policy's; after an outage, tasks released together
+        # run out of order and the ">=" rule may end one round earlier or later (docs/performance.md).
+        if run.outage is None and covered != expected_coverage(played):
+            fail(f"{conv}: diaries cover {covered} of {played} rounds, the policy gives {expected_coverage(played)}")
+
+
+def in_outage(sample: Sample, outage: tuple[float, float], grace: float = 2.0) -> bool:
+    return sample.ended >= outage[0] and sample.started <= outage[1] + grace
+
+
+def percentile(values: list[float], q: float) -> float:
+    if len(values) < 2:
+        return values[0] if values else 0.0
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def report(run: Run) -> list[dict]:
+    rows = []
+    for op in ("turn", "document", "search"):
+        samples = [s for s in run.samples if s.op == op]
+        latencies = [(s.ended - s.started) * 1000 for s in samples]
+        codes: dict[int, int] = defaultdict(int)
+        for s in samples:
+            for status in s.statuses:
+                codes[status] += 1
+        rows.append(
+            {
+                "op": op,
+                "count": len(samples),
+                "per_s": len(samples) / run.wall if run.wall else 0.0,
+                "p50": percentile(latencies, 50),
+                "p95": percentile(latencies, 95),
+                "p99": percentile(latencies, 99),
+                "errors": sum(c for code, c in codes.items() if code >= 500 or code == 0),
+                "statuses": dict(sorted(codes.items())),
+            }
+        )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--requests", type=int, default=600, help="operations per run")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--time-cap", type=float, default=120.0, help="seconds; no new operation after it")
+    parser.add_argument("--restart-postgres", action="store_true", help="stop PostgreSQL for 3 s mid-run")
+    parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    results, ok = [], True
+    for workers in args.workers:
+        stack = Stack(
+            web_workers=workers,
+            celery=True,
+            env={
+                "OUTBOX_RELAY_INTERVAL_SECONDS": "2",
+                "OUTBOX_REDISPATCH_AFTER_SECONDS": "5",
+                "OUTBOX_BACKOFF_MAX_SECONDS": "10",
+                "GUNICORN_MAX_REQUESTS": "0",
+            },
+        ).start()
+        try:
+            key = stack.product_key("load")
+            setup(stack, key)
+            run = Run(workers=workers, restart=args.restart_postgres)
+            asyncio.run(drive(stack, key, run, args.requests, args.concurrency, args.time_cap, args.seed))
+            check(stack, key, run)
+        finally:
+            stack.stop()
+        rows = report(run)
+        title = f"gunicorn {workers} worker(s), {len(run.samples)} operations in {run.wall:.1f} s"
+        if run.outage:
+            down, up = (t - run.started for t in run.outage)
+            title += f", PostgreSQL down from +{down:.1f} s to +{up:.1f} s"
+        print(f"\n{title}")
+        print(f"{'operation':<10}{'count':>7}{'ops/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'5xx':>6}  statuses")
+        for r in rows:
+            print(
+                f"{r['op']:<10}{r['count']:>7}{r['per_s']:>8.1f}{r['p50']:>9.0f}{r['p95']:>9.0f}{r['p99']:>9.0f}"
+                f"{r['errors']:>6}  {r['statuses']}"
+            )
+        for at, error in run.errors[:10]:
+            print(f"  5xx at +{at - run.started:.1f} s: {error}")
+        print("invariants:", "OK" if not run.failures else "FAILED")
+        for failure in run.failures[:20]:
+            print("  -", failure)
+        ok = ok and not run.failures
+        results.append(
+            {
+                "workers": workers,
+                "wall": run.wall,
+                "rows": rows,
+                "failures": run.failures,
+                "outage": (run.outage[1] - run.outage[0]) if run.outage else None,
+            }
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
