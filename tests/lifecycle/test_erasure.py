@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 
 from memories.lifecycle.models import Erasure
 from memories.lifecycle.services.erasure import erasure_run, erasure_start, subject_hash
 from memories.lifecycle.services.walk import owner_models
 from memories.models import Turn
 from memoryhub.outbox.models import OutboxMessage
+from memoryhub.working_set import Scope
 from tests.compact.support import create_scenario, eager_celery, play
 from tests.support.api import assert_envelope
 
@@ -101,8 +103,9 @@ def test_working_set_keys_and_vectors_go_too(alice, django_capture_on_commit_cal
     create_scenario(alice)
     _play(alice, GONE)
     _play(alice, KEPT)
-    keys = working_set_keys(alice.product.pk, GONE)
-    assert keys
+    for user in (GONE, KEPT):  # on Redis, tombstones of the completions may expire before the erasure
+        cache.set(Scope(alice.product.pk, user, "c1", "probe").key, "x", 300)
+    assert working_set_keys(alice.product.pk, GONE)
     from memories.longterm.models import LongTermMemory
 
     Filler(alice.product, GONE, "cfill").fill()
@@ -110,7 +113,7 @@ def test_working_set_keys_and_vectors_go_too(alice, django_capture_on_commit_cal
     with django_capture_on_commit_callbacks(execute=True):
         erasure = alice.delete(f"/v1/users/{GONE}").json()
     counts = alice.get(f"/v1/erasures/{erasure['erasureId']}").json()["counts"]
-    assert counts["workingSetKeys"] >= len(keys)
+    assert counts["workingSetKeys"] >= 1
     assert working_set_keys(alice.product.pk, GONE) == []
     assert working_set_keys(alice.product.pk, KEPT)
     assert not LongTermMemory.objects.filter(user_id=GONE).exists()
