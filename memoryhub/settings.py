@@ -160,6 +160,8 @@ OUTBOX_RELAY_INTERVAL_SECONDS = env_int("OUTBOX_RELAY_INTERVAL_SECONDS", 10, min
 OUTBOX_REDISPATCH_AFTER_SECONDS = env_int("OUTBOX_REDISPATCH_AFTER_SECONDS", 60, minimum=1)
 OUTBOX_BACKOFF_MAX_SECONDS = env_int("OUTBOX_BACKOFF_MAX_SECONDS", 3600, minimum=1)
 OUTBOX_RETENTION_HOURS = env_int("OUTBOX_RETENTION_HOURS", 48, minimum=1)
+# Long-term memories past their expiresAt leave every read at once; this sweep deletes their rows and vectors.
+LONGTERM_EXPIRY_SWEEP_SECONDS = env_int("LONGTERM_EXPIRY_SWEEP_SECONDS", 300, minimum=1)
 # One queue per kind of background work, so each can get its own worker pool (docs/scaling.md); a worker
 # started without -Q consumes them all.
 CELERY_TASK_QUEUES = [Queue(name, routing_key=name) for name in ("celery", "diaries", "tables", "embeddings", "outbox")]
@@ -172,6 +174,10 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_BEAT_SCHEDULE = {
     "outbox-relay": {"task": "outbox.relay", "schedule": float(OUTBOX_RELAY_INTERVAL_SECONDS)},
+    "longterm-delete-expired": {
+        "task": "longterm.delete_expired_memories",
+        "schedule": float(LONGTERM_EXPIRY_SWEEP_SECONDS),
+    },
 }
 
 # Data lifecycle (docs/data-lifecycle.md): an export's file is kept EXPORT_TTL_HOURS, then the sweep deletes it.
