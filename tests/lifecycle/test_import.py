@@ -86,6 +86,7 @@ def test_import_into_another_product_remaps_and_reports(alice, bob, django_captu
     create_scenario(bob)
     report = _import(bob, capture, content, user="moved-user")
     assert report["imported"]["memories.MemoryRevision"] >= 3
+    assert report["imported"]["memories.Turn"] >= 3  # the scenario found by its id ("chat") in bob's product
     messages = bob.get("/v1/users/moved-user/conversations/c1/messages").json()["results"]
     assert {m["content"] for m in messages} >= {"message 0", "reply 2"}
     assert bob.get("/v1/users/moved-user/conversations/c1/memory").json()["memory"] == {"n": 2}

@@ -126,6 +126,8 @@ def _restore(
                 values[field.attname] = ids[target._meta.label][str(old)]
             elif _exists_in(target, old, product):
                 values[field.attname] = old
+            elif (match := _same_slug(target, data.get(f"{field.name}_slug"), product)) is not None:
+                values[field.attname] = match  # e.g. a turn's scenario, by its id (slug) in the target product
             elif field.null:
                 values[field.attname] = None
             else:
@@ -194,3 +196,10 @@ def import_run(*, import_id: str) -> Import | None:
     files.remove(job.file_name)
     job.refresh_from_db()
     return job
+
+
+def _same_slug(target: type[models.Model], slug: Any, product: Any) -> Any:
+    names = {f.name for f in target._meta.concrete_fields}
+    if not isinstance(slug, str) or not {"slug", "product"} <= names:
+        return None
+    return target._base_manager.filter(product=product, slug=slug).values_list("pk", flat=True).first()
