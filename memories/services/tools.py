@@ -16,7 +16,7 @@ from memories.models import Product, Scenario
 from memories.selectors.documents import memory_document_get
 from memories.services.documents import memory_document_replace
 from memoryhub.actors import Actor
-from memoryhub.addresses import ConversationAddress
+from memoryhub.addresses import ConversationAddress, run_address_checks
 from memoryhub.errors import Forbidden, InvalidRequest, NotFound, RevisionConflict
 
 TOKEN_PREFIX = "mht_"
@@ -121,6 +121,7 @@ def tool_call(*, product: Product, token: ToolToken, name: str, arguments: objec
         raise Forbidden("this scenario does not let the model call update_memory; the product commits changes")
     arguments = _check_arguments(name, arguments)
     address = ConversationAddress(product, token.user_id, token.conversation_id)
+    run_address_checks(product, token.user_id, token.conversation_id)  # e.g. 409 while the user is erased
     if name == "get_memory":
         revision, memory = memory_document_get(address)
         return {"revision": revision, "memory": memory}

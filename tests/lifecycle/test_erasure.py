@@ -178,3 +178,12 @@ def test_qdrant_points_of_the_user_go(alice, settings, django_capture_on_commit_
         assert client.retrieve(name, ids=[kept_pk]) and kept["id"]
     finally:
         reset_qdrant_clients()
+
+
+def test_a_tool_call_for_the_user_during_the_erasure_answers_409(alice) -> None:
+    from tests.support.api import client_for
+
+    token = alice.post(f"/v1/users/{GONE}/conversations/c1/tool-tokens", {}).json()["token"]
+    erasure_start(product=alice.product, user_id=GONE, requested_by="t", schedule=False)
+    called = client_for(token).post("/v1/tools/call", {"name": "get_memory", "arguments": {}}, format="json")
+    assert_envelope(called, 409, "erasure_in_progress")
