@@ -96,3 +96,18 @@ def test_a_body_that_is_not_an_export_is_400_and_foreign_ids_404(alice, bob) -> 
     bad = alice.client.post(f"/v1/users/{USER}/imports", b"not gzip", content_type="application/gzip")
     assert_envelope(bad, 400, "invalid_export")
     assert_envelope(bob.get("/v1/imports/imp_missing"), 404, "not_found")
+
+
+def test_an_erasure_removes_a_pending_import_and_its_file(alice, django_capture_on_commit_callbacks) -> None:
+    from memories.lifecycle.models import Import
+    from memories.lifecycle.services import files
+    from memories.lifecycle.services.imports import import_start
+
+    content = _export(alice, django_capture_on_commit_callbacks)
+    job = import_start(product=alice.product, user_id=USER, content=content, requested_by="t", schedule=False)
+    assert files.path_of(job.file_name).exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        erasure_id = alice.delete(f"/v1/users/{USER}").json()["erasureId"]
+    counts = alice.get(f"/v1/erasures/{erasure_id}").json()["counts"]
+    assert counts["importFiles"] == 1 and counts["lifecycle.Import"] == 1
+    assert not files.path_of(job.file_name).exists() and not Import.objects.exists()

@@ -22,7 +22,7 @@ from memoryhub import outbox
 from memoryhub.errors import Conflict, NotFound
 from memoryhub.outbox.models import OutboxMessage
 
-from ..models import ACTIVE, DONE, FAILED, RUNNING, Erasure, Export
+from ..models import ACTIVE, DONE, FAILED, RUNNING, Erasure, Export, Import
 from . import files
 from .walk import chunks, kind_of, user_rows
 
@@ -138,6 +138,7 @@ def _erase(product: Any, user_id: str, conversation_id: str | None) -> dict[str,
     with transaction.atomic():
         rows = user_rows(product, user_id, conversation_id)
         counts.update(_delete_export_files(rows.get(Export, set())))
+        counts.update(_delete_import_files(rows.get(Import, set())))
         counts.update(_delete_outbox_rows(rows, user_id))
         _delete_admin_log(rows)
         points = _delete_vector_points(rows)
@@ -156,6 +157,11 @@ def _erase(product: Any, user_id: str, conversation_id: str | None) -> dict[str,
 def _delete_export_files(pks: set[Any]) -> dict[str, int]:
     removed = sum(files.remove(name) for name in Export.objects.filter(pk__in=pks).values_list("file_name", flat=True))
     return {"exportFiles": removed} if removed else {}
+
+
+def _delete_import_files(pks: set[Any]) -> dict[str, int]:
+    removed = sum(files.remove(name) for name in Import.objects.filter(pk__in=pks).values_list("file_name", flat=True))
+    return {"importFiles": removed} if removed else {}
 
 
 def _delete_outbox_rows(rows: dict[type[models.Model], set[Any]], user_id: str) -> dict[str, int]:
