@@ -8,6 +8,7 @@ from django.utils.html import format_html, format_html_join
 
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
+from memoryhub.admin_base import ReadOnlyAdmin
 from memoryhub.errors import DomainError
 from tables.forms import MemoryTableForm
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
@@ -166,7 +167,7 @@ class MemoryTableAdmin(admin.ModelAdmin):
 
 
 @admin.register(TableEditRecord)
-class TableEditRecordAdmin(admin.ModelAdmin):
+class TableEditRecordAdmin(ReadOnlyAdmin):
     list_display = [
         "turn",
         "user_id",
@@ -201,15 +202,6 @@ class TableEditRecordAdmin(admin.ModelAdmin):
     ]
     readonly_fields = fields
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
     @admin.display(description="after-step")
     def after_step_status(self, obj: TableEditRecord) -> str:
         return obj.after_step.get("status", "—")
@@ -224,17 +216,8 @@ class TableEditRecordAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemoryTableVersion)
-class MemoryTableVersionAdmin(admin.ModelAdmin):
+class MemoryTableVersionAdmin(ReadOnlyAdmin):
     list_display = ["table", "version", "cause", "actor", "turn", "created_at", "product"]
     list_filter = ["cause", "product"]
     list_select_related = ["product", "table"]
     search_fields = ["table__user_id", "table__conversation_id", "table__name", "actor"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

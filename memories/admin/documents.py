@@ -11,6 +11,7 @@ from memories.services.documents import memory_document_replace
 from memories.services.products import api_key_create, api_key_revoke
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
+from memoryhub.admin_base import ReadOnlyAdmin
 from memoryhub.errors import DomainError
 
 
@@ -135,17 +136,8 @@ def format_html_join_rows(rows) -> str:
 
 
 @admin.register(MemoryRevision)
-class MemoryRevisionAdmin(admin.ModelAdmin):
+class MemoryRevisionAdmin(ReadOnlyAdmin):
     list_display = ["user_id", "conversation_id", "revision", "actor_type", "actor", "created_at", "product"]
     list_filter = ["actor_type", "product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id", "actor"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -11,6 +11,7 @@ from django.utils.safestring import mark_safe
 
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
+from memoryhub.admin_base import ReadOnlyAdmin
 from memoryhub.errors import DomainError
 
 from .forms import StateForm
@@ -104,17 +105,8 @@ class ConversationStateAdmin(admin.ModelAdmin):
 
 
 @admin.register(ConversationStateRevision)
-class ConversationStateRevisionAdmin(admin.ModelAdmin):
+class ConversationStateRevisionAdmin(ReadOnlyAdmin):
     list_display = ["state", "revision", "round", "actor", "operation_id", "created_at", "product"]
     list_filter = ["product"]
     list_select_related = ["product", "state"]
     search_fields = ["state__user_id", "state__conversation_id", "actor", "operation_id"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -8,6 +8,8 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from memoryhub.admin_base import ReadOnlyAdmin
+
 from .models import StorySnapshot, StoryVersion
 from .selectors import render_story, snapshot_to_dict
 
@@ -100,17 +102,8 @@ class StorySnapshotAdmin(admin.ModelAdmin):
 
 
 @admin.register(StoryVersion)
-class StoryVersionAdmin(admin.ModelAdmin):
+class StoryVersionAdmin(ReadOnlyAdmin):
     list_display = ["snapshot", "version", "cause", "rolled_back", "anchor_message_id", "actor", "created_at"]
     list_filter = ["cause", "rolled_back", "product"]
     list_select_related = ["product", "snapshot"]
     search_fields = ["snapshot__user_id", "snapshot__conversation_id", "actor", "operation_id"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
