@@ -42,6 +42,9 @@ INSTALLED_APPS = [
     "memories.state",
     "memories.story",
     "memories.lifecycle",
+    "memories.console",
+    "memories.mcp",
+    "memories.webhooks",
     "diaries",
     "tables",
 ]

@@ -19,6 +19,7 @@ urlpatterns = [
         SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
         name="docs",
     ),
+    path("admin/console/", include("memories.console.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memories.api.urls")),
     path("v1/", include("memories.longterm.api.urls")),
@@ -28,6 +29,7 @@ urlpatterns = [
     path("v1/", include("memories.state.api.urls")),
     path("v1/", include("memories.story.api.urls")),
     path("v1/", include("memories.lifecycle.api.urls")),
+    path("v1/", include("memories.webhooks.api.urls")),
     path("hinos/v1/", include("memories.hinos.api.urls")),
 ]
 

@@ -114,6 +114,9 @@ def test_no_app_holds_more_than_about_thirty_percent_of_the_code() -> None:
         "memories.state",
         "memories.story",
         "memories.lifecycle",
+        "memories.console",
+        "memories.mcp",
+        "memories.webhooks",
     )
     owners = {module: next((n for n in nested if _within(module, (n,))), module.split(".")[0]) for module in modules}
     total = _lines(list(modules.values()))
