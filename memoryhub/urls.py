@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from memories.mcp.api.server import mcp_server
 from memoryhub import landing
 from memoryhub.api import handler, health
 from memoryhub.api.metrics import metrics_view
@@ -19,6 +20,7 @@ urlpatterns = [
         SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
         name="docs",
     ),
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the console's language switcher
     path("admin/console/", include("memories.console.urls")),
     path("admin/", admin.site.urls),
     path("v1/", include("memories.api.urls")),
@@ -31,6 +33,7 @@ urlpatterns = [
     path("v1/", include("memories.lifecycle.api.urls")),
     path("v1/", include("memories.webhooks.api.urls")),
     path("hinos/v1/", include("memories.hinos.api.urls")),
+    path("mcp", mcp_server, name="mcp"),  # docs/mcp.md: JSON-RPC over Streamable HTTP, tool tokens only
 ]
 
 handler400 = handler.json_400

@@ -114,6 +114,11 @@ def _may_call(product: Product, token: ToolToken, name: str) -> bool:
     return scenario is not None and scenario.tool_updates
 
 
+def tool_updates_allowed(*, product: Product, token: ToolToken) -> bool:
+    """Whether the token's scenario (if any) lets the model write: toolUpdates, as update_memory reads it."""
+    return _may_call(product, token, "update_memory")
+
+
 def tool_call(*, product: Product, token: ToolToken, name: str, arguments: object) -> dict:
     if name not in TOOLS:
         raise InvalidRequest(f"unknown tool {name!r}; one of {', '.join(TOOLS)}", details={"field": "name"})

@@ -1,0 +1,110 @@
+"""`/mcp`: the Streamable HTTP MCP endpoint (django-mcpz, a synchronous Django view; docs/mcp.md).
+
+django-mcpz speaks protocol 2026-07-28 (stateless: every POST stands alone, `server/discover`, the
+`MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers checked against the body) and serves clients of the
+2025 revisions in their stateless mode (`initialize` answered without `Mcp-Session-Id`). GET and DELETE are 405:
+there is no standalone stream and no session to end. This module only authenticates and adapts the tools of
+memories.mcp.services; the library owns the protocol.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django_mcpz.server import MCPServer, ToolError
+
+from memories.mcp.services import TOOLS, Caller, McpTool, caller_from_token, tool_offered, tool_run
+from memoryhub.clients.errors import UpstreamError
+from memoryhub.errors import DomainError
+
+INSTRUCTIONS = (
+    "memoryhub keeps this conversation's memory. The credential fixes the user and conversation: no tool takes "
+    "a user or conversation id. Writes are compare-and-set: read, then write with the revision you read; on a "
+    "conflict read again and decide again, never repeat the write blindly."
+)
+
+
+def _challenge(error: str | None, message: str) -> HttpResponse:
+    """401 with an RFC 6750 bearer challenge, and the error envelope the REST API uses."""
+    challenge = 'Bearer realm="memoryhub"'
+    if error is not None:
+        challenge += f', error="{error}", error_description="{message}"'
+    body = {"error": {"code": "unauthenticated", "message": message, "details": {}}}
+    response = JsonResponse(body, status=HTTPStatus.UNAUTHORIZED)
+    response["WWW-Authenticate"] = challenge
+    return response
+
+
+def tool_token_auth(request: HttpRequest) -> HttpResponse | None:
+    """Only a tool token (`POST …/tool-tokens`) is accepted; it alone names product, user and conversation."""
+    scheme, _, credential = request.headers.get("Authorization", "").partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential:
+        return _challenge(None, "a tool token is required: Authorization: Bearer <tool token>")
+    caller = caller_from_token(credential)
+    if caller is None:
+        return _challenge("invalid_token", "the tool token is invalid or expired (product API keys are not accepted)")
+    request.mcp_caller = caller  # type: ignore[attr-defined]
+    return None
+
+
+def _caller(request: HttpRequest) -> Caller:
+    return request.mcp_caller  # type: ignore[attr-defined]
+
+
+def _as_tool_error(exc: DomainError | UpstreamError) -> ToolError:
+    """The model reads the error code, the message and its details, and can act on them (e.g. re-read)."""
+    text = f"{exc.code}: {exc.message}"
+    if exc.details:
+        text += " " + json.dumps(exc.details, ensure_ascii=False, sort_keys=True)
+    return ToolError(text)
+
+
+def _handler(tool: McpTool) -> Callable[[HttpRequest, dict], dict[str, Any]]:
+    def handle(request: HttpRequest, arguments: dict) -> dict[str, Any]:
+        caller = _caller(request)
+        if not tool_offered(caller, tool):  # the library checks too; this keeps the refusal next to the call
+            raise ToolError(f"forbidden: {tool.name} is not available to this token")
+        try:
+            return tool_run(caller, tool, arguments)
+        except (DomainError, UpstreamError) as exc:
+            raise _as_tool_error(exc) from None
+
+    handle.__name__ = tool.name
+    return handle
+
+
+def _permission(tool: McpTool) -> Callable[[HttpRequest], bool]:
+    return lambda request: tool_offered(_caller(request), tool)
+
+
+def build_server() -> MCPServer:
+    server = MCPServer(
+        name="memoryhub",
+        version="1.0.0",
+        title="memoryhub",
+        description="Memory and state of one conversation, under a tool token.",
+        instructions=INSTRUCTIONS,
+        auth=tool_token_auth,
+    )
+    for tool in TOOLS:
+        server.tool(
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            output_schema=tool.output_schema,
+            read_only=not tool.writes,
+            destructive=tool.writes,
+            idempotent=not tool.writes,
+            open_world=False,
+            permission=_permission(tool),
+        )(_handler(tool))
+    return server
+
+
+mcp_server = build_server()
