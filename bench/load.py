@@ -29,6 +29,7 @@ import itertools
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -339,6 +340,7 @@ def main() -> int:
     parser.add_argument("--restart-postgres", action="store_true", help="stop PostgreSQL for 3 s mid-run")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--pg-log", type=Path, help="keep PostgreSQL's server log as PG_LOG.<workers>")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     results, ok = [], True
@@ -360,6 +362,8 @@ def main() -> int:
             asyncio.run(drive(stack, key, run, args.requests, args.concurrency, args.time_cap, args.seed))
             check(stack, key, run)
         finally:
+            if args.pg_log:  # the server's own account of errors (a deadlock names both statements)
+                shutil.copyfile(stack.postgres.log, f"{args.pg_log}.{workers}")
             stack.stop()
         rows = report(run)
         title = f"gunicorn {workers} worker(s), {len(run.samples)} operations in {run.wall:.1f} s"
