@@ -19,7 +19,14 @@ def turn_background_done_record(*, turn_pk: int) -> bool:
     see "no event yet" and both insert (a database lock, not a check in Python alone).
     """
     with transaction.atomic():
-        turn = Turn.objects.select_for_update().select_related("product").filter(pk=turn_pk).first()
+        # The turn row only (not the joined product: FOR UPDATE on it would block every insert under the product),
+        # FOR NO KEY UPDATE: inserts referencing the turn (FK checks take KEY SHARE) do not wait (docs/production.md).
+        turn = (
+            Turn.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("product")
+            .filter(pk=turn_pk)
+            .first()
+        )
         if turn is None:
             return False  # the turn (or its product) was deleted meanwhile: nothing to record
         if Event.objects.filter(turn_id=turn_pk, type=BACKGROUND_DONE).exists():

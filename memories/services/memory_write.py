@@ -37,7 +37,14 @@ def memory_write_finish(*, turn_pk: int, work: str, failure: str | None = None) 
     locked, so two works finishing at the same time both count.
     """
     with transaction.atomic():
-        turn = Turn.objects.select_for_update().select_related("product").filter(pk=turn_pk).first()
+        # The turn row only (not the joined product: FOR UPDATE on it would block every insert under the product),
+        # FOR NO KEY UPDATE: inserts referencing the turn (FK checks take KEY SHARE) do not wait (docs/production.md).
+        turn = (
+            Turn.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("product")
+            .filter(pk=turn_pk)
+            .first()
+        )
         if turn is None:
             return None
         write = dict(turn.memory_write or {})

@@ -89,7 +89,7 @@ def scenario_create(*, product: Product, data: object, actor: Actor) -> Scenario
 
 def scenario_update(*, product: Product, slug: str, data: object, actor: Actor, partial: bool) -> Scenario:
     with transaction.atomic():
-        scenario = Scenario.objects.select_for_update().filter(product=product, slug=slug).first()
+        scenario = Scenario.objects.select_for_update(no_key=True).filter(product=product, slug=slug).first()
         if scenario is None:
             raise NotFound(f"no scenario {slug!r}")
         if not isinstance(data, dict):

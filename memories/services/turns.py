@@ -16,6 +16,7 @@ from memories.services.scenarios import scenario_for_turn, scenario_scope, scena
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, InvalidRequest, NotFound
+from memoryhub.events import publish as publish_event
 from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, MemoryWrite, TurnContext
 from memoryhub.runtimes.rendering import render_template, template_placeholders
@@ -138,7 +139,13 @@ def turn_get(*, address: ConversationAddress, turn_id: int) -> Turn:
 def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_message: str) -> Turn:
     """Store the reply (always), then commit when the scenario commits on completion."""
     with transaction.atomic():
-        turn = _turns(address).select_for_update(of=("self",)).select_related("scenario").filter(pk=turn_id).first()
+        turn = (
+            _turns(address)
+            .select_for_update(of=("self",), no_key=True)
+            .select_related("scenario")
+            .filter(pk=turn_id)
+            .first()
+        )
         if turn is None:
             raise NotFound(f"no turn {turn_id} in this conversation")
         if turn.status != "prepared":
@@ -161,7 +168,7 @@ def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
 
 
 def _store_reply(turn: Turn, assistant_message: str) -> None:
-    conversation = Conversation.objects.select_for_update().get(pk=turn.conversation_row_id)
+    conversation = Conversation.objects.select_for_update(no_key=True).get(pk=turn.conversation_row_id)
     if turn.replaces_id:
         _supersede(turn.replaces_id, by_turn_pk=turn.pk)
     else:
@@ -204,6 +211,8 @@ def turn_commit(*, turn: Turn) -> Turn:
         event_emit_for_turn(
             turn, "turn.completed", {"round": turn.round, "memoryWrite": turn.memory_write, "scheduled": scheduled}
         )
+        where = {"user": turn.user_id, "conversation": turn.conversation_id}
+        publish_event(turn.product_id, "turn.completed", **where, data={"turnId": turn.pk, "round": turn.round})
     # Work run in-process (no broker) has finished by now and reported: answer with what is stored.
     turn.memory_write = Turn.objects.filter(pk=turn.pk).values_list("memory_write", flat=True).first() or {}
     return turn

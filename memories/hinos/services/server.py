@@ -183,7 +183,7 @@ def hinos_commit(
     digest = commit_digest(user, assistant)
     with transaction.atomic():
         claim = (
-            HinosClaim.objects.select_for_update(of=("self",))
+            HinosClaim.objects.select_for_update(of=("self",), no_key=True)
             .select_related("scenario")
             .filter(product=product, claim_id=claim_id)
             .first()
@@ -226,7 +226,7 @@ def _own_pipeline_turn(claim: HinosClaim, user: str, assistant: str) -> Turn | N
 
 
 def _store_turn(claim: HinosClaim, user: str, assistant: str) -> Turn:
-    conversation = Conversation.objects.select_for_update().get(pk=claim.conversation_row_id)
+    conversation = Conversation.objects.select_for_update(no_key=True).get(pk=claim.conversation_row_id)
     conversation.rounds += 1
     conversation.save(update_fields=["rounds", "updated_at"])
     turn = Turn.objects.create(**_turn_fields(claim, conversation, user, assistant))
