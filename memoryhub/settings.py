@@ -55,6 +55,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off
     "memoryhub.db_routing.ReplicaReadsMiddleware",  # GET requests may read the replica (DATABASE_REPLICA_URL)
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "memories.console.middleware.ConsoleLocaleMiddleware",  # LocaleMiddleware for /admin/ (English, 简体中文)
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -192,6 +193,16 @@ CELERY_BEAT_SCHEDULE["lifecycle-delete-expired-exports"] = {
 # Retention (per product, GET/PATCH /v1/product): the pruning sweep runs every RETENTION_PRUNE_SECONDS.
 RETENTION_PRUNE_SECONDS = env_int("RETENTION_PRUNE_SECONDS", 3600, minimum=1)
 CELERY_BEAT_SCHEDULE["lifecycle-prune"] = {"task": "lifecycle.prune", "schedule": float(RETENTION_PRUNE_SECONDS)}
+# Webhooks (docs/webhooks.md): per-attempt timeout, retries with backoff for WEBHOOK_RETRY_WINDOW_SECONDS, and
+# targets on loopback/link-local/private addresses refused unless WEBHOOK_ALLOW_PRIVATE=1 (the tests' receivers).
+WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+WEBHOOK_TIMEOUT_MS = env_int("WEBHOOK_TIMEOUT_MS", 10000, minimum=1)
+WEBHOOK_RETRY_BASE_SECONDS = env_int("WEBHOOK_RETRY_BASE_SECONDS", 30, minimum=1)
+WEBHOOK_RETRY_MAX_SECONDS = env_int("WEBHOOK_RETRY_MAX_SECONDS", 6 * 3600, minimum=1)
+WEBHOOK_RETRY_WINDOW_SECONDS = env_int("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600, minimum=1)
+WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 10, minimum=1)
+WEBHOOK_RETENTION_HOURS = env_int("WEBHOOK_RETENTION_HOURS", 7 * 24, minimum=1)
+CELERY_BEAT_SCHEDULE["webhooks-retry-due"] = {"task": "webhooks.retry_due", "schedule": float(WEBHOOK_SWEEP_SECONDS)}
 
 # --- Outbound services (all optional).
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
@@ -241,6 +252,9 @@ SPECTACULAR_SETTINGS = {
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 LANGUAGE_CODE = "en-us"
+# The console and the admin speak English and Simplified Chinese (docs/console.md); compiled catalogues in locale/.
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

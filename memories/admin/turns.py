@@ -10,6 +10,7 @@ from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from memories.console.admin_filters import JobStateFilter
 from memories.models import Conversation, Event, MemorySource, Message, Scenario, ScenarioVersion, Turn
 from memories.scenario_validation import ScenarioInvalid, validate_scenario
 from memories.services.scenarios import _MODEL_FIELDS, scenario_create, scenario_update
@@ -150,13 +151,15 @@ class TurnAdmin(ReadOnlyAdmin):
         "unreferenced_variables",
         "memory_write_status",
         "created_at",
+        "inspect_link",
     ]
-    list_filter = ["status", "runtime", "product"]
+    list_filter = ["status", "runtime", "product", JobStateFilter]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id", "scenario_slug", "request_id"]
     date_hierarchy = "created_at"
     inlines = [TurnMessageInline, TurnEventInline]
     fields = [
+        "inspect_link",
         "product",
         "user_id",
         "conversation_id",
@@ -182,6 +185,12 @@ class TurnAdmin(ReadOnlyAdmin):
         "committed_at",
     ]
     readonly_fields = fields
+
+    @admin.display(description="inspector")
+    def inspect_link(self, obj) -> str:
+        """The console's turn inspector (memories/console): the prompt's variable spans and what followed."""
+        url = reverse("console:turn-inspector", args=[obj.pk])
+        return format_html('<a class="mh-inspect" data-turn="{}" href="{}">inspect</a>', obj.pk, url)
 
     @admin.display(description="memory write")
     def memory_write_status(self, obj) -> str:
@@ -232,7 +241,7 @@ class TurnAdmin(ReadOnlyAdmin):
 
 @admin.register(Conversation)
 class ConversationAdmin(ReadOnlyAdmin):
-    list_display = ["user_id", "conversation_id", "rounds", "product", "updated_at", "turns_link"]
+    list_display = ["user_id", "conversation_id", "rounds", "product", "updated_at", "turns_link", "timeline_link"]
     list_filter = ["product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id"]
@@ -241,6 +250,11 @@ class ConversationAdmin(ReadOnlyAdmin):
     def turns_link(self, obj) -> str:
         url = reverse("admin:memories_turn_changelist") + f"?conversation_row__id__exact={obj.pk}"
         return format_html('<a href="{}">turns</a>', url)
+
+    @admin.display(description="timeline")
+    def timeline_link(self, obj) -> str:
+        url = reverse("console:conversation-timeline", args=[obj.pk])
+        return format_html('<a class="mh-timeline" href="{}">timeline</a>', url)
 
 
 @admin.register(Event)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from memories.console.admin_filters import ResendStateFilter
 from memories.forms import pretty_json
 from memories.hinos.models import FailedHinosCommit, HinosClaim
 from memories.hinos.runtime import commit_acknowledged
@@ -14,7 +15,7 @@ from memoryhub.admin_base import ReadOnlyAdmin
 @admin.register(FailedHinosCommit)
 class FailedHinosCommitAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "product", "user_id", "conversation_id", "turn", "claim_id", "reason", "resolved"]
-    list_filter = ["product", "created_at"]
+    list_filter = ["product", "created_at", ResendStateFilter]
     list_select_related = ["product", "turn"]
     search_fields = ["user_id", "conversation_id", "details__claim_id"]
     readonly_fields = ["product", "user_id", "conversation_id", "turn", "type", "details_pretty", "created_at"]

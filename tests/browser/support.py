@@ -76,11 +76,28 @@ def seed_product(name: str = "lighthouse-app", rounds=ROUNDS) -> Seeded:
     assert response.status_code == 201, response.json()
     with jobs_in_process():
         for message, call in rounds:
-            prepared = seeded.api.post(f"{CONV}/turns", {"scenarioId": "lighthouse", "userMessage": message})
-            assert prepared.status_code == 201, prepared.json()
-            turn_id = prepared.json()["turnId"]
-            reply = f"艾琳提着风灯走进旧灯塔。\n<tableEdit>\n<!--\n{call}\n-->\n</tableEdit>"
-            done = seeded.api.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": reply})
-            assert done.status_code == 200, done.json()
-            seeded.turns.append(Turn.objects.get(pk=turn_id))
+            seeded.turns.append(add_round(seeded.api, message, call))
     return seeded
+
+
+def add_round(api: ProductApi, message: str, call: str) -> Turn:
+    """One committed turn of USER/CONVERSATION whose reply carries the table-edit `call`."""
+    prepared = api.post(f"{CONV}/turns", {"scenarioId": "lighthouse", "userMessage": message})
+    assert prepared.status_code == 201, prepared.json()
+    turn_id = prepared.json()["turnId"]
+    reply = f"艾琳提着风灯走进旧灯塔。\n<tableEdit>\n<!--\n{call}\n-->\n</tableEdit>"
+    done = api.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": reply})
+    assert done.status_code == 200, done.json()
+    return Turn.objects.get(pk=turn_id)
+
+
+def failed_job_turn(seeded: Seeded, work: str = "diaries") -> Turn:
+    """A further committed round whose `work` job ended failed (reported as the task reports a final failure)."""
+    from memories.services.memory_write import memory_write_finish
+
+    with jobs_in_process():
+        turn = add_round(seeded.api, "灯还亮吗？", 'updateRow(0, 0, {"2": "灯塔顶层"})')
+    Turn.objects.filter(pk=turn.pk).update(memory_write={"status": "pending", "work": {work: "pending"}})
+    memory_write_finish(turn_pk=turn.pk, work=work, failure="UpstreamError: the summariser answered 503")
+    turn.refresh_from_db()
+    return turn

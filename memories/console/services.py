@@ -1,0 +1,105 @@
+"""The console's operator actions (docs/console.md): each one confirmed in the admin, audited twice — a Django
+admin LogEntry (the admin's "Recent actions" and object history) and, for a conversation's work, an Event.
+
+- re-run a failed diary or table job: scheduled through the outbox (idempotent: one re-run per failure);
+- re-send a failed Hinos commit: the Hinos app's own service (memories/hinos/services/commits.py);
+- revoke an API key: the product service's api_key_revoke.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.db import transaction
+
+from diaries.tasks import diary_plan_task
+from memories.hinos.services.commits import hinos_commit_resend
+from memories.models import ApiKey, Event, Turn
+from memories.services.events import event_emit_for_turn
+from memories.services.products import api_key_revoke
+from memoryhub import outbox
+from tables.models import TableEditRecord
+from tables.tasks import apply_table_edits
+
+# The commit hooks' work names (Turn.memory_write["work"]) and the task each one scheduled.
+TASKS = {"diaries": diary_plan_task.name, "tables": apply_table_edits.name}
+RERUN_EVENT = "memory.job_rerun"
+
+Status = Literal["scheduled", "not_failed", "not_rerunnable", "done", "failed"]
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    status: Status
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("scheduled", "done")
+
+
+def audit(user, obj, message: str) -> None:
+    """An admin LogEntry (CHANGE) on `obj` by the operator."""
+    LogEntry.objects.log_actions(user.pk, [obj], CHANGE, change_message=message, single_object=True)
+
+
+def job_rerun_refusal(turn: Turn, work: str) -> str | None:
+    """Why the job `work` of `turn` cannot be re-run now, or None."""
+    if work not in TASKS:
+        return f"unknown job {work!r}"
+    state = ((turn.memory_write or {}).get("work") or {}).get(work)
+    if state != "failed":
+        return f"the {work} job of turn {turn.pk} is {state or 'not scheduled'}, not failed"
+    if work == "tables" and TableEditRecord.objects.filter(turn=turn, outcome="conflict").exists():
+        return (
+            "the table edits lost a version race twice and wrote nothing; re-applying them later could undo newer "
+            "edits — edit the table by hand instead"
+        )
+    return None
+
+
+def job_rerun(*, turn_pk: int, work: str, user) -> ActionOutcome:
+    """Schedule the failed job `work` of the turn again through the outbox.
+
+    Idempotent: under the turn's row lock the job goes from "failed" back to "pending" (memoryWrite too) and the
+    outbox key names the re-run's number, so a second confirmation — or two at once — schedules nothing more.
+    The job reports its end as at commit time (memory_write_finish).
+    """
+    with transaction.atomic():
+        turn = Turn.objects.select_for_update(of=("self",), no_key=True).select_related("product").get(pk=turn_pk)
+        refusal = job_rerun_refusal(turn, work)
+        if refusal:
+            return ActionOutcome("not_failed" if "not failed" in refusal else "not_rerunnable", refusal)
+        number = Event.objects.filter(turn=turn, type=RERUN_EVENT, details__work=work).count() + 1
+        write = dict(turn.memory_write)
+        write["work"] = {**write["work"], work: "pending"}
+        write["status"] = "pending"
+        reasons = [r for r in str(write.get("reason", "")).split("; ") if r and not r.startswith(f"{work}: ")]
+        write["reason"] = "; ".join(reasons)
+        if not write["reason"]:
+            write.pop("reason")
+        Turn.objects.filter(pk=turn.pk).update(memory_write=write)
+        actor = f"operator:{user.get_username()}"
+        event_emit_for_turn(turn, RERUN_EVENT, {"work": work, "rerun": number, "actor": actor})
+        outbox.schedule(TASKS[work], {"turn_pk": turn.pk}, dedup_key=f"{TASKS[work]}:{turn.pk}:rerun-{number}")
+        audit(user, turn, f"Re-ran the failed {work} job (re-run {number}, through the outbox)")
+    return ActionOutcome("scheduled", f"turn {turn.pk}: the {work} job is scheduled again (re-run {number})")
+
+
+def hinos_resend(*, event: Event, user) -> ActionOutcome:
+    outcome = hinos_commit_resend(event=event, actor=f"operator:{user.get_username()}")
+    audit(user, event, f"Re-sent the Hinos commit: {outcome.status} — {outcome.message}")
+    status: Status = {"committed": "done", "already_committed": "done", "failed": "failed"}.get(
+        outcome.status, "not_rerunnable"
+    )  # type: ignore[assignment]
+    return ActionOutcome(status, outcome.message)
+
+
+def key_revoke(*, api_key: ApiKey, user) -> ActionOutcome:
+    if api_key.revoked_at is not None:
+        return ActionOutcome("done", f"key {api_key.prefix}… was already revoked")
+    api_key_revoke(api_key=api_key)
+    audit(user, api_key, f"Revoked the API key {api_key.prefix}…")
+    return ActionOutcome("done", f"key {api_key.prefix}… is revoked: requests with it now answer 401")

@@ -1,0 +1,62 @@
+"""The turn inspector in a real browser: from the admin's turn list to what the model saw and what followed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.console.inspector_data import TEMPLATE, seed_conversation
+
+
+@pytest.fixture
+def story(transactional_db):
+    return seed_conversation()
+
+
+def test_the_inspector_highlights_each_variable_span_of_the_exact_prompt(admin_page, live_server, story, shot):
+    page, turn = admin_page, story.turns[1]  # round 2: state, table update + a refused call, diary, story
+    page.goto(f"{live_server.url}/admin/memories/turn/")
+    page.click(f"a.mh-inspect[data-turn='{turn.pk}']")  # one click from the list
+    page.wait_for_selector("#turn-inspector")
+
+    marks = page.locator("#prompt-text mark.mh-var")
+    names = marks.evaluate_all("els => els.map(e => e.dataset.variable)")
+    assert names == ["jsonMemory", "memoryTable", "compassMemory", "conversationState", "story", "userMessage"]
+    assert TEMPLATE.count("{{") == len(names)
+    # Each highlighted value is exactly the stored prompt's characters at its recorded offsets, and the
+    # literal text plus the values (labels left out) is the stored prompt itself.
+    spans = marks.evaluate_all(
+        "els => els.map(e => [+e.dataset.start, +e.dataset.end, e.querySelector('.mh-value').textContent])"
+    )
+    for start, end, text in spans:
+        assert turn.prompt[start:end] == text
+    shown = page.eval_on_selector(
+        "#prompt-text",
+        "el => [...el.children].map(c => c.classList.contains('mh-var') ? c.querySelector('.mh-value').textContent"
+        " : c.textContent).join('')",
+    )
+    assert shown == turn.prompt
+    assert page.locator("mark[data-variable=memoryTable] .mh-label").inner_text() == "memoryTable"
+    assert "旧灯塔" in page.locator("mark[data-variable=memoryTable] .mh-value").inner_text()
+
+    # referenced and unreferenced side by side, each with its source's status and revision/version
+    assert page.locator("#unreferenced .mh-variable").evaluate_all("els => els.map(e => e.dataset.variable)") == [
+        "preferences"
+    ]
+    assert page.locator("#referenced .mh-variable[data-variable=conversationState]").inner_text().count("revision 1")
+    # what happened next: the table update, the refused call with its reason, the diary written
+    assert page.locator("#memory-write-status").inner_text() == "done"
+    assert "row 7 does not exist" in page.locator("#skipped-edits").inner_text()
+    assert "summary_and_diary" in page.locator("#aftermath").inner_text()
+    assert "story version 1" in page.locator("#aftermath").inner_text()
+    # compare with the previous turn
+    assert set(page.locator("#changed-variables").inner_text().split(", ")) >= {"jsonMemory", "userMessage"}
+    # user content is text, never markup
+    assert page.evaluate("window.__xss") is None
+    assert '<img src=x onerror="window.__xss=1">' in page.locator("#user-message").inner_text()
+    shot(page, "turn-inspector")
+
+
+def test_the_inspector_of_another_products_turn_is_not_found(admin_page, live_server, story):
+    other = seed_conversation("other-app")
+    response = admin_page.goto(f"{live_server.url}/admin/console/turns/{other.turns[0].pk}/?product={story.product.pk}")
+    assert response.status == 404
