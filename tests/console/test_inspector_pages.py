@@ -1,0 +1,92 @@
+"""The inspector, timeline and artefact pages through Django's test client: admin login, permissions,
+product scoping, escaping of user content, and the artefact selectors' version choice."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.urls import reverse
+
+from diaries.models import DiaryEntry
+from memories.console.artefacts import document_artefact, table_artefact
+from memories.models import MemoryDocument
+from memories.state.models import ConversationState
+from memories.story.models import StorySnapshot
+from memoryhub.errors import NotFound
+from tables.models import MemoryTable
+from tests.console.inspector_data import XSS, seed_conversation
+from tests.factories import ProductFactory, SuperuserFactory
+
+
+@pytest.fixture
+def story(transactional_db):
+    return seed_conversation()
+
+
+def _pages(story) -> list[str]:
+    table = MemoryTable.objects.get(product=story.product, name="时空表格")
+    return [
+        *(reverse("console:turn-inspector", args=[t.pk]) for t in story.turns),
+        reverse("console:conversation-timeline", args=[story.conversation.pk]),
+        reverse("console:table-diff", args=[table.pk]) + "?from=1&to=3",
+        reverse("console:document-diff", args=[MemoryDocument.objects.get(product=story.product).pk]),
+        reverse("console:state-diff", args=[ConversationState.objects.get(product=story.product).pk]),
+        reverse("console:story-diff", args=[StorySnapshot.objects.get(product=story.product).pk]),
+        reverse("console:diary-entry", args=[DiaryEntry.objects.get(product=story.product).pk]),
+    ]
+
+
+def test_every_page_renders_for_an_operator_and_user_content_is_escaped(story, client):
+    client.force_login(SuperuserFactory())
+    for url in _pages(story):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        html = response.content.decode()
+        assert XSS not in html and "<b><img" not in html, url  # user content is text, never markup
+    inspector = client.get(_pages(story)[1]).content.decode()
+    assert "&lt;img src=x onerror=&quot;window.__xss=1&quot;&gt;" in inspector
+    assert 'data-variable="memoryTable"' in inspector and 'class="mh-var' in inspector
+
+
+def test_pages_need_the_admin_login_and_the_models_view_permission(story, client):
+    url = reverse("console:turn-inspector", args=[story.turns[0].pk])
+    response = client.get(url)
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+    staff = User.objects.create_user("staff", password="pw", is_staff=True)
+    client.force_login(staff)
+    assert client.get(url).status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="view_turn"))
+    staff = User.objects.get(pk=staff.pk)  # permissions are cached on the instance
+    client.force_login(staff)
+    assert client.get(url).status_code == 200
+
+
+def test_another_products_object_is_404_when_the_product_is_pinned(story, client):
+    client.force_login(SuperuserFactory())
+    other = ProductFactory()
+    for url in _pages(story):
+        assert client.get(url, {"product": other.pk}).status_code == 404, url
+        assert client.get(url, {"product": story.product.pk}).status_code == 200, url
+    assert client.get(reverse("console:turn-inspector", args=[10**9])).status_code == 404
+    table = MemoryTable.objects.get(product=story.product, name="时空表格")
+    assert client.get(reverse("console:table-diff", args=[table.pk]), {"to": "99"}).status_code == 404
+    assert client.get(reverse("console:table-diff", args=[table.pk]), {"to": "x"}).status_code == 404
+
+
+def test_artefacts_compare_the_newest_version_with_the_one_before_by_default(story):
+    table = MemoryTable.objects.get(product=story.product, name="时空表格")
+    latest = table_artefact(product=story.product, table_id=table.pk)
+    assert (latest.old.number, latest.new.number) == (2, 3)
+    assert [v.number for v in latest.versions] == [3, 2, 1]
+    assert latest.versions[0].turn_id == story.turns[1].pk
+    first = table_artefact(product=story.product, table_id=table.pk, new=1)
+    assert first.old is None and first.diff.rows == []
+    with pytest.raises(NotFound):
+        table_artefact(product=ProductFactory(), table_id=table.pk)
+
+    document = MemoryDocument.objects.get(product=story.product)
+    diff = document_artefact(product=story.product, document_id=document.pk)
+    [section] = diff.sections
+    assert (diff.old.number, diff.new.number) == (1, 2) and section.changed
+    assert any("港口" in line.text for line in section.lines if line.kind == "removed")
