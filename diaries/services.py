@@ -21,6 +21,7 @@ from memories.state.selectors import background_text
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.clients.errors import UpstreamError
+from memoryhub.events import publish as publish_event
 
 from . import selectors
 from .models import DiaryEntry, DiaryPlanRecord, DiaryQuotaLock, DiaryState
@@ -229,6 +230,13 @@ def _write(
                 "reason": plan.reason,
                 "trigger": trigger,
             },
+        )
+        publish_event(
+            turn.product,
+            "diary.written",
+            user=turn.user_id,
+            conversation=turn.conversation_id,
+            data={"entryId": entry.pk, "kind": entry.kind, "roundFrom": entry.round_from, "roundTo": entry.round_to},
         )
     return DiaryOutcome("written", plan.reason, plan.decision, entry.pk)
 

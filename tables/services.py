@@ -21,6 +21,7 @@ from memoryhub import cas, working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import NotFound
+from memoryhub.events import publish as publish_event
 from tables.applying import TableState
 from tables.models import MemoryTable, MemoryTableVersion
 from tables.selectors import conversation_tables
@@ -186,4 +187,10 @@ def table_edit_manually(*, table: MemoryTable, expected_version: int, rows: obje
                 ],
             },
         )
+        if outcome.changed:
+            ref = {"id": table.pk, "name": table.name, "fromVersion": expected_version, "version": outcome.version}
+            data = {"manual": True, "tables": [ref]}
+            publish_event(
+                table.product, "table.updated", user=table.user_id, conversation=table.conversation_id, data=data
+            )
     return outcome

@@ -23,6 +23,7 @@ from memories.services.events import event_emit_for_turn
 from memoryhub import faults
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import RevisionConflict
+from memoryhub.events import publish as publish_event
 from tables.applying import ApplyResult, apply_calls
 from tables.models import MemoryTable, TableEditRecord
 from tables.parsing import ParseResult, parse_table_edits
@@ -172,6 +173,9 @@ def _record(turn: Turn, parsed: ParseResult, attempt: _Attempt, attempts: int) -
     if turn.replaces_id:
         details["replacedTurnId"] = turn.replaces_id
     event_emit_for_turn(turn, f"table.{outcome}", details)
+    if outcome == "updated":
+        data = {"turnId": turn.pk, "round": turn.round, "tables": tables}
+        publish_event(turn.product, "table.updated", user=turn.user_id, conversation=turn.conversation_id, data=data)
     return record
 
 

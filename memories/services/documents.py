@@ -11,6 +11,7 @@ from memories.validation import validate_memory, validate_revision
 from memoryhub import cas, working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
+from memoryhub.events import publish as publish_event
 
 JSON_MEMORY_VARIABLE = "jsonMemory"
 
@@ -37,6 +38,14 @@ def memory_document_replace(
         statement=lambda: _compare_and_set(address, expected_revision, serialized, actor),
         invalidate=[json_memory_scope(address)],
     )
+    publish_event(
+        address.product,
+        "memory.updated",
+        user=address.user_id,
+        conversation=address.conversation_id,
+        data={"revision": revision, "actorType": actor.type},
+    )
+    return revision
 
 
 def _document(address: ConversationAddress) -> dict:

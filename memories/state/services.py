@@ -19,6 +19,7 @@ from memories.services.runonce import RunOnce
 from memoryhub import cas, working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
+from memoryhub.events import publish as publish_event
 
 from .models import ConversationState, ConversationStateRevision
 from .selectors import conversation_rounds, scenario_state_config
@@ -159,6 +160,13 @@ def _commit(
             "actor": str(actor),
             **({"operationId": operation_id} if operation_id else {}),
         },
+    )
+    publish_event(
+        address.product,
+        "state.committed",
+        user=address.user_id,
+        conversation=address.conversation_id,
+        data={"revision": revision, "baseRevision": candidate.base_revision},
     )
     return StateOutcome(revision)
 

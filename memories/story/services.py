@@ -24,6 +24,7 @@ from memoryhub import cas, metrics, working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, RevisionConflict
+from memoryhub.events import publish as publish_event
 
 from .models import StorySnapshot, StoryVersion
 from .selectors import assistant_message_ids, restore_point, snapshot_to_dict
@@ -152,6 +153,13 @@ def _settle(address: ConversationAddress, settlement: Settlement, actor: Actor) 
             "actor": str(actor),
             **({"operationId": settlement.operation_id} if settlement.operation_id else {}),
         },
+    )
+    publish_event(
+        address.product,
+        "story.settled",
+        user=address.user_id,
+        conversation=address.conversation_id,
+        data={"version": version, "anchorMessageId": anchor.pk, "round": anchor.round},
     )
     return SettlementOutcome(
         {

@@ -9,3 +9,11 @@ class WebhooksConfig(AppConfig):
     name = "memories.webhooks"
     label = "webhooks"
     verbose_name = "Webhooks"
+
+    def ready(self) -> None:
+        from memoryhub import events
+
+        from . import tasks  # noqa: F401  (registers the Celery tasks)
+        from .services.deliveries import on_event
+
+        events.subscribe("webhooks", on_event)

@@ -20,6 +20,7 @@ from django.utils import timezone
 from memories.models import Product
 from memoryhub import outbox
 from memoryhub.errors import Conflict, NotFound
+from memoryhub.events import publish as publish_event
 from memoryhub.outbox.models import OutboxMessage
 
 from ..models import ACTIVE, DONE, FAILED, RUNNING, Erasure, Export, Import
@@ -118,6 +119,8 @@ def erasure_run(*, erasure_id: str) -> Erasure | None:
         _finish(erasure, status=FAILED, error=f"{type(exc).__name__}: {exc}"[:2000])
         raise
     _finish(erasure, status=DONE, counts=counts, finished_at=timezone.now(), pending_user="", pending_conversation="")
+    data = {"erasureId": erasure.pk, "scope": erasure.scope}
+    publish_event(erasure.product, "user.erased", user=user_id, conversation=conversation_id, data=data)
     erasure.refresh_from_db()
     return erasure
 

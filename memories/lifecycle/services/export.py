@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from memoryhub import outbox
 from memoryhub.errors import Conflict, NotFound
+from memoryhub.events import publish as publish_event
 from memoryhub.timefmt import iso
 
 from ..models import DONE, FAILED, RUNNING, Export
@@ -31,7 +32,7 @@ from .walk import chunks, kind_of, user_rows
 TASK = "lifecycle.export"
 FORMAT = "memoryhub-export"
 FORMAT_VERSION = 1
-SKIPPED_APPS = {"lifecycle"}  # the export and erasure jobs themselves
+SKIPPED_APPS = {"lifecycle", "webhooks"}  # the export and erasure jobs themselves; messages sent about the user
 
 
 def ttl() -> timedelta:
@@ -87,6 +88,7 @@ def export_run(*, export_id: str, progress: Callable[[int], None] | None = None)
         expires_at=now + ttl(),
     )
     export.refresh_from_db()
+    publish_event(export.product, "export.ready", user=export.user_id, data={"exportId": export.pk})
     return export
 
 

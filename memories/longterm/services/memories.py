@@ -26,6 +26,7 @@ from memoryhub import cas, working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import UserAddress
 from memoryhub.errors import Conflict, InvalidRequest, NotFound, RejectedByPolicy
+from memoryhub.events import publish as publish_event
 
 from .embedding_index import IndexInUse, index_in_use, lock_for_write
 from .vectors import backend_named
@@ -232,6 +233,9 @@ def _history(
         actor=actor.id[:200],
         decision=decision,
     )
+    if action in ("created", "updated", "deleted"):
+        data = {"memoryId": memory.memory_id, "kind": memory.kind, "version": memory.version}
+        publish_event(memory.product_id, f"longterm.{action}", user=memory.user_id, data=data)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Webhooks' writes: endpoints (registration, rotation) and deliveries (emit, attempt, retry, redeliver)."""

@@ -1,0 +1,202 @@
+"""Emit events to a product's endpoints, attempt deliveries, retry them with backoff, redeliver on request.
+
+A published event becomes one WebhookMessage (its exact payload) and one WebhookDelivery per subscribed,
+enabled endpoint, written in the publisher's transaction; each delivery's first attempt is an outbox job.
+Later attempts are sent by the beat sweep `webhooks.retry_due` when their time comes. An attempt is
+claimed by a compare-and-set on the delivery's attempt counter, so duplicate jobs never send twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memoryhub import outbox
+from memoryhub.events import DomainEvent
+from memoryhub.timefmt import iso
+
+from .. import sender, signing, targets
+from ..models import DELIVERED, FAILED, PENDING, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookMessage
+from .endpoints import secrets_in_use, subscribed
+
+logger = logging.getLogger(__name__)
+
+DELIVER_TASK = "webhooks.deliver"
+# How long a claimed attempt may take before the sweep may send the delivery again (worker lost mid-attempt).
+LEASE_SLACK_SECONDS = 60
+
+
+# ----------------------------------------------------------------------------------------------- emit
+
+
+def on_event(event: DomainEvent) -> None:
+    """The memoryhub.events subscriber: nothing is written unless an enabled endpoint wants the event."""
+    enabled = WebhookEndpoint.objects.filter(product_id=event.product_id, enabled=True)
+    endpoints = [e for e in enabled if subscribed(e, event.type)]
+    if not endpoints:
+        return
+    with transaction.atomic():  # the publisher's transaction when it has one (a savepoint), else our own
+        message_emit(event, endpoints)
+
+
+def message_emit(event: DomainEvent, endpoints: list[WebhookEndpoint]) -> WebhookMessage:
+    now = timezone.now()
+    message = WebhookMessage(
+        product_id=event.product_id, user_id=event.user, conversation_id=event.conversation or "", type=event.type
+    )
+    message.payload = {
+        "type": event.type,
+        "id": message.id,
+        "timestamp": iso(now),
+        "product": event.product_id,
+        "user": event.user,
+        **({"conversation": event.conversation} if event.conversation else {}),
+        "data": event.data,
+    }
+    message.save(force_insert=True)
+    for endpoint in endpoints:
+        delivery = WebhookDelivery.objects.create(
+            message=message, endpoint=endpoint, next_attempt_at=now + _sweep_grace()
+        )
+        _schedule(delivery, attempt=0, key="first")
+    return message
+
+
+def _schedule(delivery: WebhookDelivery, *, attempt: int, key: str, trigger: str = "auto") -> None:
+    # `webhookdelivery_pk`: erasing the user also removes the outbox rows naming their deliveries.
+    outbox.schedule(
+        DELIVER_TASK,
+        {"webhookdelivery_pk": delivery.pk, "attempt": attempt, "trigger": trigger},
+        dedup_key=f"{DELIVER_TASK}:{delivery.pk}:{key}",
+    )
+
+
+def _sweep_grace() -> timedelta:
+    # The outbox sends the first attempt; the sweep steps in only if that has not happened by then.
+    return timedelta(seconds=settings.OUTBOX_REDISPATCH_AFTER_SECONDS + LEASE_SLACK_SECONDS)
+
+
+# ----------------------------------------------------------------------------------------------- attempt
+
+
+def delivery_attempt(*, delivery_pk: int, attempt: int, trigger: str = "auto") -> WebhookAttempt | None:
+    """Make attempt `attempt + 1` of the delivery, unless another job made it already (then None)."""
+    now = timezone.now()
+    lease = timedelta(seconds=settings.WEBHOOK_TIMEOUT_MS / 1000 + LEASE_SLACK_SECONDS)
+    claimed = WebhookDelivery.objects.filter(pk=delivery_pk, status=PENDING, attempts=attempt).update(
+        attempts=F("attempts") + 1, next_attempt_at=now + lease
+    )
+    if not claimed:
+        return None  # delivered, given up, gone, or this attempt was made by a duplicate job
+    delivery = WebhookDelivery.objects.select_related("message", "endpoint").get(pk=delivery_pk)
+    result = _send(delivery, now)
+    return _record(delivery, attempt + 1, trigger, result)
+
+
+def _send(delivery: WebhookDelivery, now: datetime) -> sender.SendResult:
+    try:
+        target = targets.check(delivery.endpoint.url)  # again now: the name may resolve elsewhere (rebinding)
+    except targets.TargetRefused as exc:
+        return sender.SendResult("refused", None, 0, error=exc.message[:500])
+    body = json.dumps(delivery.message.payload, separators=(",", ":"), ensure_ascii=False).encode()
+    headers = signed_headers(delivery, body, now)
+    return sender.send(target, headers=headers, body=body, timeout_seconds=settings.WEBHOOK_TIMEOUT_MS / 1000)
+
+
+def signed_headers(delivery: WebhookDelivery, body: bytes, now: datetime) -> dict[str, str]:
+    """The Standard Webhooks headers; the timestamp is the attempt's (receivers refuse stale ones)."""
+    timestamp = int(now.timestamp())
+    secrets = secrets_in_use(delivery.endpoint, now)
+    return {
+        "content-type": "application/json",
+        "user-agent": "memoryhub-webhooks",
+        "webhook-id": delivery.message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signing.signature_header(secrets, delivery.message_id, timestamp, body),
+    }
+
+
+def _record(delivery: WebhookDelivery, number: int, trigger: str, result: sender.SendResult) -> WebhookAttempt:
+    now = timezone.now()
+    fields: dict = {"last_status_code": result.status_code, "last_error": result.error[:500]}
+    if result.outcome == WebhookAttempt.SUCCESS:
+        fields.update(status=DELIVERED, delivered_at=now, next_attempt_at=None, last_error="")
+    else:
+        fields.update(_after_failure(delivery, number, now))
+    with transaction.atomic():
+        attempt = WebhookAttempt.objects.create(
+            delivery=delivery,
+            number=number,
+            trigger=trigger,
+            outcome=result.outcome,
+            status_code=result.status_code,
+            latency_ms=result.latency_ms,
+            response_excerpt=result.excerpt,
+            error=result.error[:500],
+        )
+        WebhookDelivery.objects.filter(pk=delivery.pk, attempts=number).update(**fields)
+    if result.outcome != WebhookAttempt.SUCCESS:
+        logger.info("webhook delivery %s attempt %s: %s %s", delivery.pk, number, result.outcome, result.status_code)
+    return attempt
+
+
+def retry_delay(attempts: int) -> timedelta:
+    """The wait after the `attempts`-th failed attempt: WEBHOOK_RETRY_BASE_SECONDS doubling, capped."""
+    base = settings.WEBHOOK_RETRY_BASE_SECONDS
+    return timedelta(seconds=min(base * 2 ** min(attempts - 1, 30), settings.WEBHOOK_RETRY_MAX_SECONDS))
+
+
+def _after_failure(delivery: WebhookDelivery, number: int, now: datetime) -> dict:
+    due = now + retry_delay(number)
+    window_ends = delivery.created_at + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_SECONDS)
+    if due > window_ends:
+        return {"status": FAILED, "next_attempt_at": None}  # the retry window is over: give up
+    return {"next_attempt_at": due}
+
+
+# ----------------------------------------------------------------------------------------------- retries
+
+
+def deliveries_retry_due(*, now: datetime | None = None, limit: int = 200) -> int:
+    """The beat sweep: send every pending delivery whose time has come; answer how many were sent.
+
+    The due time is pushed back by the lease first, so the next sweep does not send the same one again
+    while it waits in the queue; the attempt counter decides which job really attempts.
+    """
+    from ..tasks import deliver
+
+    now = now or timezone.now()
+    lease = timedelta(seconds=settings.WEBHOOK_TIMEOUT_MS / 1000 + LEASE_SLACK_SECONDS)
+    due = list(
+        WebhookDelivery.objects.filter(status=PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", "attempts")[:limit]
+    )
+    sent = 0
+    for pk, attempts in due:
+        if WebhookDelivery.objects.filter(pk=pk, attempts=attempts, status=PENDING).update(next_attempt_at=now + lease):
+            deliver.delay(webhookdelivery_pk=pk, attempt=attempts)
+            sent += 1
+    return sent
+
+
+def delivery_redeliver(*, delivery: WebhookDelivery) -> None:
+    """Send the delivery again now (the operator's "redeliver"), whatever its status; same webhook-id."""
+    with transaction.atomic():
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(status=PENDING, next_attempt_at=timezone.now())
+        delivery.refresh_from_db(fields=["attempts", "status", "next_attempt_at"])
+        _schedule(delivery, attempt=delivery.attempts, key=f"redeliver:{delivery.attempts}", trigger="redeliver")
+
+
+def messages_purge(*, now: datetime | None = None) -> int:
+    """Delete messages older than WEBHOOK_RETENTION_HOURS that have nothing pending (attempt logs go with them)."""
+    cutoff = (now or timezone.now()) - timedelta(hours=settings.WEBHOOK_RETENTION_HOURS)
+    old = WebhookMessage.objects.filter(created_at__lt=cutoff).exclude(deliveries__status=PENDING)
+    deleted, _ = old.delete()
+    return deleted
