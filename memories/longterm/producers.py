@@ -161,7 +161,7 @@ def _rank(
     with_vectors = [item for item in items if item["vector"] is not None]
     if not with_vectors:
         return [(item, None) for item in items[:top_k]]
-    query = np.asarray(in_use.embed_one(message), dtype=np.float32)  # 503/502 if the embedder fails
+    query = np.asarray(in_use.embed_query(scope.product.pk, message), dtype=np.float32)  # cached; 503/502
     matrix = np.stack([np.frombuffer(item["vector"], dtype=np.float32) for item in with_vectors])
     scores = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
     order = np.argsort(-scores, kind="stable")[:top_k]

@@ -224,7 +224,7 @@ def _keyword_portable(
 
 def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
     in_use = index_in_use()  # 503 when the index was built for another identity
-    vector = in_use.embed_one(query)  # 503/502 when the embedder is down or answers wrongly
+    vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
     now = timezone.now()
     hits = in_use.backend.search(
         in_use.index,

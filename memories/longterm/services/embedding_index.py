@@ -9,14 +9,16 @@ for the new identity. Vectors of two indexes are never compared: every vector ca
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
+import numpy as np
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memoryhub import working_set
-from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder
+from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder, preprocess
 from memoryhub.clients.errors import DependencyUnavailable
 
 from .vectors import VectorBackend, configured_backend
@@ -43,6 +45,27 @@ class IndexInUse:
 
     def embed_one(self, text: str) -> list[float]:
         return self.embedder.embed([text])[0]
+
+    def embed_query(self, product_id: str, text: str) -> list[float]:
+        """A query's vector, from the working set when this identity embedded the same text before.
+
+        Keyed by the embedder's identity and the preprocessed text (what the embedder really encodes),
+        so a new identity never reads another's vectors; stored as float64 bytes, the exact vector the
+        embedder returned. A cache outage propagates (503), like every working-set read.
+        """
+        entry = query_embedding_scope(product_id, self.embedder.identity, text)
+        cached, _ = working_set.get_or_build(entry, lambda: _packed(self.embed_one(text)))
+        return np.frombuffer(cached, dtype=np.float64).tolist()
+
+
+def query_embedding_scope(product_id: str, identity: EmbeddingIdentity, text: str) -> working_set.Scope:
+    """The working-set entry of one query text's vector: per product, per identity, per normalised text."""
+    digest = hashlib.sha256(f"{identity.key}\n{preprocess(text)}".encode()).hexdigest()
+    return working_set.Scope(product_id, "", "", f"queryEmbedding:{digest}")
+
+
+def _packed(vector: list[float]) -> bytes:
+    return np.asarray(vector, dtype=np.float64).tobytes()
 
 
 def active_index() -> EmbeddingIndex | None:

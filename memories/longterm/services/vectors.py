@@ -37,6 +37,14 @@ TABLE = LongTermMemory._meta.db_table
 # densely clustered preferences: m=16/ef_construction=64 plateaus near 0.91 however wide the search;
 # m=32/ef_construction=128 with ef_search=300 reaches 0.96 for about 12 ms of SQL.
 HNSW_M, HNSW_EF_CONSTRUCTION, EF_SEARCH = 32, 128, 300
+# The plan of a pgvector search is chosen here, not left to the planner: a user with at most this many
+# rows of the searched kinds is scanned exactly (btree on product/user, every distance computed: exact,
+# ~1 ms at a few hundred rows); above it the HNSW index answers, with iterative scans so the user filter
+# never starves the result (docs/performance.md shows both plans and where the threshold comes from).
+EXACT_SCAN_MAX_ROWS = 2000
+# Iterative scans stop after this many tuples; a user just above the threshold in a large table needs about
+# limit × table rows / user rows of them, so pgvector's default (20,000) is raised.
+HNSW_MAX_SCAN_TUPLES = 200_000
 QDRANT_VECTOR = "text"
 
 
@@ -106,7 +114,8 @@ _configured_sessions: weakref.WeakSet = weakref.WeakSet()
 _HNSW_SETTINGS = (
     f"SET {{scope}}hnsw.ef_search = {EF_SEARCH}; "
     # pgvector >= 0.8: keep scanning the graph until enough rows pass the product/user filter.
-    "SET {scope}hnsw.iterative_scan = strict_order"
+    "SET {scope}hnsw.iterative_scan = strict_order; "
+    f"SET {{scope}}hnsw.max_scan_tuples = {HNSW_MAX_SCAN_TUPLES}"
 )
 
 
@@ -147,20 +156,61 @@ class PgvectorBackend(_RowBackend):
 
     def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None) -> list[Hit]:
         now = now or timezone.now()
-        dim, kind_marks = int(index.dimension), ", ".join(["%s"] * len(kinds))
-        # The index id and dimension are integers from our own row, inlined so the planner can match
-        # the partial index predicate; everything that comes from a request is a parameter. Expired and
-        # superseded memories are filtered here too (iterative scan keeps going until enough rows pass).
-        sql = (
-            f"SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance FROM {TABLE} "
-            f"WHERE embedding_index_id = {int(index.pk)} AND product_id = %s AND user_id = %s "
-            f"AND kind IN ({kind_marks}) AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s) "
-            "ORDER BY distance LIMIT %s OFFSET %s"
-        )  # no tie-breaker column: `ORDER BY distance, id` makes the planner sort instead of using HNSW
+        exact = user_rows_at_most(product_id, user_id, kinds, EXACT_SCAN_MAX_ROWS)
+        sql = exact_search_sql(index, len(kinds)) if exact else hnsw_search_sql(index, len(kinds))
         with connection.cursor() as cursor:
-            _hnsw_session(cursor)
+            if not exact:
+                _hnsw_session(cursor)
             cursor.execute(sql, [vector_literal(vector), product_id, user_id, *kinds, now, limit, offset])
             return [Hit(pk, 1.0 - float(distance)) for pk, distance in cursor.fetchall()]
+
+
+def user_rows_at_most(product_id: str, user_id: str, kinds: Sequence[str], threshold: int) -> bool:
+    """Whether the user has at most `threshold` rows of these kinds: an index-only count that stops at threshold + 1.
+
+    Counted on the btree (product, user_id, kind, id) without the index/expiry/supersession filters, so
+    it is an upper bound of the rows the exact scan reads, and never costs more than threshold + 1 entries.
+    """
+    kind_marks = ", ".join(["%s"] * len(kinds))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE product_id = %s AND user_id = %s "
+            f"AND kind IN ({kind_marks}) LIMIT %s) AS mine",
+            [product_id, user_id, *kinds, threshold + 1],
+        )
+        return cursor.fetchone()[0] <= threshold
+
+
+# The index id and dimension are integers from our own row, inlined so the planner can match the partial
+# index predicate; everything that comes from a request is a parameter (vector, product, user, kinds...,
+# now, limit, offset). Expired and superseded memories are filtered in SQL on both plans.
+def _user_rows(index: EmbeddingIndex, kind_count: int) -> str:
+    kind_marks = ", ".join(["%s"] * kind_count)
+    return (
+        f"embedding_index_id = {int(index.pk)} AND product_id = %s AND user_id = %s AND kind IN ({kind_marks}) "
+        "AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s)"
+    )
+
+
+def exact_search_sql(index: EmbeddingIndex, kind_count: int) -> str:
+    """Every distance of the user's rows, read through the btree; the MATERIALIZED CTE keeps HNSW out of it."""
+    dim = int(index.dimension)
+    return (
+        f"WITH query AS (SELECT %s::vector({dim}) AS q), mine AS MATERIALIZED ("
+        f"SELECT id, embedding FROM {TABLE} WHERE {_user_rows(index, kind_count)} AND embedding IS NOT NULL) "
+        f"SELECT id, (embedding::vector({dim})) <=> query.q AS distance FROM mine, query "
+        "ORDER BY distance, id LIMIT %s OFFSET %s"
+    )
+
+
+def hnsw_search_sql(index: EmbeddingIndex, kind_count: int) -> str:
+    """The HNSW index in distance order; iterative scans (session settings) go on until enough rows pass."""
+    dim = int(index.dimension)
+    # No tie-breaker column: `ORDER BY distance, id` makes the planner sort instead of using HNSW.
+    return (
+        f"SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance FROM {TABLE} "
+        f"WHERE {_user_rows(index, kind_count)} ORDER BY distance LIMIT %s OFFSET %s"
+    )
 
 
 class SqliteExactBackend(_RowBackend):
