@@ -340,11 +340,20 @@ def main() -> int:
     parser.add_argument("--restart-postgres", action="store_true", help="stop PostgreSQL for 3 s mid-run")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--pg-log", type=Path, help="keep PostgreSQL's server log as PG_LOG.<workers>")
+    parser.add_argument("--pg-log", type=Path, help="keep each run's PostgreSQL server log (PG_LOG.<w>.<c>.<n>)")
+    parser.add_argument(
+        "--connections",
+        nargs="+",
+        choices=["persistent", "pool"],
+        default=["persistent"],
+        help="DATABASE_CONNECTIONS of the deployment: persistent connections or psycopg's pool (each in turn)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="run every configuration this many times")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     results, ok = [], True
-    for workers in args.workers:
+    runs = [(w, c) for _ in range(args.repeat) for w in args.workers for c in args.connections]
+    for workers, connections in runs:
         stack = Stack(
             web_workers=workers,
             celery=True,
@@ -353,6 +362,7 @@ def main() -> int:
                 "OUTBOX_REDISPATCH_AFTER_SECONDS": "5",
                 "OUTBOX_BACKOFF_MAX_SECONDS": "10",
                 "GUNICORN_MAX_REQUESTS": "0",
+                "DATABASE_CONNECTIONS": connections,
             },
         ).start()
         try:
@@ -363,10 +373,11 @@ def main() -> int:
             check(stack, key, run)
         finally:
             if args.pg_log:  # the server's own account of errors (a deadlock names both statements)
-                shutil.copyfile(stack.postgres.log, f"{args.pg_log}.{workers}")
+                shutil.copyfile(stack.postgres.log, f"{args.pg_log}.{workers}.{connections}.{len(results)}")
             stack.stop()
         rows = report(run)
-        title = f"gunicorn {workers} worker(s), {len(run.samples)} operations in {run.wall:.1f} s"
+        title = f"gunicorn {workers} worker(s), {connections} connections, {len(run.samples)} operations"
+        title += f" in {run.wall:.1f} s (load average {os.getloadavg()[0]:.1f})"
         if run.outage:
             down, up = (t - run.started for t in run.outage)
             title += f", PostgreSQL down from +{down:.1f} s to +{up:.1f} s"
@@ -386,6 +397,8 @@ def main() -> int:
         results.append(
             {
                 "workers": workers,
+                "connections": connections,
+                "load_average": os.getloadavg(),
                 "wall": run.wall,
                 "rows": rows,
                 "failures": run.failures,

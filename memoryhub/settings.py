@@ -99,6 +99,19 @@ IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 if IS_POSTGRES:  # a database host that does not answer must not hold a request past gunicorn's timeout
     CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = CONNECT_TIMEOUT
+# How a process holds its PostgreSQL connection (docs/production.md; both measured in docs/performance.md):
+# "persistent" keeps one per process, health-checked before a request reuses it; "pool" borrows one per
+# request from psycopg's pool (Django's OPTIONS["pool"], health-checked too), waiting at most CONNECT_TIMEOUT.
+DATABASE_CONNECTIONS = env_str("DATABASE_CONNECTIONS", "persistent")
+if DATABASE_CONNECTIONS not in ("persistent", "pool"):
+    raise ImproperlyConfigured(f"DATABASE_CONNECTIONS must be persistent or pool, got {DATABASE_CONNECTIONS!r}")
+if IS_POSTGRES and DATABASE_CONNECTIONS == "pool":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool replaces persistent connections (Django requires 0)
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,  # a sync worker serves one request at a time: one connection is all it can use
+        "max_size": env_int("DATABASE_POOL_MAX_SIZE", 2, minimum=1),
+        "timeout": CONNECT_TIMEOUT,  # a request waiting for a connection gives up like a failed connect
+    }
 # A read replica for GET requests' selectors (memoryhub/db_routing.py, docs/scaling.md); the tests mirror it.
 DATABASE_REPLICA_URL = env_url("DATABASE_REPLICA_URL", ("postgres", "postgresql"))
 if DATABASE_REPLICA_URL:
