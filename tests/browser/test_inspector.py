@@ -60,3 +60,15 @@ def test_the_inspector_of_another_products_turn_is_not_found(admin_page, live_se
     other = seed_conversation("other-app")
     response = admin_page.goto(f"{live_server.url}/admin/console/turns/{other.turns[0].pk}/?product={story.product.pk}")
     assert response.status == 404
+
+
+def test_from_the_dashboard_to_what_the_model_saw_and_what_followed_in_two_clicks(admin_page, live_server, story):
+    page, newest = admin_page, story.turns[-1]
+    page.goto(f"{live_server.url}/admin/?product={story.product.pk}")
+    page.click("#figures-turns a.figure")  # 1: turns of the last 24 h of this runtime
+    page.click(f"a.mh-inspect[data-turn='{newest.pk}']")  # 2: the turn's inspector
+    page.wait_for_selector(f"#turn-inspector[data-turn='{newest.pk}']")
+    assert page.locator("#prompt-text mark.mh-var").count() == 6
+    assert page.locator("#memory-write-status").inner_text() == "done"
+    # a regenerated turn links the turn it replaced (whose reply the timeline strikes through)
+    assert page.locator(f"#turn-inspector a[href$='/admin/console/turns/{story.turns[2].pk}/']").count() >= 1
