@@ -38,6 +38,6 @@ class ResendStateFilter(admin.SimpleListFilter):
         acknowledged = {"turn__runtime_state__hinos__committed": True}
         if self.value() == "ack":
             return queryset.filter(**acknowledged)
-        if self.value() == "open":
-            return queryset.exclude(**acknowledged)
+        if self.value() == "open":  # pk__in: a turn without the key must count as awaiting, not as NULL
+            return queryset.exclude(pk__in=queryset.filter(**acknowledged).values("pk"))
         return queryset

@@ -141,7 +141,9 @@ def _hinos(product: Product, since: datetime, scope: dict) -> tuple[list[Figure]
             _("awaiting a re-send"), total - acknowledged, changelist("hinos_failedhinoscommit", resend="open", **scope)
         ),
     ]
-    awaiting = failed.exclude(turn__runtime_state__hinos__committed=True).select_related("turn").order_by("-id")
+    # exclude(pk__in=…), not exclude(key=True): a turn without the key would be NULL and left out of both.
+    acknowledged_ids = failed.filter(turn__runtime_state__hinos__committed=True).values("pk")
+    awaiting = failed.exclude(pk__in=acknowledged_ids).select_related("turn").order_by("-id")
     return figures, list(awaiting[:FAILED_JOBS_SHOWN])
 
 

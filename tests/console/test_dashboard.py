@@ -8,7 +8,7 @@ from django.urls import reverse
 from memories.console import dashboard
 from memories.console.dashboard import dashboard_build, quantile
 from memoryhub import metrics
-from tests.browser.support import failed_job_turn, seed_product
+from tests.browser.support import failed_job_turn, jobs_in_process, seed_product
 from tests.factories import TurnFactory
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def seeded(django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
+    with jobs_in_process(), django_capture_on_commit_callbacks(execute=True):
         return seed_product()
 
 
