@@ -62,6 +62,10 @@ def subprocess_env(**extra: str) -> dict[str, str]:
         **os.environ,
         "DATABASE_URL": database_url(connection.settings_dict),
         "MEMORYHUB_FAULT_INJECTION": "1",
+        # Webhook receivers of the suite listen on 127.0.0.1; retries come within seconds (tests/webhooks).
+        "WEBHOOK_ALLOW_PRIVATE": "1",
+        "WEBHOOK_RETRY_BASE_SECONDS": "1",
+        "WEBHOOK_SWEEP_SECONDS": "2",
         **extra,
     }
 
