@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
@@ -59,7 +61,7 @@ class ProductAdmin(admin.ModelAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "product", "name", "created_at", "revoked_at"]
+    list_display = ["prefix", "product", "name", "created_at", "revoked_at", "revoke_link"]
     list_filter = ["revoked_at"]
     list_select_related = ["product"]
     search_fields = ["prefix", "product__name", "product__id"]
@@ -68,6 +70,15 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    @admin.display(description=_("revoke"))
+    def revoke_link(self, obj: ApiKey) -> str:
+        """The console's revoke page (memories/console): a confirmation, then an audited revocation."""
+        if obj.revoked_at:
+            return "—"
+        return format_html(
+            '<a class="mh-revoke" href="{}">{}</a>', reverse("console:revoke_key", args=[obj.pk]), _("Revoke…")
+        )
 
     @admin.action(description="Revoke the selected keys")
     def revoke(self, request, queryset):
