@@ -72,3 +72,14 @@ def test_from_the_dashboard_to_what_the_model_saw_and_what_followed_in_two_click
     assert page.locator("#memory-write-status").inner_text() == "done"
     # a regenerated turn links the turn it replaced (whose reply the timeline strikes through)
     assert page.locator(f"#turn-inspector a[href$='/admin/console/turns/{story.turns[2].pk}/']").count() >= 1
+
+
+def test_the_inspector_in_simplified_chinese(admin_page, live_server, story, shot):
+    page = admin_page
+    page.goto(f"{live_server.url}/admin/console/turns/{story.turns[1].pk}/")
+    with page.expect_navigation():
+        page.select_option("#language-switcher select", "zh-hans")  # the admin header's switcher
+    assert page.locator("#prompt h2").inner_text() == "模型看到的内容"
+    assert page.locator("#compare h2").inner_text() == "与上一轮比较"
+    assert page.locator("#prompt-text mark.mh-var").count() == 6
+    shot(page, "turn-inspector-zh")

@@ -90,3 +90,13 @@ def test_artefacts_compare_the_newest_version_with_the_one_before_by_default(sto
     [section] = diff.sections
     assert (diff.old.number, diff.new.number) == (1, 2) and section.changed
     assert any("港口" in line.text for line in section.lines if line.kind == "removed")
+
+
+def test_the_pages_speak_simplified_chinese_when_the_operator_asks(story, client):
+    client.force_login(SuperuserFactory())
+    url = reverse("console:turn-inspector", args=[story.turns[1].pk])
+    html = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "模型看到的内容" in html and "未被引用的变量" in html and "与上一轮比较" in html
+    timeline = reverse("console:conversation-timeline", args=[story.conversation.pk])
+    assert "第 2 轮" in client.get(timeline, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "What the model saw" in client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
