@@ -44,7 +44,7 @@ def _version(request: HttpRequest, name: str) -> int | None:
     if not raw:
         return None
     if not raw.isdigit():
-        raise Http404(_("A version is a number."))
+        raise Http404(_("A version or round is a number."))
     return int(raw)
 
 
@@ -65,7 +65,8 @@ def turn_inspector(request: HttpRequest, pk: int) -> HttpResponse:
 
 def conversation_timeline(request: HttpRequest, pk: int) -> HttpResponse:
     product = _product(request, Conversation, pk)
-    call = lambda: timeline.conversation_timeline(product=product, conversation_pk=pk)  # noqa: E731
+    until = _version(request, "until")
+    call = lambda: timeline.conversation_timeline(product=product, conversation_pk=pk, until=until)  # noqa: E731
     return _page(request, "console/inspector/timeline.html", _("Conversation timeline"), call, product=product)
 
 

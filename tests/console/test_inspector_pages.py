@@ -28,6 +28,7 @@ def _pages(story) -> list[str]:
     return [
         *(reverse("console:turn-inspector", args=[t.pk]) for t in story.turns),
         reverse("console:conversation-timeline", args=[story.conversation.pk]),
+        reverse("console:conversation-timeline", args=[story.conversation.pk]) + "?until=1",
         reverse("console:table-diff", args=[table.pk]) + "?from=1&to=3",
         reverse("console:document-diff", args=[MemoryDocument.objects.get(product=story.product).pk]),
         reverse("console:state-diff", args=[ConversationState.objects.get(product=story.product).pk]),

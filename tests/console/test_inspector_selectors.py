@@ -102,3 +102,19 @@ def test_a_prompt_that_cannot_be_reproduced_is_shown_whole_with_the_reason():
     Turn.objects.filter(pk=turn.pk).update(scenario_version=2)  # neither the snapshot nor the current version
     prompt = turn_inspection(product=scenario.product, turn_id=turn.pk).prompt
     assert not prompt.exact and "no longer kept" in prompt.problem
+
+
+def test_a_long_conversation_is_shown_a_page_of_rounds_at_a_time(story):
+    conversation = story.conversation
+    page = conversation_timeline(product=story.product, conversation_pk=conversation.pk, size=2)
+    assert (page.first, page.last, page.latest) == (2, 3, 3)
+    assert [r.number for r in page.rounds] == [2, 3]
+    assert (page.earlier, page.later) == (1, None)
+    assert [i.row.version for i in page.rounds[0].of("story")] == [1]  # placed by its anchor's round
+
+    older = conversation_timeline(product=story.product, conversation_pk=conversation.pk, until=1, size=2)
+    assert [r.number for r in older.rounds] == [0, 1]
+    assert (older.earlier, older.later) == (None, 3)
+    assert [i.row.revision for i in older.rounds[0].of("document")] == [1]
+    assert [i.row.revision for i in older.rounds[1].of("document")] == [2]
+    assert older.count("diary") == 0 and older.count("story") == 0
