@@ -3,6 +3,8 @@ product scoping, escaping of user content, and the artefact selectors' version c
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
@@ -44,6 +46,9 @@ def test_every_page_renders_for_an_operator_and_user_content_is_escaped(story, c
         assert response.status_code == 200, url
         html = response.content.decode()
         assert XSS not in html and "<b><img" not in html, url  # user content is text, never markup
+    timeline = client.get(reverse("console:conversation-timeline", args=[story.conversation.pk])).content.decode()
+    message_pages = re.findall(r'href="(/admin/memories/message/\d+/change/)"', timeline)
+    assert len(message_pages) == 8 and client.get(message_pages[0]).status_code == 200
     inspector = client.get(_pages(story)[1]).content.decode()
     assert "&lt;img src=x onerror=&quot;window.__xss=1&quot;&gt;" in inspector
     assert 'data-variable="memoryTable"' in inspector and 'class="mh-var' in inspector
