@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from .targets import Target
+from .targets import IPAddress, Target
 
 EXCERPT_CHARS = 1000
 
@@ -26,9 +26,9 @@ class SendResult:
     error: str = ""
 
 
-def _pinned_url(target: Target) -> str:
+def _pinned_url(target: Target, address: IPAddress) -> str:
     parts = urlsplit(target.url)
-    host = f"[{target.address}]" if target.address.version == 6 else str(target.address)
+    host = f"[{address}]" if address.version == 6 else str(address)
     return urlunsplit((parts.scheme, f"{host}:{target.port}", parts.path or "/", parts.query, ""))
 
 
@@ -41,17 +41,9 @@ def _host_header(target: Target) -> str:
 def send(target: Target, *, headers: dict[str, str], body: bytes, timeout_seconds: float) -> SendResult:
     """POST `body`; a 2xx answer is a success, anything else (3xx included: never followed) a failure."""
     started = time.monotonic()
-    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
     try:
         with httpx.Client(timeout=timeout_seconds, follow_redirects=False, trust_env=False) as client:
-            request = client.build_request(
-                "POST",
-                _pinned_url(target),
-                content=body,
-                headers={**headers, "host": _host_header(target)},
-                extensions=extensions,
-            )
-            response = client.send(request, stream=True)
+            response = _connect(client, target, headers, body)
             try:
                 excerpt = _excerpt(response)
             finally:
@@ -62,6 +54,30 @@ def send(target: Target, *, headers: dict[str, str], body: bytes, timeout_second
         return SendResult("network_error", None, _ms(started), error=f"{type(exc).__name__}: {exc}"[:500])
     outcome = "success" if 200 <= response.status_code < 300 else "http_error"
     return SendResult(outcome, response.status_code, _ms(started), excerpt=excerpt)
+
+
+def _connect(client: httpx.Client, target: Target, headers: dict[str, str], body: bytes) -> httpx.Response:
+    """Send to each checked address in turn until one accepts the connection (e.g. ::1, then 127.0.0.1)."""
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    for address in target.addresses[:-1]:
+        try:
+            return client.send(_request(client, target, address, headers, body, extensions), stream=True)
+        except httpx.ConnectError:
+            continue
+    last = target.addresses[-1]
+    return client.send(_request(client, target, last, headers, body, extensions), stream=True)
+
+
+def _request(
+    client: httpx.Client, target: Target, address: IPAddress, headers: dict[str, str], body: bytes, extensions: dict
+) -> httpx.Request:
+    return client.build_request(
+        "POST",
+        _pinned_url(target, address),
+        content=body,
+        headers={**headers, "host": _host_header(target)},
+        extensions=extensions,
+    )
 
 
 def _excerpt(response: httpx.Response) -> str:

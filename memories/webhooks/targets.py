@@ -28,13 +28,13 @@ class TargetRefused(RejectedByPolicy):
 
 @dataclass(frozen=True)
 class Target:
-    """A checked URL and the address an attempt connects to (the host name still names the site: Host, SNI)."""
+    """A checked URL and the addresses an attempt connects to, in order (the host name still names the site)."""
 
     url: str
     scheme: str
     host: str
     port: int
-    address: IPAddress
+    addresses: tuple[IPAddress, ...]
 
 
 def parse(url: str) -> tuple[str, str, int]:
@@ -67,7 +67,7 @@ def is_public(address: IPAddress) -> bool:
 def resolve(host: str, port: int) -> list[IPAddress]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
+    except (OSError, UnicodeError, ValueError) as exc:  # gaierror, an IDNA error, an embedded NUL
         raise TargetRefused(f"the host {host!r} does not resolve: {exc}", details={"field": "url"}) from None
     return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
 
@@ -84,4 +84,4 @@ def check(url: str) -> Target:
                 " webhooks go to public addresses only",
                 details={"field": "url", "addresses": refused},
             )
-    return Target(url=url, scheme=scheme, host=host, port=port, address=addresses[0])
+    return Target(url=url, scheme=scheme, host=host, port=port, addresses=tuple(addresses))

@@ -48,6 +48,16 @@ def test_a_delivery_is_signed_per_standard_webhooks_and_carries_the_payload(alic
     assert attempt["responseExcerpt"] == '{"ok": true}' and attempt["latencyMs"] >= 0
 
 
+def test_a_host_name_is_sent_to_its_checked_address_with_its_own_host_header(alice, receiver):
+    name_url = receiver.url.replace("127.0.0.1", "localhost")
+    receiver.secrets.append(
+        alice.post("/v1/webhooks", {"url": name_url, "events": ["memory.updated"]}).json()["secret"]
+    )
+    write_memory(alice)
+    assert len(receiver.verified()) == 1
+    assert receiver.received[0].headers["host"] == name_url.split("/")[2]
+
+
 def test_a_tampered_body_or_a_wrong_secret_does_not_verify(alice, receiver):
     register(alice, receiver, ["memory.updated"])
     write_memory(alice)
