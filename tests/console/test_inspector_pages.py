@@ -17,7 +17,7 @@ from memories.story.models import StorySnapshot
 from memoryhub.errors import NotFound
 from tables.models import MemoryTable
 from tests.console.inspector_data import XSS, seed_conversation
-from tests.factories import ProductFactory, SuperuserFactory
+from tests.factories import ProductFactory, SuperuserFactory, TurnFactory
 
 
 @pytest.fixture
@@ -106,3 +106,14 @@ def test_the_pages_speak_simplified_chinese_when_the_operator_asks(story, client
     timeline = reverse("console:conversation-timeline", args=[story.conversation.pk])
     assert "第 2 轮" in client.get(timeline, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "What the model saw" in client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_turn_of_a_deleted_scenario_shows_its_prompt_whole_and_its_runtime_state(client):
+    turn = TurnFactory(prompt="<i>kept</i>", runtime_state={"hinos": {"claimId": "<b>c1</b>"}})
+    turn.scenario.delete()
+    client.force_login(SuperuserFactory())
+    html = client.get(reverse("console:turn-inspector", args=[turn.pk])).content.decode()
+    assert 'id="prompt-problem"' in html and "the scenario was deleted" in html
+    assert "&lt;i&gt;kept&lt;/i&gt;" in html and "<i>kept</i>" not in html
+    assert 'id="runtime-state"' in html and "&lt;b&gt;c1&lt;/b&gt;" in html
