@@ -63,7 +63,8 @@ class DeliverySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     messageId = serializers.CharField(help_text="the webhook-id header")
     type = serializers.CharField()
-    status = serializers.ChoiceField(choices=["pending", "delivered", "failed"])
+    # A plain string in the schema: a second "status" enum would rename the lifecycle's StatusEnum.
+    status = serializers.CharField(help_text="pending, delivered or failed (gave up after the retry window)")
     attempts = AttemptSerializer(many=True)
     nextAttemptAt = serializers.DateTimeField(allow_null=True)
     deliveredAt = serializers.DateTimeField(allow_null=True)
