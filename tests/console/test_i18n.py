@@ -30,6 +30,7 @@ def test_a_zh_hans_request_gets_the_dashboard_and_the_admin_in_chinese(admin_cli
     assert '<html lang="zh-hans"' in page
     assert "各运行时的轮次" in page and "失败的任务" in page and "产品" in page  # the console's catalogue
     assert "站点管理" in page  # Django's own admin labels
+    assert ">轮次</a>" in page and ">日记</a>" in page  # the apps' and models' names in the app list
     assert "Turns per runtime" not in page
     english = admin_client.get(reverse("admin:index"), HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "Turns per runtime" in english and "各运行时的轮次" not in english
