@@ -19,7 +19,10 @@ class ToolTokenView(APIView):
         address = conversation_address(request, user_id, conversation_id)
         data = validated(ToolTokenSerializer, request.data or {})
         token, expires_at = tool_token_mint(
-            address=address, scenario_slug=data.get("scenarioId"), ttl_seconds=data.get("ttlSeconds")
+            address=address,
+            scenario_slug=data.get("scenarioId"),
+            ttl_seconds=data.get("ttlSeconds"),
+            subscription_category=data.get("subscriptionCategory"),
         )
         return Response({"token": token, "expiresAt": iso(expires_at)}, status=201)
 

@@ -133,7 +133,7 @@ def _search(caller: Caller, arguments: dict) -> dict:
 
 
 def _diaries(caller: Caller, arguments: dict) -> dict:
-    category = getattr(caller.token, "subscription_category", None) or "default"
+    category = caller.token.subscription_category or "default"
     try:
         count = recall_count(category)
     except InvalidSubscriptionCategory as exc:

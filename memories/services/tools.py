@@ -12,6 +12,7 @@ from django.core import signing
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
+from diaries.planning import InvalidSubscriptionCategory, normalize_subscription_category
 from memories.models import Product, Scenario
 from memories.selectors.documents import memory_document_get
 from memories.services.documents import memory_document_replace
@@ -60,14 +61,24 @@ class ToolToken:
     scenario_slug: str | None
     token_id: str
     expires_at: datetime
+    subscription_category: str | None = None  # the user's plan, for tools whose amount it decides (diaries)
 
 
 def tool_token_mint(
-    *, address: ConversationAddress, scenario_slug: str | None, ttl_seconds: int | None
+    *,
+    address: ConversationAddress,
+    scenario_slug: str | None,
+    ttl_seconds: int | None,
+    subscription_category: str | None = None,
 ) -> tuple[str, datetime]:
     ttl = settings.TOOL_TOKEN_DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
     if scenario_slug is not None and not Scenario.objects.filter(product=address.product, slug=scenario_slug).exists():
         raise NotFound(f"no scenario {scenario_slug!r}")
+    if subscription_category is not None:
+        try:
+            normalize_subscription_category(subscription_category)
+        except InvalidSubscriptionCategory as exc:
+            raise InvalidRequest(str(exc), details={"field": "subscriptionCategory"}) from None
     expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
     payload = {
         "p": address.product.pk,
@@ -76,6 +87,7 @@ def tool_token_mint(
         "s": scenario_slug,
         "j": secrets.token_hex(6),
         "e": int(expires_at.timestamp()),
+        **({"k": subscription_category} if subscription_category is not None else {}),
     }
     return TOKEN_PREFIX + signing.dumps(payload, salt=_SALT, compress=True), expires_at
 
@@ -91,7 +103,7 @@ def tool_token_read(token: str) -> ToolToken | None:
     expires_at = datetime.fromtimestamp(claims["e"], tz=UTC)
     if expires_at <= timezone.now():
         return None
-    return ToolToken(claims["p"], claims["u"], claims["c"], claims["s"], claims["j"], expires_at)
+    return ToolToken(claims["p"], claims["u"], claims["c"], claims["s"], claims["j"], expires_at, claims.get("k"))
 
 
 def tools_available(*, product: Product, token: ToolToken | None) -> list[dict]:

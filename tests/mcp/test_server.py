@@ -212,6 +212,14 @@ def test_get_diaries_serves_as_many_summaries_as_the_policy_allows(client, alice
     assert diaries["text"] == "Rounds 11-20: Rounds 11-20."
 
 
+def test_the_plan_the_product_minted_into_the_token_decides_how_many_diaries(client, alice, world):
+    diaries = structured(call(client, mint(alice, subscriptionCategory="plus"), "get_diaries"))
+    assert diaries["limit"] == 2 and diaries["subscriptionCategory"] == "plus"
+    assert [e["roundTo"] for e in diaries["entries"]] == [20, 10]
+    refused = alice.post("/v1/users/u1/conversations/c1/tool-tokens", {"subscriptionCategory": "gold"})
+    assert refused.status_code == 400 and refused.json()["error"]["details"]["field"] == "subscriptionCategory"
+
+
 def test_get_tables_renders_the_tables(client, alice, world):
     tables = structured(call(client, mint(alice), "get_tables"))
     first = tables["tables"][0]

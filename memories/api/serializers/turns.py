@@ -41,6 +41,12 @@ class TurnCompleteSerializer(StrictSerializer):
 class ToolTokenSerializer(StrictSerializer):
     scenarioId = StrictCharField(required=False, allow_null=True, max_length=100)
     ttlSeconds = StrictIntegerField(required=False, min_value=1, max_value=24 * 3600)
+    subscriptionCategory = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=32,
+        help_text="The user's plan: how many diaries get_diaries serves (MCP).",
+    )
 
 
 class ToolCallSerializer(StrictSerializer):
