@@ -124,12 +124,6 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     def redeliver(self, request, queryset: QuerySet[WebhookDelivery]) -> None:
         _redeliver(self, request, list(queryset))
 
-    def get_actions(self, request):
-        # ReadOnlyAdmin denies change permission; redelivery is an operator action, not an edit.
-        actions = super().get_actions(request)
-        actions["redeliver"] = self.get_action("redeliver")
-        return actions
-
 
 @admin.register(WebhookAttempt)
 class WebhookAttemptAdmin(ReadOnlyAdmin):
@@ -144,8 +138,3 @@ class WebhookAttemptAdmin(ReadOnlyAdmin):
     def redeliver(self, request, queryset: QuerySet[WebhookAttempt]) -> None:
         deliveries = {a.delivery_id: a.delivery for a in queryset.select_related("delivery")}
         _redeliver(self, request, list(deliveries.values()))
-
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions["redeliver"] = self.get_action("redeliver")
-        return actions
