@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from django.db.models import Count
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from diaries.models import DiaryPlanRecord
@@ -42,7 +43,7 @@ CONFLICT_KIND_LISTS = {
 
 @dataclass(frozen=True)
 class Figure:
-    label: str
+    label: str | Promise  # a runtime or code as stored, or a lazily translated label
     value: int | float | None
     url: str
 

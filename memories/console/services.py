@@ -28,6 +28,7 @@ TASKS = {"diaries": diary_plan_task.name, "tables": apply_table_edits.name}
 RERUN_EVENT = "memory.job_rerun"
 
 Status = Literal["scheduled", "not_failed", "not_rerunnable", "done", "failed"]
+RESEND_STATUS: dict[str, Status] = {"committed": "done", "already_committed": "done", "failed": "failed"}
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,7 @@ def job_rerun(*, turn_pk: int, work: str, user) -> ActionOutcome:
 def hinos_resend(*, event: Event, user) -> ActionOutcome:
     outcome = hinos_commit_resend(event=event, actor=f"operator:{user.get_username()}")
     audit(user, event, f"Re-sent the Hinos commit: {outcome.status} — {outcome.message}")
-    status: Status = {"committed": "done", "already_committed": "done", "failed": "failed"}.get(
-        outcome.status, "not_rerunnable"
-    )  # type: ignore[assignment]
-    return ActionOutcome(status, outcome.message)
+    return ActionOutcome(RESEND_STATUS.get(outcome.status, "not_rerunnable"), outcome.message)
 
 
 def key_revoke(*, api_key: ApiKey, user) -> ActionOutcome:
