@@ -79,6 +79,18 @@ def test_expired_forged_and_deleted_product_tokens_are_401(client, alice, bob):
         assert response["WWW-Authenticate"].startswith('Bearer realm="memoryhub", error="invalid_token"')
 
 
+def test_a_token_over_the_per_key_rate_gets_429_with_retry_after(client, alice, monkeypatch):
+    from memoryhub.api.throttling import PerKeyRateThrottle
+
+    monkeypatch.setattr(PerKeyRateThrottle, "THROTTLE_RATES", {"per_key": "3/min"})
+    token, other = mint(alice), mint(alice)
+    assert [rpc(client, token, "tools/list").status_code for _ in range(3)] == [200, 200, 200]
+    refused = rpc(client, token, "tools/list")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert refused.json()["error"]["code"] == "rate_limited"
+    assert rpc(client, other, "tools/list").status_code == 200  # per token, as per key on the REST API
+
+
 # --- transport ----------------------------------------------------------------------------------------
 
 

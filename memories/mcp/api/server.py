@@ -10,14 +10,18 @@ memories.mcp.services; the library owns the protocol.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from http import HTTPStatus
+from types import SimpleNamespace
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django_mcpz.server import MCPServer, ToolError
 
 from memories.mcp.services import TOOLS, Caller, McpTool, caller_from_token, tool_offered, tool_run
+from memoryhub.api.authentication import ProductClient
+from memoryhub.api.throttling import PerKeyRateThrottle
 from memoryhub.clients.errors import UpstreamError
 from memoryhub.errors import DomainError
 
@@ -48,8 +52,24 @@ def tool_token_auth(request: HttpRequest) -> HttpResponse | None:
     caller = caller_from_token(credential)
     if caller is None:
         return _challenge("invalid_token", "the tool token is invalid or expired (product API keys are not accepted)")
+    refused = _rate_limited(caller)
+    if refused is not None:
+        return refused
     request.mcp_caller = caller  # type: ignore[attr-defined]
     return None
+
+
+def _rate_limited(caller: Caller) -> HttpResponse | None:
+    """The REST API's per-key limit (R5), on the same counter as the token's calls of POST /v1/tools/call."""
+    throttle = PerKeyRateThrottle()
+    client = ProductClient(caller.product, "tool", caller.token.token_id)
+    if throttle.allow_request(SimpleNamespace(user=client), None):
+        return None
+    wait = math.ceil(throttle.wait() or 1)
+    body = {"error": {"code": "rate_limited", "message": f"too many requests; retry in {wait} s", "details": {}}}
+    response = JsonResponse(body, status=HTTPStatus.TOO_MANY_REQUESTS)
+    response["Retry-After"] = str(wait)
+    return response
 
 
 def _caller(request: HttpRequest) -> Caller:
