@@ -102,6 +102,16 @@ def test_get_and_delete_are_405_in_stateless_mode(client, alice):
         assert response["Allow"] == "POST"
 
 
+def test_a_session_id_is_never_issued_and_one_sent_is_ignored(client, alice):
+    token = mint(alice)
+    listed = rpc(client, token, "tools/list")
+    assert "Mcp-Session-Id" not in listed
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    headers = {"Authorization": f"Bearer {token}", "Mcp-Session-Id": "made-up", "MCP-Protocol-Version": "2025-06-18"}
+    stale = client.post("/mcp", json.dumps(body), content_type="application/json", headers=headers)
+    assert stale.status_code == 200 and stale.json()["result"]["tools"]
+
+
 def test_discover_names_2026_07_28_and_the_stateless_2025_revisions(client, alice):
     response = rpc(client, mint(alice), "server/discover")
     assert response.status_code == 200
