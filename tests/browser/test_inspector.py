@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.support import SCREENSHOTS
 from tests.console.inspector_data import TEMPLATE, seed_conversation
 
 
@@ -53,7 +54,10 @@ def test_the_inspector_highlights_each_variable_span_of_the_exact_prompt(admin_p
     # user content is text, never markup
     assert page.evaluate("window.__xss") is None
     assert '<img src=x onerror="window.__xss=1">' in page.locator("#user-message").inner_text()
-    shot(page, "turn-inspector")
+    shot(page, "turn-inspector-full")
+    # the README's picture: the first screen (header, the highlighted prompt), not the whole long page
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(SCREENSHOTS / "turn-inspector.png"))
 
 
 def test_the_inspector_of_another_products_turn_is_not_found(admin_page, live_server, story):
