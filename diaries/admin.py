@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
-from memoryhub.admin_base import ReadOnlyAdmin
+from memoryhub.admin_base import ReadOnlyAdmin, console_link
 from memoryhub.clients.errors import UpstreamError
 
 from .models import DiaryEntry, DiaryPlanRecord, DiaryState
@@ -116,11 +116,16 @@ class DiaryEntryAdmin(ReadOnlyAdmin):
         "subscription_category",
         "created_at",
         "product",
+        "text_link",
     ]
     list_filter = ["kind", "summarizer", "subscription_category", "product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id", "summary"]
     raw_id_fields = ["turn"]
+
+    @admin.display(description="text")
+    def text_link(self, obj: DiaryEntry) -> str:
+        return console_link("console:diary-entry", obj.pk, "read")
 
 
 @admin.register(DiaryPlanRecord)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin
+from django.urls import reverse
 from django.utils.html import format_html
 
 
@@ -32,6 +33,11 @@ class ReadOnlyTabularInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
+
+
+def console_link(url_name: str, pk: int, label: str) -> str:
+    """A link to one of the console's pages (memories/console/inspector_urls.py), e.g. a table's diff."""
+    return format_html('<a class="mh-console-link" href="{}">{}</a>', reverse(url_name, args=[pk]), label)
 
 
 def pre(value: object) -> str:

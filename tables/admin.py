@@ -8,7 +8,7 @@ from django.utils.html import format_html, format_html_join
 
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.admin_base import ReadOnlyAdmin
+from memoryhub.admin_base import ReadOnlyAdmin, console_link
 from memoryhub.errors import DomainError
 from tables.forms import MemoryTableForm
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
@@ -58,7 +58,17 @@ def _address(table: MemoryTable) -> ConversationAddress:
 @admin.register(MemoryTable)
 class MemoryTableAdmin(admin.ModelAdmin):
     form = MemoryTableForm
-    list_display = ["name", "user_id", "conversation_id", "position", "version", "row_count", "product", "updated_at"]
+    list_display = [
+        "name",
+        "user_id",
+        "conversation_id",
+        "position",
+        "version",
+        "row_count",
+        "product",
+        "updated_at",
+        "diff_link",
+    ]
     list_filter = ["product", "name"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id", "name"]
@@ -101,6 +111,10 @@ class MemoryTableAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # tables are instantiated from scenario templates on first use
+
+    @admin.display(description="versions")
+    def diff_link(self, obj: MemoryTable) -> str:
+        return console_link("console:table-diff", obj.pk, "diff")
 
     @admin.display(description="rows")
     def row_count(self, obj: MemoryTable) -> int:

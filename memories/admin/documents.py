@@ -13,7 +13,7 @@ from memories.services.documents import memory_document_replace
 from memories.services.products import api_key_create, api_key_revoke
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.admin_base import ReadOnlyAdmin
+from memoryhub.admin_base import ReadOnlyAdmin, console_link
 from memoryhub.errors import DomainError
 
 
@@ -91,12 +91,16 @@ class ApiKeyAdmin(admin.ModelAdmin):
 @admin.register(MemoryDocument)
 class MemoryDocumentAdmin(admin.ModelAdmin):
     form = MemoryDocumentForm
-    list_display = ["user_id", "conversation_id", "product", "revision", "updated_at"]
+    list_display = ["user_id", "conversation_id", "product", "revision", "updated_at", "diff_link"]
     list_filter = ["product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id"]
     readonly_fields = ["product", "user_id", "conversation_id", "revision", "updated_at", "history"]
     fields = ["product", "user_id", "conversation_id", "revision", "updated_at", "memory", "loaded_revision", "history"]
+
+    @admin.display(description="revisions")
+    def diff_link(self, obj) -> str:
+        return console_link("console:document-diff", obj.pk, "diff")
 
     def has_add_permission(self, request) -> bool:
         return False  # documents are created by writes through the API

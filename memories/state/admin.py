@@ -11,7 +11,7 @@ from django.utils.safestring import mark_safe
 
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.admin_base import ReadOnlyAdmin
+from memoryhub.admin_base import ReadOnlyAdmin, console_link
 from memoryhub.errors import DomainError
 
 from .forms import StateForm
@@ -31,7 +31,7 @@ def _pre(value: str) -> str:
 @admin.register(ConversationState)
 class ConversationStateAdmin(admin.ModelAdmin):
     form = StateForm
-    list_display = ["user_id", "conversation_id", "revision", "record_count", "product", "updated_at"]
+    list_display = ["user_id", "conversation_id", "revision", "record_count", "product", "updated_at", "diff_link"]
     list_filter = ["product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id"]
@@ -47,6 +47,10 @@ class ConversationStateAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # states are created by the first candidate
+
+    @admin.display(description="revisions")
+    def diff_link(self, obj: ConversationState) -> str:
+        return console_link("console:state-diff", obj.pk, "diff")
 
     @admin.display(description="records")
     def record_count(self, obj: ConversationState) -> int:

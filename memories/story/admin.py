@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from memoryhub.admin_base import ReadOnlyAdmin
+from memoryhub.admin_base import ReadOnlyAdmin, console_link
 
 from .models import StorySnapshot, StoryVersion
 from .selectors import render_story, snapshot_to_dict
@@ -31,6 +31,7 @@ class StorySnapshotAdmin(admin.ModelAdmin):
         "event_count",
         "product",
         "updated_at",
+        "diff_link",
     ]
     list_filter = ["product"]
     list_select_related = ["product"]
@@ -57,6 +58,10 @@ class StorySnapshotAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+    @admin.display(description="versions")
+    def diff_link(self, obj: StorySnapshot) -> str:
+        return console_link("console:story-diff", obj.pk, "diff")
 
     @admin.display(description="events")
     def event_count(self, obj: StorySnapshot) -> int:

@@ -117,3 +117,20 @@ def test_a_turn_of_a_deleted_scenario_shows_its_prompt_whole_and_its_runtime_sta
     assert 'id="prompt-problem"' in html and "the scenario was deleted" in html
     assert "&lt;i&gt;kept&lt;/i&gt;" in html and "<i>kept</i>" not in html
     assert 'id="runtime-state"' in html and "&lt;b&gt;c1&lt;/b&gt;" in html
+
+
+def test_the_admin_lists_link_each_artefact_to_its_console_page(story, client):
+    client.force_login(SuperuserFactory())
+    lists = {
+        "tables_memorytable": "console:table-diff",
+        "memories_memorydocument": "console:document-diff",
+        "state_conversationstate": "console:state-diff",
+        "story_storysnapshot": "console:story-diff",
+        "diaries_diaryentry": "console:diary-entry",
+        "memories_conversation": "console:conversation-timeline",
+        "memories_turn": "console:turn-inspector",
+    }
+    for changelist, page in lists.items():
+        html = client.get(reverse(f"admin:{changelist}_changelist")).content.decode()
+        prefix = reverse(page, args=[1]).rsplit("/1/", 1)[0]
+        assert f'href="{prefix}/' in html, changelist
