@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from memories.models import Turn
@@ -104,6 +105,49 @@ def _plan_locked(
     state = _lock_state(turn)
     if not force and _already_planned(turn):
         return DiaryOutcome("already_planned", "this turn was planned before")
+    if trigger == "task":
+        _plan_earlier_rounds(turn, state)
+    return _plan_turn(turn, state, policy, trigger=trigger, attempt=attempt, retries_left=retries_left)
+
+
+def _plan_earlier_rounds(turn: Turn, state: DiaryState) -> None:
+    """Plan first, in round order, the committed turns between the last planned round and this one whose own
+    task has not run yet (held back by an outage, then released with later rounds' tasks in any order).
+
+    The entries then come out exactly as planning every round in order gives, whatever order the tasks run in;
+    the held-back turn's own task later finds it planned. Costs nothing in order (no gap, no query). A turn whose
+    plan failed has its record and is left to its own retries (and to the "at least" rule).
+    """
+    if turn.round <= state.rounds + 1:
+        return
+    planned = DiaryPlanRecord.objects.filter(turn_id=OuterRef("pk"))
+    earlier = (
+        Turn.objects.select_related("product", "scenario")
+        .filter(
+            product_id=turn.product_id,
+            user_id=turn.user_id,
+            conversation_id=turn.conversation_id,
+            status="committed",
+            round__gt=state.rounds,
+            round__lt=turn.round,
+        )
+        .exclude(Exists(planned))
+        .order_by("round", "pk")
+    )
+    for other in earlier:
+        if _not_plannable(other) is not None:
+            continue
+        assert other.scenario is not None  # _not_plannable answered for the rest
+        policy = parse_diary_policy(other.scenario.sections.get(selectors.DIARY_SECTION))
+        # retries_left=1: its own task is still to come. A generation failure stops the catch-up; this turn's
+        # own plan then covers everything since the last entry, as after any failure.
+        if isinstance(_plan_turn(other, state, policy, trigger="task", attempt=0, retries_left=1), _Failed):
+            return
+
+
+def _plan_turn(
+    turn: Turn, state: DiaryState, policy: DiaryPolicy, *, trigger: str, attempt: int, retries_left: int
+) -> DiaryOutcome | _Failed:
     if turn.round > state.rounds:
         state.rounds = turn.round
         state.save(update_fields=["rounds", "updated_at"])

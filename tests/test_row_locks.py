@@ -24,6 +24,7 @@ from memories.services.memory_write import memory_write_finish
 from memories.tasks import turn_background_done_record
 from tables.turn_edits import turn_table_edits_apply
 from tests.support.processes import database_url
+from tests.support.registry import only_commit_hooks
 
 pytestmark = [pytest.mark.requires_postgres, pytest.mark.django_db(transaction=True)]
 
@@ -62,6 +63,9 @@ def key_share() -> Iterator[Callable[[str, object], None]]:
 
 
 def prepared(alice) -> Turn:
+    # No commit hooks: nothing is scheduled, so a session's Celery worker cannot take locks of its own (the
+    # tests call the background services themselves).
+    only_commit_hooks({})
     assert alice.post("/v1/scenarios", SCENARIO).status_code == 201
     response = alice.post(f"{CONV}/turns", {"scenarioId": "locks", "userMessage": "继续"})
     assert response.status_code == 201, response.json()
@@ -99,5 +103,5 @@ def test_background_work_goes_through_pending_foreign_key_checks(alice, lock_tim
     record = turn_table_edits_apply(turn_pk=turn.pk)  # locks the conversation
     assert record is not None
     assert memory_write_finish(turn_pk=turn.pk, work="locks") == {"status": "done", "work": {"locks": "done"}}
-    turn_background_done_record(turn_pk=turn.pk)  # locks the turn; may find its event recorded by an eager run
+    assert turn_background_done_record(turn_pk=turn.pk)  # locks the turn
     assert turn.events.filter(type="turn.background_done").count() == 1

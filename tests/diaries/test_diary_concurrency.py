@@ -82,10 +82,13 @@ def test_two_completions_at_once_write_one_diary(alice, slow_summarizer) -> None
     scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
     turns = [TurnFactory(scenario=scenario) for _ in range(4)]
     outcomes = _at_once(_plan(turns[2].pk), _plan(turns[3].pk))
-    assert sorted(outcomes) == ["skipped", "written"]
+    # Whichever takes the lock first, round 3 is planned before round 4 (a task plans unplanned earlier rounds
+    # first): round 4 first plans rounds 1-3 itself and round 3's own task then finds it planned.
+    assert sorted(outcomes) in (["skipped", "written"], ["already_planned", "skipped"])
     [entry] = DiaryEntry.objects.all()
-    assert entry.round_from == 1 and entry.round_to in (3, 4)
-    assert DiaryPlanRecord.objects.filter(outcome="skipped").count() == 1
+    assert (entry.round_from, entry.round_to) == (1, 3)
+    planned = sorted(DiaryPlanRecord.objects.values_list("round", "outcome"))
+    assert planned == [(1, "skipped"), (2, "skipped"), (3, "written"), (4, "skipped")]
 
 
 def test_the_last_free_diary_of_a_user_goes_to_one_conversation_only(alice, slow_summarizer) -> None:

@@ -81,14 +81,14 @@ def test_redelivered_task_writes_nothing_twice(alice) -> None:
     assert DiaryPlanRecord.objects.filter(turn=turns[2]).count() == 1
 
 
-def test_a_late_task_for_an_earlier_round_finds_its_rounds_covered(alice) -> None:
+def test_a_late_task_for_an_earlier_round_finds_it_planned_in_order(alice) -> None:
     scenario = DiaryScenarioFactory(product=alice.product, diary=SMALL_POLICY)
     turns = [TurnFactory(scenario=scenario) for _ in range(4)]
-    assert diary_plan_and_write(turn_pk=turns[3].pk).outcome == "written"  # round 4 first: covers 1-4
-    late = diary_plan_and_write(turn_pk=turns[2].pk)
-    assert late.outcome == "skipped"
-    assert "already covered" in late.reason
-    assert [(e.round_from, e.round_to) for e in _entries(alice.product)] == [(1, 4)]
+    # Round 4's task runs first: it plans rounds 1-3 first (their tasks have not run), as in order.
+    assert diary_plan_and_write(turn_pk=turns[3].pk).outcome == "skipped"
+    assert diary_plan_and_write(turn_pk=turns[2].pk).outcome == "already_planned"
+    assert [(e.round_from, e.round_to) for e in _entries(alice.product)] == [(1, 3)]
+    assert DiaryPlanRecord.objects.count() == 4  # one per turn (tests/diaries/test_diary_order.py: any order)
 
 
 def test_free_quota_exhausted_stores_summary_only_across_conversations(alice) -> None:
