@@ -57,6 +57,8 @@ _COLONS = ":："
 _DOUBLE_QUOTES = '"“”＂'
 _SINGLE_QUOTES = "'‘’"
 _QUOTES = _DOUBLE_QUOTES + _SINGLE_QUOTES
+# The quotes that close a string, by its opening quote: its own kind (curly pairs in either order).
+_CLOSERS = {'"': '"', "＂": "＂", "“": "”“", "”": "”“", "'": "'", "‘": "’‘", "’": "’‘"}
 _CLOSE_PARENS = ")）"
 # A quote ends a string only when one of these follows it; any other quote is part of the value
 # (models write `"他说"好"` and `'Tom's'`). The plugin's loose dict uses the same idea.
@@ -435,8 +437,13 @@ def _read_string(reader: _Reader) -> str:
     text = reader.text
     escaped = text[reader.pos] == "\\"
     reader.pos += 2 if escaped else 1
-    quotes = _DOUBLE_QUOTES if text[reader.pos - 1] in _DOUBLE_QUOTES else _SINGLE_QUOTES
+    opener = text[reader.pos - 1]
+    quotes = _DOUBLE_QUOTES if opener in _DOUBLE_QUOTES else _SINGLE_QUOTES
+    closers = _CLOSERS[opener]
     out: list[str] = []
+    # The first quote of another kind that could have closed the string: (position after it, length of out).
+    fallback: tuple[int, int] | None = None
+    stray = False  # an unescaped quote of the opener's kind after `fallback` that did not close the string
     while reader.pos < len(text):
         char = text[reader.pos]
         if char == "\\" and reader.pos + 1 < len(text):
@@ -446,10 +453,32 @@ def _read_string(reader: _Reader) -> str:
             reader.pos += _read_escape(text, reader.pos, out)
             continue
         reader.pos += 1
-        if not escaped and char in quotes and _closes_string(text, reader.pos):
-            return "".join(out)
+        if not escaped and char in quotes:
+            closes = _closes_string(text, reader.pos)
+            if char in closers:
+                if closes:
+                    return _closed(reader, out, fallback if stray else None)
+                stray = stray or fallback is not None
+            elif closes and fallback is None:
+                fallback = (reader.pos, len(out))
         out.append(char)
+    if fallback is not None:
+        return _closed(reader, out, fallback)
     raise _Malformed("unterminated string")
+
+
+def _closed(reader: _Reader, out: list[str], fallback: tuple[int, int] | None) -> str:
+    """The string as read up to its closing quote, or up to `fallback`, a quote of another kind.
+
+    A string ends at a closing quote of its own kind (`"…"`, `“…”` or `“…“`, `'…'`, `‘…’`), so quotes of
+    the other kinds inside it are text: `"守卫说“明天见”，转身离开"` is one value. The other kind closes it
+    only when its own kind never does, or when it could have and the next quote of its own kind opens
+    something rather than closing (`{0: "a”, 1: "b"}` is two values).
+    """
+    if fallback is None:
+        return "".join(out)
+    reader.pos, length = fallback
+    return "".join(out[:length])
 
 
 def _read_escape(text: str, pos: int, out: list[str]) -> int:
