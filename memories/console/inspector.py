@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from django.utils.translation import gettext as _
+
 from diaries.models import DiaryPlanRecord
 from memories.console.diffs import Line, line_diff
 from memories.models import Event, MemoryDocument, MemoryRevision, Message, Product, ScenarioVersion, Turn
@@ -134,7 +136,7 @@ def turn_values(turn: Turn) -> dict[str, str]:
 def turn_template(turn: Turn) -> tuple[str | None, str]:
     """The template of the scenario version the turn was rendered from, or None and why it is not known."""
     if turn.scenario_id is None:
-        return None, "the scenario was deleted, so the template of this turn is no longer known"
+        return None, _("the scenario was deleted, so the template of this turn is no longer known")
     snapshot = (
         ScenarioVersion.objects.filter(scenario_id=turn.scenario_id, version=turn.scenario_version)
         .values_list("snapshot", flat=True)
@@ -144,7 +146,7 @@ def turn_template(turn: Turn) -> tuple[str | None, str]:
         return snapshot["template"], ""
     if turn.scenario and turn.scenario.version == turn.scenario_version:
         return turn.scenario.template, ""
-    return None, f"scenario version {turn.scenario_version} is no longer kept"
+    return None, _("scenario version %(version)s is no longer kept") % {"version": turn.scenario_version}
 
 
 def render_segments(template: str, values: dict[str, str]) -> list[Segment]:
@@ -172,7 +174,7 @@ def prompt_view(turn: Turn) -> PromptView:
         return PromptView(turn.prompt, whole, exact=False, problem=problem)
     segments = render_segments(template, turn_values(turn))
     if "".join(s.text for s in segments) != turn.prompt:
-        reason = "re-rendering the scenario version's template does not reproduce the stored prompt"
+        reason = _("re-rendering the scenario version's template does not reproduce the stored prompt")
         return PromptView(turn.prompt, whole, exact=False, problem=reason)
     return PromptView(turn.prompt, segments, exact=True)
 
