@@ -17,10 +17,6 @@ from tests.browser.support import Seeded, screenshot, seed_product
 from tests.factories import SuperuserFactory
 from tests.support.services import REQUIRE_SERVICES
 
-# Playwright's sync API keeps an event loop running in the main thread for the whole session; the tests'
-# own ORM calls (fixtures, assertions) are synchronous code all the same.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 CHROMIUM = os.environ.get("MEMORYHUB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -51,15 +47,61 @@ def pytest_runtest_setup(item):
         pytest.skip(reason)
 
 
+@pytest.fixture(scope="package", autouse=True)
+def _sync_orm_beside_playwright():
+    """Playwright's sync API keeps an event loop running in the main thread while it is started; the tests' own
+    ORM calls (fixtures, assertions) are synchronous code all the same. Only for this package."""
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if before is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+# pytest-playwright starts Playwright (and with it a running event loop) once per session and stops it at the
+# very end, which would break every later test calling asyncio.run (e.g. tests/mcp). Here it lives for this
+# package only: the same fixtures, package-scoped.
+@pytest.fixture(scope="package")
+def playwright(_sync_orm_beside_playwright):
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    yield pw
+    pw.stop()
+
+
+@pytest.fixture(scope="package")
+def browser_type(playwright, browser_name):
+    return getattr(playwright, browser_name or "chromium")
+
+
+@pytest.fixture(scope="package")
+def launch_browser(browser_type_launch_args, browser_type):
+    def launch(**kwargs):
+        return browser_type.launch(**{**browser_type_launch_args, **kwargs})
+
+    return launch
+
+
+@pytest.fixture(scope="package")
+def browser(launch_browser):
+    browser = launch_browser()
+    yield browser
+    browser.close()
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     """pytest-playwright's launch arguments: the system chromium, headless, nothing fetched from the network."""
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True, "args": CHROMIUM_ARGS}
 
 
-@pytest.fixture(scope="session")
-def browser_context_args(browser_context_args):
-    return {**browser_context_args, "viewport": {"width": 1280, "height": 900}, "locale": "en-US"}
+@pytest.fixture(scope="package")
+def browser_context_args():
+    """Every page: 1280×900, English until the switcher says otherwise (no device emulation, no recording)."""
+    return {"viewport": {"width": 1280, "height": 900}, "locale": "en-US"}
 
 
 @pytest.fixture
