@@ -16,9 +16,9 @@ loopback runs a fixed number of operations (and stops scheduling at a time cap) 
 It prints throughput and p50/p95/p99 latency per operation and the statuses, then waits for the outbox to
 drain and checks: every document's revision equals its successful writes (no lost update); no 5xx (with
 --restart-postgres: 503 storage_unavailable only inside the outage window); every committed turn's table edit
-applied once and its audit recorded once; one diary plan per committed turn, and exactly the diary entries
-(round ranges) that planning every round in order gives for the rounds played, each once (through the restart
-too). Exit status 1 if any invariant fails.
+applied once, its audit recorded once and its memoryWrite done; one diary plan per committed turn, and exactly
+the diary entries (round ranges) that planning every round in order gives for the rounds played, each once
+(through the restart too). Exit status 1 if any invariant fails.
 
     .venv/bin/python bench/load.py --connections persistent pool --side-by-side   # both connection modes at once
 
@@ -285,6 +285,13 @@ def check(stack: Stack, key: str, run: Run) -> None:
     )
     if duplicates:
         fail(f"background effects recorded twice: {duplicates[:5]}")
+    unfinished = sql(
+        stack,
+        "SELECT id, memory_write->>'status' FROM memories_turn WHERE status = 'committed' "
+        "AND coalesce(memory_write->>'status', '') <> 'done'",
+    )
+    if unfinished:  # every scheduled job ran to its end: none failed on a blip, none still pending
+        fail(f"{len(unfinished)} committed turns whose memoryWrite is not done: {unfinished[:5]}")
     audited = {int(r[0]) for r in sql(stack, "SELECT turn_id FROM memories_event WHERE type = 'turn.background_done'")}
     if audited != turn_ids:
         fail(f"audit events for {len(audited)} turns, {len(turn_ids)} committed")

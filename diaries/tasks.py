@@ -8,6 +8,7 @@ from memories.models import Turn
 from memories.services.memory_write import failure_reason, memory_write_finish
 from memoryhub import outbox
 from memoryhub.clients.errors import UpstreamError
+from memoryhub.transient import TRANSIENT_ERRORS
 
 from .selectors import scenario_uses_diaries
 from .services import diary_plan_and_write
@@ -15,6 +16,8 @@ from .services import diary_plan_and_write
 # Bounded: a summariser that is down for good must not keep a task alive forever. Each attempt
 # leaves a plan record and a `diary.failed` event; the admin's re-plan action is the way back.
 MAX_RETRIES = 4
+# Retried too: the summariser (UpstreamError) and the database or cache briefly away (a rolled-back plan).
+RETRIED = (UpstreamError, *TRANSIENT_ERRORS)
 # The name this app's commit hook is registered under: the turn's memoryWrite.work names it.
 WORK = "diaries"
 
@@ -22,7 +25,7 @@ WORK = "diaries"
 @shared_task(
     bind=True,
     name="diaries.plan_diary",
-    autoretry_for=(UpstreamError,),
+    autoretry_for=RETRIED,
     max_retries=MAX_RETRIES,
     retry_backoff=5,
     retry_backoff_max=300,
@@ -34,7 +37,7 @@ def diary_plan_task(self, turn_pk: int) -> str:
     try:
         outcome = diary_plan_and_write(turn_pk=turn_pk, attempt=retries, retries_left=MAX_RETRIES - retries)
     except Exception as exc:
-        if not (isinstance(exc, UpstreamError) and retries < MAX_RETRIES):
+        if not (isinstance(exc, RETRIED) and retries < MAX_RETRIES):
             memory_write_finish(turn_pk=turn_pk, work=WORK, failure=failure_reason(exc))
         raise
     memory_write_finish(turn_pk=turn_pk, work=WORK)

@@ -8,6 +8,7 @@ from django.db import transaction
 from memories.models import Event, Turn
 from memories.services.events import event_emit_for_turn
 from memoryhub import outbox
+from memoryhub.transient import TRANSIENT_ERRORS
 
 BACKGROUND_DONE = "turn.background_done"
 
@@ -35,7 +36,14 @@ def turn_background_done_record(*, turn_pk: int) -> bool:
     return True
 
 
-@shared_task(name="memories.turn_committed_audit", acks_late=True)
+@shared_task(
+    name="memories.turn_committed_audit",
+    acks_late=True,
+    autoretry_for=TRANSIENT_ERRORS,  # the database briefly away: retried, not lost (memoryhub/transient.py)
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=5,
+)
 def turn_committed_audit(turn_pk: int) -> bool:
     return turn_background_done_record(turn_pk=turn_pk)
 
