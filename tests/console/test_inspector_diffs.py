@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memories.console.diffs import json_diff, line_diff, table_diff
 from memories.console.inspector import render_segments
@@ -72,3 +74,24 @@ def test_segments_render_exactly_what_the_renderer_renders(template, values):
         assert rendered[segment.start : segment.end] == segment.text
         if segment.variable:
             assert segment.text == values.get(segment.variable, "")
+
+
+NAMES = st.sampled_from(["a", "b", "userMessage", "memoryTable"])
+PIECES = st.one_of(
+    st.text(alphabet="{} ab\n港", max_size=8),  # literal text, including stray braces
+    NAMES.map(lambda n: "{{" + n + "}}"),
+    NAMES.map(lambda n: "{{ " + n + " }}"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    template=st.lists(PIECES, max_size=8).map("".join),
+    values=st.dictionaries(NAMES, st.text(alphabet="{} ab\n港<>&", max_size=8), max_size=4),
+)
+def test_segments_always_reproduce_the_renderer_and_place_each_value_at_its_offsets(template, values):
+    segments = render_segments(template, values)
+    rendered = render_template(template, values)
+    assert "".join(s.text for s in segments) == rendered
+    assert all(rendered[s.start : s.end] == s.text for s in segments)
+    assert [s.start for s in segments] == sorted(s.start for s in segments)
