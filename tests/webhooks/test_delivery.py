@@ -83,6 +83,18 @@ def test_a_disabled_endpoint_receives_nothing(alice, receiver):
     assert receiver.received == []
 
 
+def test_a_pending_delivery_is_held_while_its_endpoint_is_disabled(alice, receiver):
+    receiver.replies = [Reply(500, {})]
+    endpoint = register(alice, receiver, ["memory.updated"])
+    write_memory(alice)
+    alice.patch(f"/v1/webhooks/{endpoint['id']}", {"enabled": False})
+    assert deliveries_retry_due(now=later(3600)) == 1
+    assert len(receiver.received) == 1 and WebhookAttempt.objects.latest("number").error == "the endpoint is disabled"
+    alice.patch(f"/v1/webhooks/{endpoint['id']}", {"enabled": True})
+    assert deliveries_retry_due(now=later(7200)) == 1
+    assert WebhookDelivery.objects.get().status == DELIVERED and len(receiver.verified()) == 2
+
+
 def test_another_products_events_are_never_delivered(alice, bob, stub_server):
     from .support import Receiver
 

@@ -100,6 +100,8 @@ def delivery_attempt(*, delivery_pk: int, attempt: int, trigger: str = "auto") -
 
 
 def _send(delivery: WebhookDelivery, now: datetime) -> sender.SendResult:
+    if not delivery.endpoint.enabled:  # disabled after the event: nothing goes out; retried in case it comes back
+        return sender.SendResult("refused", None, 0, error="the endpoint is disabled")
     try:
         target = targets.check(delivery.endpoint.url)  # again now: the name may resolve elsewhere (rebinding)
     except targets.TargetRefused as exc:
