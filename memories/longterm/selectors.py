@@ -28,7 +28,7 @@ from memories.longterm.models import (
     current,
     unexpired,
 )
-from memories.longterm.services.embedding_index import index_in_use
+from memories.longterm.services.embedding_index import index_in_use, query_embedding_scope
 from memories.longterm.services.vectors import TABLE
 from memories.models import Product
 from memoryhub import working_set
@@ -224,13 +224,16 @@ def _keyword_portable(
 
 def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
     in_use = index_in_use()  # 503 when the index was built for another identity
-    vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
+    entry = query_embedding_scope(scope.product.pk, in_use.embedder.identity, query)
+    with working_set.batch([entry, kinds_scope(scope.product)]):  # both working-set reads in one round trip
+        vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
+        kinds = searchable_kinds(scope.product)
     now = timezone.now()
     hits = in_use.backend.search(
         in_use.index,
         product_id=scope.product.pk,
         user_id=scope.user_id,
-        kinds=searchable_kinds(scope.product),
+        kinds=kinds,
         vector=vector,
         limit=limit + 1,
         offset=offset,

@@ -2,7 +2,8 @@
 
 - pgvector (PostgreSQL): the vector is a column of the memory row, written in the same UPDATE as the
   content. Each embedding index has its own partial HNSW index (`vector_cosine_ops`) on
-  `embedding::vector(n)` restricted to its rows, so vectors of two identities are never compared.
+  `embedding::vector(n)` restricted to its rows, so vectors of two identities are never compared. A user
+  with few rows (EXACT_SCAN_MAX_ROWS) is searched exactly on the btree; a larger one through HNSW.
 - sqlite-exact (the embedded default): the same column, as text; search is an exact cosine scan of
   the user's rows in numpy.
 - qdrant (QDRANT_URL): one collection per embedding identity; each point's payload is the full record
