@@ -68,6 +68,7 @@ class Comparison:
     previous: Turn | None
     changes: list[VariableChange]
     prompt_changed: bool
+    prompt_lines: list[Line] = field(default_factory=list)  # the two whole prompts, line by line
 
     @property
     def changed_names(self) -> list[str]:
@@ -254,7 +255,8 @@ def compare_with_previous(turn: Turn) -> Comparison:
         return Comparison(None, [], prompt_changed=False)
     old, new = turn_values(previous), turn_values(turn)
     changes = [_change(name, old, new) for name in dict.fromkeys([*new, *old])]
-    return Comparison(previous, changes, prompt_changed=previous.prompt != turn.prompt)
+    lines = line_diff(previous.prompt, turn.prompt)
+    return Comparison(previous, changes, prompt_changed=previous.prompt != turn.prompt, prompt_lines=lines)
 
 
 def _change(name: str, old: dict[str, str], new: dict[str, str]) -> VariableChange:

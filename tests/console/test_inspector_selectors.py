@@ -46,6 +46,8 @@ def test_a_turn_shows_its_prompt_spans_variables_sources_aftermath_and_changes(s
     assert seen.comparison.previous == first
     assert {"jsonMemory", "memoryTable", "conversationState", "userMessage"} <= set(seen.comparison.changed_names)
     assert "preferences" not in seen.comparison.changed_names
+    assert seen.comparison.prompt_changed
+    assert "\n".join(x.text for x in seen.comparison.prompt_lines if x.kind != "removed") == second.prompt
 
     round_one = turn_inspection(product=story.product, turn_id=first.pk).aftermath
     assert [r.revision for r in round_one.state_revisions] == [1]
