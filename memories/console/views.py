@@ -6,7 +6,7 @@ An action is a GET confirmation page and a POST (CSRF-protected) that runs it on
 
 from __future__ import annotations
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
@@ -46,7 +46,14 @@ def _require(request: HttpRequest, action: str) -> None:
 
 
 def _confirm(request, *, title: str, question: str, obj, refusal: str | None = None, back: str) -> HttpResponse:
-    context = {"title": title, "question": question, "object": obj, "refusal": refusal, "back": back}
+    context = {
+        **admin.site.each_context(request),  # the admin's header: user links, language switcher, navigation
+        "title": title,
+        "question": question,
+        "object": obj,
+        "refusal": refusal,
+        "back": back,
+    }
     return TemplateResponse(request, "console/confirm.html", context)
 
 

@@ -91,6 +91,12 @@ def add_round(api: ProductApi, message: str, call: str) -> Turn:
     return Turn.objects.get(pk=turn_id)
 
 
+FAILURES = {
+    "diaries": "UpstreamError: the summariser answered 503",
+    "tables": "OperationalError: the database connection was lost",
+}
+
+
 def failed_job_turn(seeded: Seeded, work: str = "diaries") -> Turn:
     """A further committed round whose `work` job ended failed (reported as the task reports a final failure)."""
     from memories.services.memory_write import memory_write_finish
@@ -98,6 +104,7 @@ def failed_job_turn(seeded: Seeded, work: str = "diaries") -> Turn:
     with jobs_in_process():
         turn = add_round(seeded.api, "灯还亮吗？", 'updateRow(0, 0, {"2": "灯塔顶层"})')
     Turn.objects.filter(pk=turn.pk).update(memory_write={"status": "pending", "work": {work: "pending"}})
-    memory_write_finish(turn_pk=turn.pk, work=work, failure="UpstreamError: the summariser answered 503")
+    failure = FAILURES.get(work, "RuntimeError: failed")
+    memory_write_finish(turn_pk=turn.pk, work=work, failure=failure)
     turn.refresh_from_db()
     return turn

@@ -16,15 +16,24 @@ def figure(page, section: str, label: str):
 
 
 def test_a_figure_leads_to_the_list_of_its_rows(admin_page, live_server, seeded, shot):
+    failed_job_turn(seeded, "tables")  # a fourth turn, whose table job failed
+    refused = {"kind": "preference", "content": {"language": "zh"}, "evidence": "中文", "source": "中文"}
+    refused["consent"] = False
+    assert seeded.api.post("/v1/users/u1/memories", refused).status_code == 422
+    assert seeded.api.post("/v1/users/u1/memories/search", {"query": "灯塔", "mode": "keyword"}).status_code == 200
     page = admin_page
     page.goto(f"{live_server.url}/admin/?product={seeded.product.pk}")
     runtime = figure(page, "turns", "axon_go")
-    assert runtime.locator(".value").inner_text() == "3"
+    assert runtime.locator(".value").inner_text() == "4"
+    assert figure(page, "table-jobs", "failed").locator(".value").inner_text() == "1"
+    assert figure(page, "refusals", "no_consent").locator(".value").inner_text() == "1"
+    assert int(figure(page, "search", "searches measured").locator(".value").inner_text()) >= 1
+    assert page.locator("#failed-jobs tr", has_text="tables").get_by_text("Re-run…").is_visible()
     assert page.locator("#product-switcher option:checked").inner_text().startswith("lighthouse-app")
     shot(page, "dashboard")
     runtime.click()
     page.wait_for_url("**/admin/memories/turn/**")
-    assert page.locator("#result_list tbody tr").count() == 3
+    assert page.locator("#result_list tbody tr").count() == 4
     assert "axon_go" in page.locator("#changelist-filter").inner_text()
     shot(page, "dashboard-figure-list")
 
