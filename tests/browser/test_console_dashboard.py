@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from memories.models import Event, Turn
 from memoryhub.outbox.models import OutboxMessage
-from tests.browser.support import failed_job_turn, jobs_in_process
+from tests.browser.support import SCREENSHOTS, failed_job_turn, jobs_in_process
 from tests.hinos.support import COMMIT, PREPARE, PREPARED
 from tests.support.http_server import Reply
 
@@ -31,6 +31,7 @@ def test_a_figure_leads_to_the_list_of_its_rows(admin_page, live_server, seeded,
     assert page.locator("#failed-jobs tr", has_text="tables").get_by_text("Re-run…").is_visible()
     assert page.locator("#product-switcher option:checked").inner_text().startswith("lighthouse-app")
     shot(page, "dashboard")
+    page.locator("#console-dashboard").screenshot(path=str(SCREENSHOTS / "dashboard-figures.png"))  # the README's
     runtime.click()
     page.wait_for_url("**/admin/memories/turn/**")
     assert page.locator("#result_list tbody tr").count() == 4
