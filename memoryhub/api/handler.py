@@ -95,6 +95,13 @@ def _describe(exc: Exception) -> tuple[int, dict, dict]:
     return 500, envelope("internal_error", "internal error"), {}
 
 
+def dependency_outage(exc: Exception) -> dict | None:
+    """The 503 envelope when `exc` is Redis or the database being down, else None: for edges outside DRF (/mcp)."""
+    if isinstance(exc, (*_REDIS_DOWN, OperationalError, InterfaceError)):
+        return _describe(exc)[1]
+    return None
+
+
 def _describe_drf(exc: drf.APIException) -> tuple[int, dict, dict]:
     code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "invalid_request")
     headers = {}

@@ -7,6 +7,7 @@ test_sdk_client.py and test_conformance.py; these tests pin memoryhub's own cont
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -89,6 +90,37 @@ def test_a_token_over_the_per_key_rate_gets_429_with_retry_after(client, alice, 
     assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
     assert refused.json()["error"]["code"] == "rate_limited"
     assert rpc(client, other, "tools/list").status_code == 200  # per token, as per key on the REST API
+
+
+@contextmanager
+def redis_down_context():
+    """The cache on a Redis that refuses connections (C3): a clear 503, never a 500 or a silent fallback."""
+    from django.test import override_settings
+
+    from tests.support.processes import closed_port
+
+    url = f"redis://127.0.0.1:{closed_port()}/0"
+    options = {"CLIENT_CLASS": "django_redis.client.DefaultClient", "SOCKET_CONNECT_TIMEOUT": 0.5}
+    caches = {"default": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": url, "OPTIONS": options}}
+    with override_settings(CACHES=caches, REDIS_URL=url, DJANGO_REDIS_IGNORE_EXCEPTIONS=False):
+        yield
+
+
+def test_redis_down_is_503_before_a_call_and_a_tool_error_within_one(client, alice, monkeypatch):
+    from memoryhub.api.throttling import PerKeyRateThrottle
+
+    token = mint(alice)
+    with redis_down_context():
+        refused = rpc(client, token, "tools/list")
+        assert refused.status_code == 503
+        assert refused.json()["error"] == {
+            "code": "storage_unavailable",
+            "message": "the cache (Redis) is unavailable",
+            "details": {"dependency": "redis"},
+        }
+        monkeypatch.setattr(PerKeyRateThrottle, "allow_request", lambda self, request, view: True)
+        tables = tool_error(call(client, token, "get_tables"))
+        assert tables.startswith('storage_unavailable: the cache (Redis) is unavailable {"dependency": "redis"}')
 
 
 # --- transport ----------------------------------------------------------------------------------------

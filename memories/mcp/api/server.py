@@ -21,6 +21,7 @@ from django_mcpz.server import MCPServer, ToolError
 
 from memories.mcp.services import TOOLS, Caller, McpTool, caller_from_token, tool_offered, tool_run
 from memoryhub.api.authentication import ProductClient
+from memoryhub.api.handler import dependency_outage
 from memoryhub.api.throttling import PerKeyRateThrottle
 from memoryhub.clients.errors import UpstreamError
 from memoryhub.errors import DomainError
@@ -49,10 +50,16 @@ def tool_token_auth(request: HttpRequest) -> HttpResponse | None:
     credential = credential.strip()
     if scheme.lower() != "bearer" or not credential:
         return _challenge(None, "a tool token is required: Authorization: Bearer <tool token>")
-    caller = caller_from_token(credential)
+    try:
+        caller = caller_from_token(credential)
+        refused = None if caller is None else _rate_limited(caller)
+    except Exception as exc:
+        outage = dependency_outage(exc)  # C3: Redis or the database down is a clear 503, never a 500
+        if outage is None:
+            raise
+        return JsonResponse(outage, status=HTTPStatus.SERVICE_UNAVAILABLE)
     if caller is None:
         return _challenge("invalid_token", "the tool token is invalid or expired (product API keys are not accepted)")
-    refused = _rate_limited(caller)
     if refused is not None:
         return refused
     request.mcp_caller = caller  # type: ignore[attr-defined]
@@ -93,6 +100,12 @@ def _handler(tool: McpTool) -> Callable[[HttpRequest, dict], dict[str, Any]]:
             return tool_run(caller, tool, arguments)
         except (DomainError, UpstreamError) as exc:
             raise _as_tool_error(exc) from None
+        except Exception as exc:
+            outage = dependency_outage(exc)
+            if outage is None:
+                raise  # the library reports it as a tool that failed unexpectedly, and logs it
+            error = outage["error"]
+            raise ToolError(f"{error['code']}: {error['message']} {json.dumps(error['details'])}") from None
 
     handle.__name__ = tool.name
     return handle
