@@ -84,8 +84,12 @@ def test_the_official_client_lists_and_calls_every_tool(memoryhub_server, alice,
                 "propose_state", {"baseRevision": 2, "upsert": [{"category": "gossip", "key": "k", "value": 1}]}
             ),
             "get_story": await client.call_tool("get_story", {}),
-            "extra_argument": await client.call_tool("get_story", {"conversationId": "c2"}),
+            "update_too_large": await client.call_tool(
+                "update_memory", {"expectedRevision": 2, "memory": {"note": "x" * 70_000}}
+            ),
         }
+        for name in READ_TOOLS:  # an identity argument is no way in: unknown arguments are refused
+            calls[f"{name}:identity"] = await client.call_tool(name, {"conversationId": "c2", "query": "x"})
         return {"version": client.protocol_version, "tools": listed.tools, "calls": calls}
 
     got = run(memoryhub_server.url, token, mode, session)
@@ -107,7 +111,9 @@ def test_the_official_client_lists_and_calls_every_tool(memoryhub_server, alice,
     assert failed(calls["propose_stale"]).startswith("revision_conflict: the state changed (now revision 2)")
     assert failed(calls["propose_invalid"]).startswith("invalid_state_candidate:")
     assert ok(calls["get_story"])["version"] == 0
-    assert failed(calls["extra_argument"]).startswith("invalid_request: invalid arguments for get_story")
+    assert failed(calls["update_too_large"]).startswith("memory_too_large:")
+    for name in READ_TOOLS:
+        assert failed(calls[f"{name}:identity"]).startswith(f"invalid_request: invalid arguments for {name}"), name
     assert alice.get("/v1/users/u1/conversations/c1/memory").json()["memory"] == {"m": mode}
 
 
