@@ -79,3 +79,27 @@ def test_quantile_interpolates_inside_the_bucket_like_histogram_quantile():
     assert quantile(buckets, 0.95) == pytest.approx(0.5 + 0.5 * 5 / 10)
     assert quantile([(0.1, 0.0), (float("inf"), 0.0)], 0.5) is None
     assert quantile([(0.1, 0.0), (float("inf"), 4.0)], 0.5) == 0.1  # all above the last bound
+
+
+def test_under_gunicorn_the_figures_sum_every_workers_metrics(tmp_path, monkeypatch):
+    """PROMETHEUS_MULTIPROC_DIR set: the values of every process's files, as /metrics prints them."""
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    from memories.console import metrics_read
+
+    worker = (
+        "from memoryhub.metrics import CONFLICTS, LATENCY\n"
+        "CONFLICTS.labels(kind='memory_table').inc(2)\n"
+        "LATENCY.labels(route='v1/users/<str:user_id>/memories/search', method='POST').observe(0.2)\n"
+    )
+    env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    for _ in range(2):  # two "workers"
+        subprocess.run([sys.executable, "-c", worker], env=env, check=True, cwd=settings.BASE_DIR)
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    assert metrics_read.counter_by_label("memoryhub_conflicts", "kind") == {"memory_table": 4.0}
+    buckets = dict(metrics_read.histogram_buckets("memoryhub_http_request_seconds", route_suffix="memories/search"))
+    assert buckets[0.1] == 0 and buckets[0.25] == 2 and buckets[float("inf")] == 2
+    assert quantile(buckets.items(), 0.5) == pytest.approx(0.1 + 0.15 * 1 / 2)
