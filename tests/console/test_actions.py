@@ -126,3 +126,33 @@ def test_actions_need_the_permission_and_a_csrf_token(seeded):
     strict.force_login(User.objects.create_superuser("root", password="pw"))
     assert strict.post(url).status_code == 403
     assert not Event.objects.filter(type=RERUN_EVENT).exists()
+
+
+def test_rerun_of_a_failed_table_job_applies_the_reply_once(admin_client, seeded, django_capture_on_commit_callbacks):
+    turn = failed_job_turn(seeded, "tables")  # its job never ran here (no on_commit): no edit record yet
+    assert not TableEditRecord.objects.filter(turn=turn).exists()
+    with jobs_in_process(), django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(reverse("console:rerun", args=[turn.pk, "tables"]))
+    record = TableEditRecord.objects.get(turn=turn)
+    assert record.outcome == "updated" and record.deliveries == 1
+    assert Turn.objects.get(pk=turn.pk).memory_write["work"]["tables"] == "done"
+
+
+@pytest.mark.requires_worker
+@pytest.mark.django_db(transaction=True)
+def test_with_a_broker_the_rerun_reaches_a_real_worker_through_the_outbox(celery_worker_process):
+    from tests.support.processes import wait_for
+
+    seeded = seed_product()
+    turn = failed_job_turn(seeded, "diaries")
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    client.post(reverse("console:rerun", args=[turn.pk, "diaries"]))
+    row = OutboxMessage.objects.get(dedup_key=f"diaries.plan_diary:{turn.pk}:rerun-1")
+    wait_for(
+        lambda: Turn.objects.get(pk=turn.pk).memory_write["work"]["diaries"] == "done",
+        timeout=90,
+        message="the worker to run the re-run",
+    )
+    row.refresh_from_db()
+    assert row.done_at is not None and row.outcome == "SUCCESS"
