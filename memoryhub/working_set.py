@@ -43,14 +43,45 @@ _batch: ContextVar[dict | None] = ContextVar("working_set_batch", default=None)
 
 @contextmanager
 def batch(scopes: Iterable[Scope]) -> Iterator[None]:
-    """Read these entries in one round trip (MGET); get_or_build inside the block then reads no further."""
-    keys = list(dict.fromkeys(scope.key for scope in scopes))
+    """Read these entries in one round trip (MGET); get_or_build inside the block then reads no further.
+
+    Inside an enclosing batch only the entries it has not fetched are read (no round trip when there are
+    none), into the same prefetch: a prepare reads its scenario, round counter and sources in one MGET.
+    """
+    outer = _batch.get()
+    prefetched = outer if outer is not None else {}
+    keys = [key for key in dict.fromkeys(scope.key for scope in scopes) if key not in prefetched]
     found = cache.get_many(keys) if keys else {}
-    token = _batch.set({key: found.get(key) for key in keys})
+    prefetched.update({key: found.get(key) for key in keys})
+    token = _batch.set(prefetched)
     try:
         yield
     finally:
         _batch.reset(token)
+
+
+@contextmanager
+def prefetched(values: dict[str, object] | None) -> Iterator[None]:
+    """Entries this request has read already (`queue_reads`): a batch inside fetches only the others."""
+    token = _batch.set(dict(values)) if values else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _batch.reset(token)
+
+
+def queue_reads(pipeline, scopes: Iterable[Scope]) -> Callable[[list | None], dict[str, object]]:
+    """Add one MGET of these entries to a django-redis client's pipeline; the function returned decodes its reply.
+
+    The rate limiter sends its counter in a pipeline anyway: a view's reads can ride in the same round trip.
+    """
+    keys = list(dict.fromkeys(scope.key for scope in scopes))
+    if not keys:
+        return lambda reply: {}
+    pipeline.mget([cache.make_key(key) for key in keys])
+    decode = cache.client.decode  # type: ignore[attr-defined]
+    return lambda reply: {key: None if raw is None else decode(raw) for key, raw in zip(keys, reply or [])}
 
 
 def _read(key: str) -> object:
@@ -73,3 +104,7 @@ def get_or_build(scope: Scope, build: Callable[[], T]) -> tuple[T, bool]:
 
 def invalidate(*scopes: Scope) -> None:
     cache.set_many({scope.key: _TOMBSTONE for scope in scopes}, TOMBSTONE_SECONDS)
+    prefetched = _batch.get()
+    if prefetched:  # a read later in this request must not use what was prefetched before the write
+        for scope in scopes:
+            prefetched.pop(scope.key, None)

@@ -31,3 +31,30 @@ def test_limits_are_per_key(alice, bob, three_per_minute):
     second_key = api_key_create(product=alice.product, name="second").plaintext
     assert client_for(second_key).get(URL).status_code == 200
     assert bob.get(URL).status_code == 200
+
+
+@pytest.fixture
+def clock(monkeypatch, three_per_minute):
+    now = [60.0 * 1_000_000 + 50]  # 50 s into a minute window
+    monkeypatch.setattr(PerKeyRateThrottle, "timer", staticmethod(lambda: now[0]))
+    return now
+
+
+def test_the_window_slides_the_previous_minute_counts_by_how_much_it_still_covers(alice, clock):
+    for _ in range(3):
+        assert alice.get(URL).status_code == 200
+    clock[0] += 20  # 10 s into the next window: 3 × 50/60 of the last one still counts
+    response = alice.get(URL)
+    assert_envelope(response, 429, "rate_limited")
+    assert 11 <= int(response["Retry-After"]) <= 12  # 10 s, until 20 s in: 3 × 40/60 + 1 ≤ 3 (rounded up)
+    clock[0] += 30  # 40 s in: 3 × 20/60 + 1 = 2 ≤ 3
+    assert alice.get(URL).status_code == 200
+
+
+def test_refused_requests_do_not_count(alice, clock):
+    for _ in range(3):
+        alice.get(URL)
+    for _ in range(5):
+        assert_envelope(alice.get(URL), 429, "rate_limited")
+    clock[0] += 70  # 60 s into the next window: only the three admitted requests counted, all slid out
+    assert alice.get(URL).status_code == 200

@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+import json
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.selectors.turns import events_page, messages_page
-from memories.services.turns import TurnRequest, turn_accept, turn_complete, turn_get, turn_prepare
+from memories.services.turns import (
+    TurnRequest,
+    turn_accept,
+    turn_complete,
+    turn_get,
+    turn_prepare,
+    turn_prepare_scopes,
+)
+from memoryhub import working_set
+from memoryhub.addresses import ConversationAddress
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
 from memoryhub.timefmt import iso
@@ -26,17 +37,33 @@ class TurnPrepareView(APIView):
     def post(self, request, user_id: str, conversation_id: str):
         address = conversation_address(request, user_id, conversation_id)
         data = validated(TurnPrepareSerializer, request.data)
-        turn = turn_prepare(
-            address=address,
-            request=TurnRequest(
-                scenario_slug=data["scenarioId"],
-                user_message=data["userMessage"],
-                subscription_category=data.get("subscriptionCategory"),
-                request_id=data.get("requestId"),
-                replaces_turn_id=data.get("replacesTurnId"),
-            ),
-        )
+        with working_set.prefetched(getattr(request, "working_set_prefetch", None)):
+            turn = turn_prepare(
+                address=address,
+                request=TurnRequest(
+                    scenario_slug=data["scenarioId"],
+                    user_message=data["userMessage"],
+                    subscription_category=data.get("subscriptionCategory"),
+                    request_id=data.get("requestId"),
+                    replaces_turn_id=data.get("replacesTurnId"),
+                ),
+            )
         return Response(turn_to_dict(turn), status=201)
+
+    def working_set_scopes(self, request) -> list:
+        """The entries a prepare reads, fetched in the rate limiter's round trip (memoryhub/api/throttling.py).
+
+        Only a hint: the raw body is peeked at without validating it (a bad body is refused by `post` as usual,
+        and entries not fetched here are read by the prepare itself).
+        """
+        try:
+            slug = json.loads(request._request.body).get("scenarioId")
+            user_id, conversation_id = self.kwargs["user_id"], self.kwargs["conversation_id"]
+        except Exception:
+            return []
+        if not isinstance(slug, str):
+            return []
+        return turn_prepare_scopes(ConversationAddress(request.user.product, user_id, conversation_id), slug)
 
 
 class TurnDetailView(APIView):

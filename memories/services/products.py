@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from memories.models import ApiKey, Product
+from memoryhub.prepared import PreparedSelect
 
 KEY_PREFIX = "mhk_"
 
@@ -38,12 +39,20 @@ def api_key_revoke(*, api_key: ApiKey) -> None:
     ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
+# Every request runs this lookup: compiled once (memoryhub/prepared.py), the product row read fresh each time.
+_ACTIVE_KEY = PreparedSelect(
+    ApiKey,
+    lambda prefix: ApiKey.objects.select_related("product").filter(prefix=prefix, revoked_at__isnull=True)[:1],
+    arity=1,
+)
+
+
 def api_key_authenticate(plaintext: str) -> ApiKey | None:
     """Return the active key matching `plaintext`, comparing hashes in constant time."""
     if not plaintext.startswith(KEY_PREFIX):
         return None
     prefix = plaintext[len(KEY_PREFIX) :].split("_", 1)[0]
-    api_key = ApiKey.objects.select_related("product").filter(prefix=prefix, revoked_at__isnull=True).first()
+    api_key = _ACTIVE_KEY.first(prefix)
     if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(plaintext)):
         return None
     return api_key

@@ -17,8 +17,9 @@ from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, InvalidRequest, NotFound
 from memoryhub.events import publish as publish_event
+from memoryhub.prepared import insert_one
 from memoryhub.runtimes import registry
-from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, MemoryWrite, TurnContext
+from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, MemoryWrite, RecallRequest, TurnContext
 from memoryhub.runtimes.rendering import render_template, template_placeholders
 
 
@@ -33,13 +34,42 @@ class TurnRequest:
 
 def turn_prepare(*, address: ConversationAddress, request: TurnRequest) -> Turn:
     category = _category(request.subscription_category)
-    entries = [
-        scenario_scope(address.product.pk, request.scenario_slug),
+    with working_set.batch(turn_prepare_scopes(address, request.scenario_slug)):  # one cache round trip, see there
+        scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
+        _seen_scenarios[(address.product.pk, scenario.slug)] = scenario
+        conversation_pk, rounds = conversation_state(address)
+        context, recall, replaces = _recall(address, request, scenario, category, rounds)
+    return _record_turn(scenario, conversation_pk, context, recall, replaces)
+
+
+# The scenarios this process prepared turns with: only a hint of which working-set entries a prepare will read.
+_seen_scenarios: dict[tuple[str, str], Scenario] = {}
+_SEEN_SCENARIOS_MAX = 1000
+
+
+def turn_prepare_scopes(address: ConversationAddress, slug: str) -> list[working_set.Scope]:
+    """The scenario, the round counter and, predicted from the scenario as last seen, every source's entries.
+
+    A prediction that is wrong (the scenario changed) costs nothing but a second MGET in the recall for the
+    entries not fetched here; a value is never taken from a prediction without being its entry's own.
+    """
+    scopes = [
+        scenario_scope(address.product.pk, slug),
         conversation_scope(address.product.pk, address.user_id, address.conversation_id),
     ]
-    with working_set.batch(entries):  # one cache round trip for both
-        scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
-        conversation_pk, rounds = conversation_state(address)
+    seen = _seen_scenarios.get((address.product.pk, slug))
+    if seen is None:
+        if len(_seen_scenarios) >= _SEEN_SCENARIOS_MAX:
+            _seen_scenarios.clear()
+        return scopes
+    requests = [
+        RecallRequest(address.product, address.user_id, address.conversation_id, source, scenario=seen)
+        for source in scenario_sources(seen)
+    ]
+    return scopes + registry.declared_scopes(requests)
+
+
+def _recall(address: ConversationAddress, request: TurnRequest, scenario: Scenario, category: str | None, rounds: int):
     replaces = _replaced_turn(address, request.replaces_turn_id)
     round_number = replaces.round if replaces else rounds + 1
     sources = scenario_sources(scenario)
@@ -59,8 +89,7 @@ def turn_prepare(*, address: ConversationAddress, request: TurnRequest) -> Turn:
         history=history,
         replaces_turn_id=replaces.pk if replaces else None,
     )
-    recall = runtime.recall(context)
-    return _record_turn(scenario, conversation_pk, context, recall, replaces)
+    return context, runtime.recall(context), replaces
 
 
 def _category(raw: str | None) -> str | None:
@@ -100,7 +129,8 @@ def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext,
     configured = [s.variable for s in context.sources]
     used = set(template_placeholders(scenario.template))
     prompt = render_template(scenario.template, {**recall.variables, "userMessage": context.user_message})
-    return Turn.objects.create(
+    # The durable record of what the model saw, committed before the answer (one INSERT; docs/performance.md).
+    turn = Turn(
         product=context.product,
         conversation_row_id=conversation_pk,
         user_id=context.user_id,
@@ -121,6 +151,7 @@ def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext,
         runtime_state=recall.state,
         replaces=replaces,
     )
+    return insert_one(turn)
 
 
 def _turns(address: ConversationAddress):

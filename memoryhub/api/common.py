@@ -7,6 +7,8 @@ from rest_framework import serializers
 from memoryhub.addresses import ConversationAddress, UserAddress, run_address_checks
 from memoryhub.identifiers import validate_identifier
 
+from .fast_validation import fast_validated
+
 
 def user_address(request, user_id: str) -> UserAddress:
     """The authenticated product's user: the product never comes from the URL or the body."""
@@ -26,6 +28,9 @@ def conversation_address(request, user_id: str, conversation_id: str) -> Convers
 
 
 def validated(serializer_class: type[serializers.Serializer], data: object, **context) -> dict:
+    fast = fast_validated(serializer_class, data)  # a body valid as sent skips DRF (memoryhub/api/fast_validation.py)
+    if fast is not None:
+        return fast
     serializer = serializer_class(data=data, context=context)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data

@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 
 from memories.selectors.documents import memory_document_get
+from memories.services import turns as turns_service
 from memories.services.documents import json_memory_scope, memory_document_replace
 from memoryhub import working_set
 from memoryhub.actors import Actor
@@ -216,10 +218,53 @@ def test_a_warm_prepare_reads_nothing_from_the_database_but_the_key(alice, gate)
     assert statements.count("SELECT") == 1 and statements.count("INSERT") == 1, queries.captured_queries
 
 
-def test_a_warm_prepare_reads_the_working_set_in_two_round_trips(alice, gate, monkeypatch):
+def test_a_warm_prepare_reads_the_working_set_in_one_round_trip(alice, gate, monkeypatch):
     prepare(alice)
     time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
     prepare(alice)  # everything cached now
+    reads = count_reads(monkeypatch)
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is True
+    # Scenario, round counter and (as this process last saw the scenario) every source's entry in one MGET;
+    # on Redis that MGET rides in the rate limiter's pipeline, so the prepare itself reads nothing more.
+    on_redis = "Redis" in settings.CACHES["default"]["BACKEND"]
+    assert reads == ([] if on_redis else ["get_many 3"]), reads
+    # A process that has not seen the scenario yet (or saw it before a change) reads the sources it did not
+    # predict in a second MGET, and only those.
+    monkeypatch.setattr(turns_service, "_seen_scenarios", {})
+    reads.clear()
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is True
+    assert reads == (["get_many 1"] if on_redis else ["get_many 2", "get_many 1"]), reads
+
+
+@pytest.mark.requires_redis
+def test_on_redis_a_warm_prepare_makes_one_cache_round_trip(alice, gate, monkeypatch):
+    import redis.client
+
+    prepare(alice)
+    time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
+    prepare(alice)
+    trips: list[str] = []
+    command, execute = redis.client.Redis.execute_command, redis.client.Pipeline.execute
+
+    def counting_command(self, *args, **kwargs):
+        trips.append(str(args[0]))
+        return command(self, *args, **kwargs)
+
+    def counting_execute(self, *args, **kwargs):
+        trips.append("pipeline " + " ".join(str(c[0][0]) for c in self.command_stack))
+        return execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.client.Redis, "execute_command", counting_command)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", counting_execute)
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is True
+    # the rate limiter's counter and every entry the prepare reads
+    assert trips == ["pipeline INCRBY EXPIRE GET MGET"], trips
+
+
+def count_reads(monkeypatch) -> list[str]:
     reads: list[str] = []
     get, get_many = cache.get, cache.get_many
     inside_many = []  # the local-memory cache implements get_many with get: count only the outer call
@@ -239,7 +284,4 @@ def test_a_warm_prepare_reads_the_working_set_in_two_round_trips(alice, gate, mo
 
     monkeypatch.setattr(cache, "get", counting_get)
     monkeypatch.setattr(cache, "get_many", counting_get_many)
-    turn = prepare(alice)
-    assert json_source(turn)["cached"] is True
-    # scenario + round counter in one MGET, every source's entry in another
-    assert reads == ["get_many 2", "get_many 1"], reads
+    return reads

@@ -1,0 +1,84 @@
+"""memoryhub.prepared: the compiled API-key lookup and the one-statement INSERT behave as the ORM does."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.models.signals import post_save, pre_save
+from django.test.utils import CaptureQueriesContext
+
+from memories.models import ApiKey, Conversation, Turn
+from memories.services.products import api_key_authenticate, api_key_create, api_key_revoke, product_create
+from memoryhub.prepared import PreparedSelect, insert_one
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_key_lookup_returns_the_orm_instances_with_a_fresh_product():
+    product, issued = product_create(name="p")
+    with CaptureQueriesContext(connection) as captured:
+        found = api_key_authenticate(issued.plaintext)
+    assert len(captured) == 1  # the key and its product in one query, as select_related does
+    expected = ApiKey.objects.select_related("product").get(pk=issued.api_key.pk)
+    assert found == expected and found.product == expected.product
+    assert [getattr(found, f.attname) for f in ApiKey._meta.concrete_fields] == [
+        getattr(expected, f.attname) for f in ApiKey._meta.concrete_fields
+    ]
+    assert found.product.created_at == expected.product.created_at and found._state.db == "default"
+    type(product).objects.filter(pk=product.pk).update(erasures_in_progress=2)
+    assert api_key_authenticate(issued.plaintext).product.erasures_in_progress == 2  # read every time
+
+
+def test_a_revoked_or_unknown_key_is_not_found():
+    product, issued = product_create(name="p")
+    other = api_key_create(product=product, name="second")
+    api_key_revoke(api_key=issued.api_key)
+    assert api_key_authenticate(issued.plaintext) is None
+    assert api_key_authenticate(other.plaintext).product == product
+    assert api_key_authenticate("mhk_000000000000_nothing") is None
+
+
+def test_a_prepared_select_refuses_a_parameter_that_is_not_an_argument():
+    prepared = PreparedSelect(ApiKey, lambda prefix: ApiKey.objects.filter(prefix=prefix, name="fixed")[:1], arity=1)
+    with pytest.raises(ValueError, match="not an argument"):
+        prepared.first("x")
+
+
+def test_insert_one_is_create_in_one_statement_with_its_signals():
+    product, _ = product_create(name="p")
+    conversation = Conversation.objects.create(product=product, user_id="u", conversation_id="c")
+    seen = []
+
+    def record(sender, instance, **kwargs):
+        seen.append((kwargs.get("created"), instance.pk))
+
+    fields = dict(
+        product=product,
+        conversation_row_id=conversation.pk,
+        user_id="u",
+        conversation_id="c",
+        scenario_slug="s",
+        scenario_version=1,
+        runtime="personalization",
+        round=1,
+        user_message="谁拿着钥匙?",
+        prompt="<p>",
+        variables={"jsonMemory": '{"a": 1}'},
+        sources=[{"variable": "jsonMemory", "status": "ok", "cached": True}],
+    )
+    pre_save.connect(record, sender=Turn)
+    post_save.connect(record, sender=Turn)
+    try:
+        with CaptureQueriesContext(connection) as captured:
+            turn = insert_one(Turn(**fields))
+    finally:
+        pre_save.disconnect(record, sender=Turn)
+        post_save.disconnect(record, sender=Turn)
+    assert len(captured) == 1 and captured[0]["sql"].startswith("INSERT")
+    assert seen == [(None, None), (True, turn.pk)]
+    assert turn.pk and not turn._state.adding and turn.created_at is not None
+    stored, created = Turn.objects.get(pk=turn.pk), Turn.objects.create(**fields)
+    for field in Turn._meta.concrete_fields:
+        if field.name not in ("id", "created_at"):
+            assert getattr(stored, field.attname) == getattr(created, field.attname), field.name
+    assert stored.created_at == turn.created_at
