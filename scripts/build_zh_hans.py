@@ -79,6 +79,20 @@ MESSAGES = {
     ),
     "This key is already revoked.": "该密钥已被吊销。",
     "This is recorded in the admin's history, with your name.": "此操作会以你的名义记录在管理历史中。",
+    "unknown job %(work)s": "未知的任务 %(work)s",
+    "not scheduled": "未调度",
+    "the %(work)s job of turn %(turn)s is %(state)s, not failed": (
+        "轮次 %(turn)s 的 %(work)s 任务状态为 %(state)s，并未失败"
+    ),
+    "the table edits lost a version race twice and wrote nothing; re-applying them later could undo newer edits — "
+    "edit the table by hand instead": (
+        "这些表格编辑两次版本竞争失败，未写入任何内容；之后重新应用可能覆盖更新的编辑——请手动编辑表格"
+    ),
+    "turn %(turn)s: the %(work)s job is scheduled again (re-run %(number)s)": (
+        "轮次 %(turn)s：%(work)s 任务已重新调度（第 %(number)s 次重新运行）"
+    ),
+    "key %(prefix)s… was already revoked": "密钥 %(prefix)s… 已被吊销",
+    "key %(prefix)s… is revoked: requests with it now answer 401": "密钥 %(prefix)s… 已吊销：使用它的请求现在返回 401",
     "Back": "返回",
     "revoke": "吊销",
     "Revoke…": "吊销…",

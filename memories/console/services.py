@@ -13,6 +13,7 @@ from typing import Literal
 
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from diaries.tasks import diary_plan_task
 from memories.hinos.services.commits import hinos_commit_resend
@@ -46,17 +47,21 @@ def audit(user, obj, message: str) -> None:
     LogEntry.objects.log_actions(user.pk, [obj], CHANGE, change_message=message, single_object=True)
 
 
-def job_rerun_refusal(turn: Turn, work: str) -> str | None:
-    """Why the job `work` of `turn` cannot be re-run now, or None."""
+def job_rerun_refusal(turn: Turn, work: str) -> ActionOutcome | None:
+    """Why the job `work` of `turn` cannot be re-run now (status not_failed or not_rerunnable), or None."""
     if work not in TASKS:
-        return f"unknown job {work!r}"
+        return ActionOutcome("not_rerunnable", _("unknown job %(work)s") % {"work": work})
     state = ((turn.memory_write or {}).get("work") or {}).get(work)
     if state != "failed":
-        return f"the {work} job of turn {turn.pk} is {state or 'not scheduled'}, not failed"
+        values = {"work": work, "turn": turn.pk, "state": state or _("not scheduled")}
+        return ActionOutcome("not_failed", _("the %(work)s job of turn %(turn)s is %(state)s, not failed") % values)
     if work == "tables" and TableEditRecord.objects.filter(turn=turn, outcome="conflict").exists():
-        return (
-            "the table edits lost a version race twice and wrote nothing; re-applying them later could undo newer "
-            "edits — edit the table by hand instead"
+        return ActionOutcome(
+            "not_rerunnable",
+            _(
+                "the table edits lost a version race twice and wrote nothing; re-applying them later could undo "
+                "newer edits — edit the table by hand instead"
+            ),
         )
     return None
 
@@ -72,7 +77,7 @@ def job_rerun(*, turn_pk: int, work: str, user) -> ActionOutcome:
         turn = Turn.objects.select_for_update(of=("self",), no_key=True).select_related("product").get(pk=turn_pk)
         refusal = job_rerun_refusal(turn, work)
         if refusal:
-            return ActionOutcome("not_failed" if "not failed" in refusal else "not_rerunnable", refusal)
+            return refusal
         number = Event.objects.filter(turn=turn, type=RERUN_EVENT, details__work=work).count() + 1
         write = dict(turn.memory_write)
         write["work"] = {**write["work"], work: "pending"}
@@ -86,7 +91,8 @@ def job_rerun(*, turn_pk: int, work: str, user) -> ActionOutcome:
         event_emit_for_turn(turn, RERUN_EVENT, {"work": work, "rerun": number, "actor": actor})
         outbox.schedule(TASKS[work], {"turn_pk": turn.pk}, dedup_key=f"{TASKS[work]}:{turn.pk}:rerun-{number}")
         audit(user, turn, f"Re-ran the failed {work} job (re-run {number}, through the outbox)")
-    return ActionOutcome("scheduled", f"turn {turn.pk}: the {work} job is scheduled again (re-run {number})")
+    message = _("turn %(turn)s: the %(work)s job is scheduled again (re-run %(number)s)")
+    return ActionOutcome("scheduled", message % {"turn": turn.pk, "work": work, "number": number})
 
 
 def hinos_resend(*, event: Event, user) -> ActionOutcome:
@@ -97,7 +103,8 @@ def hinos_resend(*, event: Event, user) -> ActionOutcome:
 
 def key_revoke(*, api_key: ApiKey, user) -> ActionOutcome:
     if api_key.revoked_at is not None:
-        return ActionOutcome("done", f"key {api_key.prefix}… was already revoked")
+        return ActionOutcome("done", _("key %(prefix)s… was already revoked") % {"prefix": api_key.prefix})
     api_key_revoke(api_key=api_key)
     audit(user, api_key, f"Revoked the API key {api_key.prefix}…")
-    return ActionOutcome("done", f"key {api_key.prefix}… is revoked: requests with it now answer 401")
+    message = _("key %(prefix)s… is revoked: requests with it now answer 401") % {"prefix": api_key.prefix}
+    return ActionOutcome("done", message)

@@ -79,8 +79,9 @@ def rerun(request: HttpRequest, turn_pk: int, work: str) -> HttpResponse:
         "turn": turn.pk,
         "round": turn.round,
     }
-    refusal = job_rerun_refusal(turn, work)
-    return _confirm(request, title=_("Re-run a failed job"), question=question, obj=turn, refusal=refusal, back=back)
+    refused = job_rerun_refusal(turn, work)
+    title, refusal = _("Re-run a failed job"), refused.message if refused else None
+    return _confirm(request, title=title, question=question, obj=turn, refusal=refusal, back=back)
 
 
 def resend(request: HttpRequest, event_pk: int) -> HttpResponse:

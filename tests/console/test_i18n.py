@@ -58,3 +58,10 @@ def test_the_committed_catalogue_is_compiled_from_the_build_script():
     messages = build_script().MESSAGES
     with translation.override("zh-hans"):
         assert {k: translation.gettext(k) for k in messages} == messages
+
+
+def test_an_action_page_speaks_chinese_too(admin_client):
+    turn = seed_product().turns[0]  # its diary job is still pending here (nothing ran the outbox row)
+    url = reverse("console:rerun", args=[turn.pk, "diaries"])
+    page = admin_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "重新运行失败的任务" in page and f"轮次 {turn.pk} 的 diaries 任务状态为 pending，并未失败" in page
