@@ -28,7 +28,7 @@ class _Marker(str):
 
 
 class PreparedSelect(Generic[M]):
-    """`build(*markers)` → a queryset; `first(*values)` runs it with the values in the markers' places.
+    """`build(*markers)` → a queryset; `first(*values)` / `all(*values)` run it with the values in their places.
 
     The queryset must use each argument as a plain parameter (a lookup value), as `filter(prefix=arg)` does.
     """
@@ -56,18 +56,26 @@ class PreparedSelect(Generic[M]):
         return compiled
 
     def first(self, *values: Any) -> M | None:
+        found = self._run(values, many=False)
+        return found[0] if found else None
+
+    def all(self, *values: Any) -> list[M]:
+        return self._run(values, many=True)
+
+    def _run(self, values: tuple, *, many: bool) -> list[M]:
         alias = router.db_for_read(self.model) or "default"
         compiled = self._local.__dict__.get(alias) or self._compile(alias)
         compiler, sql, positions, start, end, init_list, populators = compiled
         with connections[alias].cursor() as cursor:
             cursor.execute(sql, [values[i] for i in positions])
-            rows = cursor.fetchmany(1)
+            rows = cursor.fetchall() if many else cursor.fetchmany(1)
+        objects = []
         for row in compiler.results_iter([rows]):
             obj = self.model.from_db(alias, init_list, row[start:end])
             for populator in populators:
                 populator.populate(row, obj)
-            return obj
-        return None
+            objects.append(obj)
+        return objects
 
 
 def insert_one(obj: M) -> M:

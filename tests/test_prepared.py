@@ -82,3 +82,11 @@ def test_insert_one_is_create_in_one_statement_with_its_signals():
         if field.name not in ("id", "created_at"):
             assert getattr(stored, field.attname) == getattr(created, field.attname), field.name
     assert stored.created_at == turn.created_at
+
+
+def test_all_returns_every_row_in_the_querysets_order():
+    product, first = product_create(name="p")
+    second = api_key_create(product=product, name="b")
+    prepared = PreparedSelect(ApiKey, lambda pk: ApiKey.objects.filter(product_id=pk).order_by("-id"), arity=1)
+    assert prepared.all(product.pk) == [second.api_key, first.api_key]
+    assert prepared.all("prd_none") == []
