@@ -73,12 +73,14 @@ def test_rerun_of_a_table_conflict_is_refused(admin_client, seeded, django_captu
 def test_revoking_a_key_confirms_audits_and_the_key_stops_working(admin_client, seeded):
     key = ApiKey.objects.get(product=seeded.product)
     url = reverse("console:revoke_key", args=[key.pk])
+    assert url in admin_client.get(reverse("admin:memories_apikey_changelist")).content.decode()  # "Revoke…"
     assert f"Revoke the API key {key.prefix}" in admin_client.get(url).content.decode()
     assert client_for(seeded.api.key).get("/v1/scenarios").status_code == 200
     admin_client.post(url)
     assert client_for(seeded.api.key).get("/v1/scenarios").status_code == 401
     assert audit_messages(key) == [f"Revoked the API key {key.prefix}…"]
     assert "already revoked" in admin_client.get(url).content.decode()
+    assert url not in admin_client.get(reverse("admin:memories_apikey_changelist")).content.decode()
 
 
 def test_resend_of_a_failed_hinos_commit_is_confirmed_and_audited(admin_client, alice, stub_server, settings):
