@@ -326,6 +326,35 @@ def check(stack: Stack, key: str, run: Run) -> None:
             fail(f"{conv}: diary entries {spans} after {played} rounds, the policy gives {expected_entries(played)}")
 
 
+def one_at_a_time(urls: dict[str, str], key: str, iterations: int) -> dict[str, dict[str, float]]:
+    """Per-request latency without queueing: read requests one at a time, alternating between the web servers
+    (which goes first alternates too), so that each request of one mode has a neighbour of the other."""
+    headers = {"Authorization": f"Bearer {key}"}
+    clients = {name: httpx.Client(base_url=url, headers=headers, timeout=60) for name, url in urls.items()}
+    timings: dict[str, dict[str, list[float]]] = {name: {"document": [], "search": []} for name in urls}
+    names = list(urls)
+    for i in range(iterations):
+        for name in names if i % 2 else names[::-1]:
+            requests = (
+                ("document", "GET", f"/v1/users/d{i % DOCUMENTS}/conversations/c1/memory", None),
+                (
+                    "search",
+                    "POST",
+                    f"/v1/users/s{i % SEARCH_USERS}/memories/search",
+                    {"query": "中文回答", "mode": "keyword"},
+                ),
+            )
+            for op, method, path, body in requests:
+                t0 = time.perf_counter()
+                response = clients[name].request(method, path, json=body)
+                elapsed = (time.perf_counter() - t0) * 1000
+                if response.status_code == 200 and i >= iterations // 10:  # the first tenth warms up
+                    timings[name][op].append(elapsed)
+    return {
+        name: {op: statistics.median(values) for op, values in ops.items() if values} for name, ops in timings.items()
+    }
+
+
 def in_outage(sample: Sample, outage: tuple[float, float], grace: float = 2.0) -> bool:
     return sample.ended >= outage[0] and sample.started <= outage[1] + grace
 
@@ -385,6 +414,12 @@ def main() -> int:
         action="store_true",
         help="one deployment with a web server per --connections value, operations alternating between them",
     )
+    parser.add_argument(
+        "--one-at-a-time",
+        type=int,
+        default=300,
+        help="with --side-by-side, then this many rounds of single read requests alternating between the servers",
+    )
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
     results, ok = [], True
@@ -393,6 +428,7 @@ def main() -> int:
     for workers, modes_of_run in runs:
         connections, others = modes_of_run[0], modes_of_run[1:]
         extra: list[WebServer] = []
+        sequential: dict[str, dict[str, float]] = {}
         stack = Stack(
             web_workers=workers,
             celery=True,
@@ -414,6 +450,8 @@ def main() -> int:
             run = Run(workers=workers, restart=args.restart_postgres)
             asyncio.run(drive(stack, urls, key, run, args.requests, args.concurrency, args.time_cap, args.seed))
             check(stack, key, run)
+            if len(urls) > 1 and args.one_at_a_time:
+                sequential = one_at_a_time(urls, key, args.one_at_a_time)
         finally:
             for server in extra:
                 server.stop()
@@ -436,6 +474,9 @@ def main() -> int:
             )
         for at, error in run.errors[:10]:
             print(f"  5xx at +{at - run.started:.1f} s: {error}")
+        for mode, medians in sequential.items():
+            figures = ", ".join(f"{op} {ms:.2f} ms" for op, ms in medians.items())
+            print(f"one at a time ({args.one_at_a_time} alternating rounds), median: {mode}: {figures}")
         print("invariants:", "OK" if not run.failures else "FAILED")
         for failure in run.failures[:20]:
             print("  -", failure)
@@ -449,6 +490,7 @@ def main() -> int:
                 "rows": rows,
                 "failures": run.failures,
                 "outage": (run.outage[1] - run.outage[0]) if run.outage else None,
+                "one_at_a_time": sequential,
             }
         )
     if args.json:
