@@ -32,7 +32,7 @@ def memory_document_replace(
     serialized = validate_memory(memory)
     check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
     # M7 (anything but old + 1 is reported, never accepted silently) and the conflict are memoryhub.cas's.
-    return cas.compare_and_set(
+    revision = cas.compare_and_set(
         cas.Versioned(MemoryDocument, _document(address), kind="memory_document"),
         expected_revision,
         statement=lambda: _compare_and_set(address, expected_revision, serialized, actor),
