@@ -17,7 +17,7 @@ from .services import diary_plan_and_write
 # leaves a plan record and a `diary.failed` event; the admin's re-plan action is the way back.
 MAX_RETRIES = 4
 # Retried too: the summariser (UpstreamError) and the database or cache briefly away (a rolled-back plan).
-RETRIED = (UpstreamError, *TRANSIENT_ERRORS)
+RETRIED: tuple[type[Exception], ...] = (UpstreamError, *TRANSIENT_ERRORS)
 # The name this app's commit hook is registered under: the turn's memoryWrite.work names it.
 WORK = "diaries"
 

@@ -82,7 +82,8 @@ def _round_base(turn: Turn, address: ConversationAddress) -> dict[str, int]:
 
 
 def _replaced_chain(turn: Turn, limit: int = 50) -> list[int]:
-    chain, current = [], turn.replaces_id
+    chain: list[int] = []
+    current = turn.replaces_id
     while current is not None and current not in chain and len(chain) < limit:
         chain.append(current)
         current = Turn.objects.filter(pk=current).values_list("replaces_id", flat=True).first()
