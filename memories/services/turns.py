@@ -179,10 +179,14 @@ def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_messa
         )
         if turn is None:
             raise NotFound(f"no turn {turn_id} in this conversation")
-        if turn.status != "prepared":
+        on_accept = bool(turn.scenario and turn.scenario.commit_on == "accepted")
+        if turn.status == "completed" and turn.assistant_message == assistant_message and not on_accept:
+            pass  # a retry: the reply was stored but the commit did not happen (the database went away): commit now
+        elif turn.status != "prepared":
             raise Conflict(f"turn {turn_id} is already {turn.status}", code="turn_already_completed")
-        _store_reply(turn, assistant_message)
-    if turn.scenario and turn.scenario.commit_on == "accepted":
+        else:
+            _store_reply(turn, assistant_message)
+    if on_accept:
         turn.memory_write = MemoryWrite("pending", "waiting for accept").as_dict()
         Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)
         return turn

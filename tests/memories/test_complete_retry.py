@@ -1,0 +1,77 @@
+"""A `complete` retried after its commit failed commits the turn (docs/contract.md, "Turns").
+
+`complete` stores the reply in one transaction and commits in a second. When the database goes away between
+the two (bench/load.py's PostgreSQL restart met it), the answer is 503 and the turn stays completed but not
+committed; the client's retry with the same reply now commits it — no second round, no second pair of
+messages — instead of answering 409 and leaving the round without its memory work.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import OperationalError
+
+from memories.models import Message, Turn
+from tests.support.api import assert_envelope
+from tests.support.registry import only_commit_hooks
+
+CONV = "/v1/users/u1/conversations/c1"
+SCENARIO = {
+    "id": "gate",
+    "name": "City gate",
+    "memorySources": [{"id": "s1", "agentRef": "json-memory", "variable": "jsonMemory"}],
+    "template": "Memory: {{jsonMemory}}\nUser: {{userMessage}}",
+}
+
+
+@pytest.fixture
+def flaky_commit() -> list[int]:
+    """A commit hook that fails once as a vanished database would, then records the turns it commits."""
+    committed: list[int] = []
+
+    def hook(pk: int) -> bool:
+        if not committed and pk not in flaky_commit_failed:
+            flaky_commit_failed.add(pk)
+            raise OperationalError("server closed the connection unexpectedly")
+        committed.append(pk)
+        return False
+
+    flaky_commit_failed: set[int] = set()
+    only_commit_hooks({"flaky": hook})
+    return committed
+
+
+def prepared(alice, scenario: dict) -> int:
+    assert alice.post("/v1/scenarios", scenario).status_code == 201
+    response = alice.post(f"{CONV}/turns", {"scenarioId": scenario["id"], "userMessage": "开门"})
+    assert response.status_code == 201, response.json()
+    return response.json()["turnId"]
+
+
+@pytest.mark.django_db
+def test_the_same_reply_again_commits_the_turn_once(alice, flaky_commit):
+    turn_id = prepared(alice, SCENARIO)
+    failed = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "请进。"})
+    assert_envelope(failed, 503, "storage_unavailable")
+    assert Turn.objects.get(pk=turn_id).status == "completed"  # the reply is stored, the commit is not
+
+    retried = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "请进。"})
+    assert retried.status_code == 200, retried.json()
+    assert (retried.json()["status"], retried.json()["round"]) == ("committed", 1)
+    assert flaky_commit == [turn_id]
+    assert Message.objects.filter(turn_id=turn_id).count() == 2  # one user and one assistant message, once
+    again = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "请进。"})
+    assert_envelope(again, 409, "turn_already_completed")  # committed now: nothing more to do
+
+
+@pytest.mark.django_db
+def test_another_reply_or_a_turn_waiting_for_accept_is_still_a_conflict(alice, flaky_commit):
+    turn_id = prepared(alice, SCENARIO)
+    assert alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "请进。"}).status_code == 503
+    other = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "不行。"})
+    assert_envelope(other, 409, "turn_already_completed")
+
+    waiting = prepared(alice, {**SCENARIO, "id": "gate2", "commitOn": "accepted"})
+    assert alice.post(f"{CONV}/turns/{waiting}/complete", {"assistantMessage": "请进。"}).status_code == 200
+    repeated = alice.post(f"{CONV}/turns/{waiting}/complete", {"assistantMessage": "请进。"})
+    assert_envelope(repeated, 409, "turn_already_completed")  # it waits for accept, as before
