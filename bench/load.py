@@ -133,38 +133,47 @@ class Client:
                 self.run.failures.append(f"{method} {path}: 503 without storage_unavailable: {error}")
         return response
 
-    async def turn(self, n: int, statuses: list[int]) -> None:
+    # Each operation returns True when it ended on a 503: the caller runs it again after a pause.
+
+    async def turn(self, n: int, statuses: list[int]) -> bool:
         conv = f"/v1/users/c{n}/conversations/c{n}"
         async with self.locks[n]:
             prepared = await self.call("POST", f"{conv}/turns", {"scenarioId": "load", "userMessage": "继续"}, statuses)
             if prepared is None or prepared.status_code != 201:
-                return
+                return prepared is not None and prepared.status_code == 503
             turn = prepared.json()
             body = {"assistantMessage": reply(turn["turnId"], turn["round"])}
-            done = await self.call("POST", f"{conv}/turns/{turn['turnId']}/complete", body, statuses)
+            for _ in range(100):  # a complete that met an outage is sent again with the same reply: it commits once
+                done = await self.call("POST", f"{conv}/turns/{turn['turnId']}/complete", body, statuses)
+                if done is None or done.status_code != 503:
+                    break
+                await asyncio.sleep(0.2)
             if done is not None and done.status_code == 200 and turn["round"] % 5 == 0:
                 self.run.edit_turns.add(turn["turnId"])
+            return done is not None and done.status_code == 503
 
-    async def document(self, n: int, statuses: list[int]) -> None:
+    async def document(self, n: int, statuses: list[int]) -> bool:
         url = f"/v1/users/d{n}/conversations/c1/memory"
         read = await self.call("GET", url, None, statuses)
         for _ in range(20):
             if read is None or read.status_code != 200:
-                return
+                return read is not None and read.status_code == 503
             revision = read.json()["revision"]
             written = await self.call("PUT", url, {"expectedRevision": revision, "memory": {"n": revision}}, statuses)
             if written is not None and written.status_code == 200:
                 self.run.writes[n] += 1
-                return
+                return False
             if written is None or written.status_code >= 500:
                 self.run.unknown[n] += 1
             if written is None or written.status_code != 409:
-                return
+                return written is not None and written.status_code == 503
             read = await self.call("GET", url, None, statuses)  # re-read and decide again
+        return False
 
-    async def search(self, n: int, statuses: list[int]) -> None:
+    async def search(self, n: int, statuses: list[int]) -> bool:
         body = {"query": "中文回答", "mode": "keyword"}
-        await self.call("POST", f"/v1/users/s{n}/memories/search", body, statuses)
+        found = await self.call("POST", f"/v1/users/s{n}/memories/search", body, statuses)
+        return found is not None and found.status_code == 503
 
 
 async def drive(
@@ -198,12 +207,11 @@ async def drive(
                 statuses: list[int] = []
                 t0 = time.monotonic()
                 for _ in range(100):  # a 503 is retried after a pause, as a client would: the op must succeed
-                    mark = len(statuses)
                     if op == "search":
-                        await client.search(n % SEARCH_USERS, statuses)
+                        again = await client.search(n % SEARCH_USERS, statuses)
                     else:
-                        await getattr(client, op)(n, statuses)
-                    if 503 not in statuses[mark:]:
+                        again = await getattr(client, op)(n, statuses)
+                    if not again:
                         break
                     await asyncio.sleep(0.2)
                 else:
