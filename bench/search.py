@@ -9,8 +9,8 @@ SEPARATE virtualenv (never memoryhub's .venv):
 
     python3 -m venv /tmp/mem0-venv && /tmp/mem0-venv/bin/pip install mem0ai "psycopg[binary]" psycopg-pool
 
-BENCH_REDIS_URL (e.g. redis://127.0.0.1:6379/7; that Redis database is flushed) puts memoryhub's working set,
-and so its query-vector cache, in Redis; without it the local-memory cache holds it.
+BENCH_REDIS_URL (e.g. redis://127.0.0.1:6379/7; the bench product's entries are deleted there) puts memoryhub's
+working set, and so its query-vector cache, in Redis; without it the local-memory cache holds it.
 
 Both systems embed through the same OpenAI-compatible server on 127.0.0.1 (tests.support.embedding_server,
 backed by the bundled model), started here. The records' vectors are computed once through that server and
@@ -426,9 +426,13 @@ class Memoryhub:
             cursor.execute(f"SET hnsw.ef_search = {int(ef)}")
 
     def clear_query_cache(self) -> None:
+        """Forget this product's working-set entries (the query vectors among them), nobody else's."""
         from django.core.cache import cache
 
-        cache.clear()
+        if hasattr(cache, "delete_pattern"):  # Redis
+            cache.delete_pattern(f"ws:{self.product.pk}:*")
+        else:
+            cache.clear()
 
     def precomputed(self, load: Workload, query_vectors: np.ndarray, on: bool) -> None:
         """Without the embedder call and the cache: the same vectors the server returns, from a table."""
@@ -440,27 +444,17 @@ class Memoryhub:
         IndexInUse.embed_query = (lambda _self, product_id, text: table[text]) if on else self._embed_query
 
     def explain(self, user: str, vector: np.ndarray) -> str:
-        """EXPLAIN ANALYZE of the plan the backend chooses for this user, and of the other plan."""
+        """EXPLAIN ANALYZE of the backend's one statement for this user: the branch not chosen is never executed."""
         from django.db import connection
-        from django.utils import timezone
 
         from memories.longterm.services import vectors as v
 
-        kinds = ["preference"]
-        exact = v.user_rows_at_most(self.product.pk, user, kinds, v.EXACT_SCAN_MAX_ROWS)
-        params = [v.vector_literal(vector), self.product.pk, user, *kinds, timezone.now(), 11, 0]
-        out = []
-        for label, sql in (
-            ("exact", v.exact_search_sql(self.in_use.index, 1)),
-            ("hnsw", v.hnsw_search_sql(self.in_use.index, 1)),
-        ):
-            chosen = (label == "exact") == exact
-            with connection.cursor() as cursor:
-                v._hnsw_session(cursor)
-                cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}", params)
-                plan = "\n".join(row[0] for row in cursor.fetchall())
-            out.append(f"-- memoryhub, {label} plan{' (chosen)' if chosen else ' (not chosen for this user)'}:\n{plan}")
-        return "\n".join(out)
+        asked = dict(product_id=self.product.pk, user_id=user, kinds=["preference"], vector=vector, limit=11, offset=0)
+        sql, params = v.search_statement(self.in_use.index, **asked)
+        with connection.cursor() as cursor:
+            v._hnsw_session(cursor)
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}", params)
+            return "-- memoryhub:\n" + "\n".join(row[0] for row in cursor.fetchall())
 
 
 # --- mem0 -------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from memories.longterm.models import (
     unexpired,
 )
 from memories.longterm.services.embedding_index import index_in_use, query_embedding_scope
-from memories.longterm.services.vectors import TABLE
+from memories.longterm.services.vectors import TABLE, PgvectorBackend
 from memories.models import Product
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress
@@ -229,22 +229,21 @@ def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> Search
         vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
         kinds = searchable_kinds(scope.product)
     now = timezone.now()
-    hits = in_use.backend.search(
-        in_use.index,
-        product_id=scope.product.pk,
-        user_id=scope.user_id,
-        kinds=kinds,
-        vector=vector,
-        limit=limit + 1,
-        offset=offset,
-        now=now,
+    found = dict(
+        product_id=scope.product.pk, user_id=scope.user_id, kinds=kinds, vector=vector, limit=limit + 1, offset=offset
     )
-    rows = _scoped(scope).filter(current(now)).in_bulk([hit.pk for hit in hits])
-    # A vector whose stored version is not the row's (Qdrant ahead of a rolled-back write) is not served.
-    results = [(rows[h.pk], h.score) for h in hits[:limit] if h.pk in rows and h.version in (None, rows[h.pk].version)]
-    return SearchPage(
-        SEMANTIC, results, _next(SEMANTIC, query, offset, limit, len(hits) > limit), in_use.index.identity_key
-    )
+    if isinstance(in_use.backend, PgvectorBackend):  # the rows come with the distances: one statement
+        pairs = in_use.backend.search_rows(in_use.index, **found, now=now)
+        more, results = len(pairs) > limit, pairs[:limit]
+    else:
+        hits = in_use.backend.search(in_use.index, **found, now=now)
+        rows = _scoped(scope).filter(current(now)).in_bulk([hit.pk for hit in hits])
+        # A vector whose stored version is not the row's (Qdrant ahead of a rolled-back write) is not served.
+        more = len(hits) > limit
+        results = [
+            (rows[h.pk], h.score) for h in hits[:limit] if h.pk in rows and h.version in (None, rows[h.pk].version)
+        ]
+    return SearchPage(SEMANTIC, results, _next(SEMANTIC, query, offset, limit, more), in_use.index.identity_key)
 
 
 # ---------------------------------------------------------------------------------------------

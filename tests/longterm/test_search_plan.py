@@ -7,18 +7,17 @@ of that user only, never another user's or product's, and never an expired or su
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories.longterm.models import LongTermMemory
 from memories.longterm.services import vectors
 from memories.longterm.services.embedding_index import index_in_use
-from memoryhub.addresses import UserAddress
 
 pytestmark = [pytest.mark.django_db, pytest.mark.requires_postgres]
 
@@ -55,20 +54,26 @@ def exact(rows: list[LongTermMemory], query: np.ndarray, k: int) -> list[int]:
 
 
 def search(product, user_id: str, query: np.ndarray, limit: int = 10, offset: int = 0) -> tuple[list[int], str]:
+    """The backend's hits, and which branch of its one statement ran ("exact" or "hnsw", from EXPLAIN ANALYZE)."""
     in_use = index_in_use()
-    with CaptureQueriesContext(connection) as queries:
-        hits = in_use.backend.search(
-            in_use.index,
-            product_id=product.pk,
-            user_id=user_id,
-            kinds=["preference"],
-            vector=query.tolist(),
-            limit=limit,
-            offset=offset,
-        )
-    searched = [q["sql"] for q in queries.captured_queries if "<=>" in q["sql"]]
-    assert len(searched) == 1
-    return [hit.pk for hit in hits], searched[0]
+    asked = dict(product_id=product.pk, user_id=user_id, kinds=["preference"], vector=query.tolist())
+    hits = in_use.backend.search(in_use.index, **asked, limit=limit, offset=offset)
+    return [hit.pk for hit in hits], branch_run(explain(**asked, limit=limit, offset=offset))
+
+
+def explain(**asked) -> str:
+    in_use = index_in_use()
+    sql, params = vectors.search_statement(in_use.index, **asked)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {sql}", params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def branch_run(plan: str) -> str:
+    """The exact branch ran when the user's rows went through the CTE `mine` (its one-time filter held)."""
+    mine = next(line for line in plan.splitlines() if "CTE Scan on mine" in line)
+    read = re.search(r"rows=(\d+) loops", mine)
+    return "exact" if read and int(read.group(1)) > 0 else "hnsw"
 
 
 @pytest.fixture
@@ -93,56 +98,61 @@ def test_a_user_with_few_rows_is_scanned_exactly_on_the_btree(alice, tenants, rn
     monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 50)
     for _ in range(5):
         query = unit(rng)
-        found, sql = search(alice.product, "small", query)
-        assert "MATERIALIZED" in sql  # the exact plan
+        found, branch = search(alice.product, "small", query)
+        assert branch == "exact"
         assert found == exact(tenants["small"], query, 10)
     page_two, _ = search(alice.product, "small", query, limit=10, offset=10)
     assert page_two == exact(tenants["small"], query, 20)[10:]
 
 
-def test_the_exact_plan_reads_the_btree_and_never_the_hnsw_index(alice, tenants, rng):
-    in_use = index_in_use()
-    sql = vectors.exact_search_sql(in_use.index, 1)
-    params = [vectors.vector_literal(unit(rng)), alice.product.pk, "small", "preference", timezone.now(), 10, 0]
-    with connection.cursor() as cursor:
-        cursor.execute("SET enable_seqscan = off")  # a tiny table: make the planner show which index it uses
-        try:
-            cursor.execute(f"EXPLAIN {sql}", params)
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("RESET enable_seqscan")
-    assert "longterm_user" in plan and "hnsw" not in plan, plan
-
-
-def test_above_the_threshold_the_hnsw_plan_gives_the_exact_nearest_rows_of_that_user(alice, tenants, rng, monkeypatch):
-    monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 50)
-    for _ in range(5):
-        query = unit(rng)
-        found, sql = search(alice.product, "large", query)
-        assert "MATERIALIZED" not in sql and "ORDER BY distance LIMIT" in sql  # the HNSW plan
-        assert found == exact(tenants["large"], query, 10)
-    # With the HNSW index forced (the planner prefers the btree on a table this small), still exact here.
-    in_use = index_in_use()
+def forced_plan(product, user_id: str, query: np.ndarray) -> str:
+    """EXPLAIN with sequential scans, bitmaps and sorts discouraged: a table this small shows its indexes then."""
     with connection.cursor() as cursor:
         cursor.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off")
         try:
-            cursor.execute(
-                f"EXPLAIN {vectors.hnsw_search_sql(in_use.index, 1)}",
-                [vectors.vector_literal(query), alice.product.pk, "large", "preference", timezone.now(), 10, 0],
+            return explain(
+                product_id=product.pk, user_id=user_id, kinds=["preference"], vector=query, limit=10, offset=0
             )
-            assert f"longterm_hnsw_{in_use.index.pk}" in "\n".join(r[0] for r in cursor.fetchall())
+        finally:
+            cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
+
+
+def test_the_exact_branch_reads_the_btree_and_never_the_hnsw_index(alice, tenants, rng, monkeypatch):
+    monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 50)
+    plan = forced_plan(alice.product, "small", unit(rng))
+    mine = plan[plan.index("CTE mine") : plan.index("CTE Scan on mine")]
+    assert "Index Scan using" in mine and "hnsw" not in mine, plan  # a btree (on a table this small: any)
+    assert branch_run(plan) == "exact"
+
+
+def test_above_the_threshold_the_hnsw_branch_gives_the_exact_nearest_rows_of_that_user(
+    alice, tenants, rng, monkeypatch
+):
+    monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 50)
+    for _ in range(5):
+        query = unit(rng)
+        found, branch = search(alice.product, "large", query)
+        assert branch == "hnsw"
+        assert found == exact(tenants["large"], query, 10)
+    in_use = index_in_use()
+    plan = forced_plan(alice.product, "large", query)
+    assert f"longterm_hnsw_{in_use.index.pk}" in plan and branch_run(plan) == "hnsw", plan
+    with connection.cursor() as cursor:  # the HNSW index itself answers (the planner prefers the btree here)
+        cursor.execute("SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off")
+        try:
             forced, _ = search(alice.product, "large", query)
         finally:
             cursor.execute("RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_sort")
     assert forced == exact(tenants["large"], query, 10)
 
 
-def test_the_threshold_is_counted_on_the_users_rows_only(alice, bob, tenants):
-    scope = UserAddress(alice.product, "small")
-    assert vectors.user_rows_at_most(scope.product.pk, "small", ["preference"], 40)
-    assert not vectors.user_rows_at_most(scope.product.pk, "small", ["preference"], 39)
-    assert vectors.user_rows_at_most(bob.product.pk, "small", ["preference"], 50)
-    assert vectors.user_rows_at_most(alice.product.pk, "nobody", ["preference"], 0)
+def test_the_threshold_counts_the_users_rows_only(alice, bob, tenants, rng, monkeypatch):
+    query = unit(rng)
+    monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 40)  # "small" has 40 rows; bob's "small" 50 more
+    assert search(alice.product, "small", query)[1] == "exact"
+    monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 39)
+    assert search(alice.product, "small", query)[1] == "hnsw"
+    assert search(alice.product, "small", query)[0] == exact(tenants["small"], query, 10)
 
 
 @pytest.mark.parametrize("threshold", [1000, 10])

@@ -156,62 +156,92 @@ class PgvectorBackend(_RowBackend):
             cursor.execute(f"DROP INDEX IF EXISTS {self.storage_name(index)}")
 
     def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None) -> list[Hit]:
-        now = now or timezone.now()
-        exact = user_rows_at_most(product_id, user_id, kinds, EXACT_SCAN_MAX_ROWS)
-        sql = exact_search_sql(index, len(kinds)) if exact else hnsw_search_sql(index, len(kinds))
-        with connection.cursor() as cursor:
-            if not exact:
-                _hnsw_session(cursor)
-            cursor.execute(sql, [vector_literal(vector), product_id, user_id, *kinds, now, limit, offset])
-            return [Hit(pk, 1.0 - float(distance)) for pk, distance in cursor.fetchall()]
-
-
-def user_rows_at_most(product_id: str, user_id: str, kinds: Sequence[str], threshold: int) -> bool:
-    """Whether the user has at most `threshold` rows of these kinds: an index-only count that stops at threshold + 1.
-
-    Counted on the btree (product, user_id, kind, id) without the index/expiry/supersession filters, so
-    it is an upper bound of the rows the exact scan reads, and never costs more than threshold + 1 entries.
-    """
-    kind_marks = ", ".join(["%s"] * len(kinds))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE product_id = %s AND user_id = %s "
-            f"AND kind IN ({kind_marks}) LIMIT %s) AS mine",
-            [product_id, user_id, *kinds, threshold + 1],
+        rows = self.search_rows(
+            index,
+            product_id=product_id,
+            user_id=user_id,
+            kinds=kinds,
+            vector=vector,
+            limit=limit,
+            offset=offset,
+            now=now,
         )
-        return cursor.fetchone()[0] <= threshold
+        return [Hit(row.pk, score) for row, score in rows]
+
+    def search_rows(
+        self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None
+    ) -> list[tuple[LongTermMemory, float]]:
+        """The nearest current rows of the user with their cosine similarity, in one statement (one round trip)."""
+        sql, params = search_statement(
+            index,
+            product_id=product_id,
+            user_id=user_id,
+            kinds=kinds,
+            vector=vector,
+            limit=limit,
+            offset=offset,
+            now=now,
+        )
+        with connection.cursor() as cursor:
+            _hnsw_session(cursor)  # once per session (autocommit); SET LOCAL inside a transaction
+        return [(row, 1.0 - float(row.distance)) for row in LongTermMemory.objects.raw(sql, params)]
 
 
-# The index id and dimension are integers from our own row, inlined so the planner can match the partial
-# index predicate; everything that comes from a request is a parameter (vector, product, user, kinds...,
-# now, limit, offset). Expired and superseded memories are filtered in SQL on both plans.
-def _user_rows(index: EmbeddingIndex, kind_count: int) -> str:
-    kind_marks = ", ".join(["%s"] * kind_count)
-    return (
-        f"embedding_index_id = {int(index.pk)} AND product_id = %s AND user_id = %s AND kind IN ({kind_marks}) "
-        "AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s)"
+# What a search answers of a row: everything but the vector and the keyword tokens (never part of an answer).
+_ROW_COLUMNS = [f.column for f in LongTermMemory._meta.concrete_fields if f.name not in ("embedding", "search_text")]
+
+
+def search_statement(
+    index: EmbeddingIndex,
+    *,
+    product_id: str,
+    user_id: str,
+    kinds: Sequence[str],
+    vector: Sequence[float],
+    limit: int,
+    offset: int,
+    now: datetime | None = None,
+) -> tuple[str, dict]:
+    """One statement choosing its plan by the user's size: the exact scan or the HNSW index, then the rows.
+
+    `counted` counts the user's rows of these kinds on the btree (product, user_id, kind, id), stopping at
+    EXACT_SCAN_MAX_ROWS + 1: an upper bound of what the exact scan reads, never more than that many entries.
+    Both branches sit behind one-time filters of that count, so only one of them runs ("never executed" in
+    EXPLAIN ANALYZE for the other): the exact branch computes every distance of the user's rows read through
+    the btree (the MATERIALIZED CTE keeps the HNSW index out of it) and orders by (distance, id); the HNSW
+    branch walks the index in distance order with iterative scans (session settings) until enough rows pass.
+    The index id and dimension are integers from our own row, inlined so the planner can match the partial
+    index predicate; everything from a request is a parameter. Expired and superseded rows never match.
+    """
+    dim, threshold = int(index.dimension), int(EXACT_SCAN_MAX_ROWS)
+    mine = (
+        f"embedding_index_id = {int(index.pk)} AND product_id = %(product)s AND user_id = %(user)s "
+        "AND kind = ANY(%(kinds)s) AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %(now)s)"
     )
-
-
-def exact_search_sql(index: EmbeddingIndex, kind_count: int) -> str:
-    """Every distance of the user's rows, read through the btree; the MATERIALIZED CTE keeps HNSW out of it."""
-    dim = int(index.dimension)
-    return (
-        f"WITH query AS (SELECT %s::vector({dim}) AS q), mine AS MATERIALIZED ("
-        f"SELECT id, embedding FROM {TABLE} WHERE {_user_rows(index, kind_count)} AND embedding IS NOT NULL) "
-        f"SELECT id, (embedding::vector({dim})) <=> query.q AS distance FROM mine, query "
-        "ORDER BY distance, id LIMIT %s OFFSET %s"
+    distance = f"(embedding::vector({dim})) <=> %(vector)s::vector({dim})"
+    columns = ", ".join(f"m.{column}" for column in _ROW_COLUMNS)
+    sql = (
+        f"WITH counted AS (SELECT count(*) <= {threshold} AS few FROM (SELECT 1 FROM {TABLE} "
+        f"WHERE product_id = %(product)s AND user_id = %(user)s AND kind = ANY(%(kinds)s) LIMIT {threshold + 1}) c), "
+        f"mine AS MATERIALIZED (SELECT id, embedding FROM {TABLE} WHERE {mine} AND embedding IS NOT NULL "
+        "AND (SELECT few FROM counted)), "
+        f"hits AS ((SELECT id, {distance} AS distance FROM mine "
+        "ORDER BY distance, id LIMIT %(limit)s OFFSET %(offset)s) "
+        # No tie-breaker column here: `ORDER BY distance, id` makes the planner sort instead of using HNSW.
+        f"UNION ALL (SELECT id, {distance} AS distance FROM {TABLE} WHERE {mine} AND NOT (SELECT few FROM counted) "
+        "ORDER BY distance LIMIT %(limit)s OFFSET %(offset)s)) "
+        f"SELECT {columns}, hits.distance FROM hits JOIN {TABLE} m ON m.id = hits.id ORDER BY hits.distance, m.id"
     )
-
-
-def hnsw_search_sql(index: EmbeddingIndex, kind_count: int) -> str:
-    """The HNSW index in distance order; iterative scans (session settings) go on until enough rows pass."""
-    dim = int(index.dimension)
-    # No tie-breaker column: `ORDER BY distance, id` makes the planner sort instead of using HNSW.
-    return (
-        f"SELECT id, (embedding::vector({dim})) <=> %s::vector({dim}) AS distance FROM {TABLE} "
-        f"WHERE {_user_rows(index, kind_count)} ORDER BY distance LIMIT %s OFFSET %s"
-    )
+    params = {
+        "vector": vector_literal(vector),
+        "product": product_id,
+        "user": user_id,
+        "kinds": list(kinds),
+        "now": now or timezone.now(),
+        "limit": limit,
+        "offset": offset,
+    }
+    return sql, params
 
 
 class SqliteExactBackend(_RowBackend):
