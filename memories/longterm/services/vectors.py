@@ -184,7 +184,7 @@ class PgvectorBackend(_RowBackend):
         )
         with connection.cursor() as cursor:
             _hnsw_session(cursor)  # once per session (autocommit); SET LOCAL inside a transaction
-        return [(row, 1.0 - float(row.distance)) for row in LongTermMemory.objects.raw(sql, params)]
+        return [(row, 1.0 - float(row.distance)) for row in LongTermMemory.objects.raw(sql, params)]  # type: ignore[attr-defined]
 
 
 # What a search answers of a row: everything but the vector and the keyword tokens (never part of an answer).
