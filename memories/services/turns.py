@@ -180,7 +180,10 @@ def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_messa
         if turn is None:
             raise NotFound(f"no turn {turn_id} in this conversation")
         on_accept = bool(turn.scenario and turn.scenario.commit_on == "accepted")
-        if turn.status == "completed" and turn.assistant_message == assistant_message and not on_accept:
+        retry = turn.assistant_message == assistant_message and not on_accept
+        if retry and turn.status == "committed":
+            return turn  # a retry of a complete whose answer was lost: it did everything already
+        if retry and turn.status == "completed":
             pass  # a retry: the reply was stored but the commit did not happen (the database went away): commit now
         elif turn.status != "prepared":
             raise Conflict(f"turn {turn_id} is already {turn.status}", code="turn_already_completed")

@@ -60,8 +60,12 @@ def test_the_same_reply_again_commits_the_turn_once(alice, flaky_commit):
     assert (retried.json()["status"], retried.json()["round"]) == ("committed", 1)
     assert flaky_commit == [turn_id]
     assert Message.objects.filter(turn_id=turn_id).count() == 2  # one user and one assistant message, once
+    # Once more (the answer of the retry was lost too): the committed turn as it is, nothing done twice.
     again = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "请进。"})
-    assert_envelope(again, 409, "turn_already_completed")  # committed now: nothing more to do
+    assert again.status_code == 200 and again.json() == retried.json()
+    assert flaky_commit == [turn_id] and Message.objects.filter(turn_id=turn_id).count() == 2
+    other = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "另一个回答"})
+    assert_envelope(other, 409, "turn_already_completed")
 
 
 @pytest.mark.django_db
