@@ -31,8 +31,10 @@ values = st.one_of(
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
 names = st.sampled_from(
-    ["scenarioId", "userMessage", "subscriptionCategory", "requestId", "replacesTurnId", "expectedRevision", "memory"]
-    + ["assistantMessage", "unknown"]
+    [
+        *("scenarioId", "userMessage", "subscriptionCategory", "requestId", "replacesTurnId"),
+        *("expectedRevision", "memory", "assistantMessage", "unknown"),
+    ]
 )
 
 
