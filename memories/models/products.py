@@ -21,6 +21,9 @@ class Product(models.Model):
     # Erasures of this product's users still running (memories/lifecycle): while 0, no request pays for the
     # 409 erasure_in_progress check (the product row comes with the API key lookup).
     erasures_in_progress = models.PositiveIntegerField(default=0, editable=False)
+    # Enabled webhook endpoints (kept by memories.webhooks in the endpoint's own transaction): while 0, a
+    # write publishing an event pays no query and no transaction for it.
+    webhook_endpoints_enabled = models.PositiveIntegerField(default=0, editable=False)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -31,20 +33,23 @@ def memory_document_replace(
     validate_revision(expected_revision)
     serialized = validate_memory(memory)
     check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
-    # M7 (anything but old + 1 is reported, never accepted silently) and the conflict are memoryhub.cas's.
-    revision = cas.compare_and_set(
-        cas.Versioned(MemoryDocument, _document(address), kind="memory_document"),
-        expected_revision,
-        statement=lambda: _compare_and_set(address, expected_revision, serialized, actor),
-        invalidate=[json_memory_scope(address)],
-    )
-    publish_event(
-        address.product,
-        "memory.updated",
-        user=address.user_id,
-        conversation=address.conversation_id,
-        data={"revision": revision, "actorType": actor.type},
-    )
+    # With webhook endpoints, the revision and its memory.updated message commit together (nothing lost
+    # between two transactions); without, the write stays one statement with no BEGIN/COMMIT around it.
+    with transaction.atomic() if address.product.webhook_endpoints_enabled else nullcontext():
+        # M7 (anything but old + 1 is reported, never accepted silently) and the conflict are memoryhub.cas's.
+        revision = cas.compare_and_set(
+            cas.Versioned(MemoryDocument, _document(address), kind="memory_document"),
+            expected_revision,
+            statement=lambda: _compare_and_set(address, expected_revision, serialized, actor),
+            invalidate=[json_memory_scope(address)],
+        )
+        publish_event(
+            address.product,
+            "memory.updated",
+            user=address.user_id,
+            conversation=address.conversation_id,
+            data={"revision": revision, "actorType": actor.type},
+        )
     return revision
 
 

@@ -11,9 +11,22 @@ class WebhooksConfig(AppConfig):
     verbose_name = "Webhooks"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
         from memoryhub import events
 
         from . import tasks  # noqa: F401  (registers the Celery tasks)
         from .services.deliveries import on_event
 
         events.subscribe("webhooks", on_event)
+        # Every way an endpoint changes (services, admin, bulk delete) keeps the product's counter exact.
+        post_save.connect(_endpoints_changed, sender="webhooks.WebhookEndpoint", dispatch_uid="webhooks-endpoint-saved")
+        post_delete.connect(
+            _endpoints_changed, sender="webhooks.WebhookEndpoint", dispatch_uid="webhooks-endpoint-gone"
+        )
+
+
+def _endpoints_changed(sender, instance, **kwargs) -> None:
+    from .services.endpoints import enabled_count_refresh
+
+    enabled_count_refresh(instance.product_id)

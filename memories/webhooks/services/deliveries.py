@@ -37,6 +37,8 @@ LEASE_SLACK_SECONDS = 60
 
 def on_event(event: DomainEvent) -> None:
     """The memoryhub.events subscriber: nothing is written unless an enabled endpoint wants the event."""
+    if getattr(event.product, "webhook_endpoints_enabled", None) == 0:
+        return  # the product row read with this request/task says it has none: no query on the hot path
     enabled = WebhookEndpoint.objects.filter(product_id=event.product_id, enabled=True)
     endpoints = [e for e in enabled if subscribed(e, event.type)]
     if not endpoints:

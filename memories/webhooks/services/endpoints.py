@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories.models import Product
@@ -46,14 +48,15 @@ def endpoint_create(
 ) -> WebhookEndpoint:
     """A new endpoint with a fresh secret; the caller shows `endpoint.secret` once, never again."""
     targets.check(url)
-    return WebhookEndpoint.objects.create(
-        product=product,
-        url=url,
-        events=validate_events(events),
-        enabled=enabled,
-        description=description,
-        secret=signing.new_secret(),
-    )
+    with transaction.atomic():  # the endpoint and the product's endpoint counter (post_save) commit together
+        return WebhookEndpoint.objects.create(
+            product=product,
+            url=url,
+            events=validate_events(events),
+            enabled=enabled,
+            description=description,
+            secret=signing.new_secret(),
+        )
 
 
 def endpoint_update(*, product: Product, endpoint_id: int, changes: Mapping[str, Any]) -> WebhookEndpoint:
@@ -110,3 +113,16 @@ def secrets_in_use(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
 def overlap_ends(endpoint: WebhookEndpoint, now: datetime) -> datetime | None:
     expires = endpoint.previous_secret_expires_at
     return expires if endpoint.previous_secret and expires is not None and now < expires else None
+
+
+def enabled_count_refresh(product_id: str) -> None:
+    """Product.webhook_endpoints_enabled := its enabled endpoints, in the transaction that changed one.
+
+    The product row is locked first, so the count (a new statement, a new snapshot) sees every endpoint
+    change committed before ours: two concurrent changes cannot both write a count missing the other.
+    """
+    with transaction.atomic():  # the caller's transaction when it has one (endpoint services, bulk deletes)
+        Product.objects.select_for_update(no_key=True).filter(pk=product_id).values_list("pk").first()
+        enabled = WebhookEndpoint.objects.filter(product_id=OuterRef("pk"), enabled=True)
+        count = Subquery(enabled.order_by().values("product_id").annotate(n=Count("pk")).values("n")[:1])
+        Product.objects.filter(pk=product_id).update(webhook_endpoints_enabled=Coalesce(count, 0))
