@@ -80,12 +80,35 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     worker = start_celery_worker()
     with tempfile.TemporaryDirectory(prefix="memoryhub-beat-") as schedule_dir:
         beat = start_celery_beat(Path(schedule_dir))
+        _SESSION_BEAT.append(beat)
         try:
             wait_for(lambda: _worker_answers(app), timeout=60, message="the Celery worker to start")
             yield worker
         finally:
+            _SESSION_BEAT.clear()
             stop_process_group(beat)
             stop_process_group(worker)
+
+
+_SESSION_BEAT: list = []
+
+
+@pytest.fixture
+def session_beat_paused():
+    """Stop the suite's beat (if an earlier test started it) for one test that runs its own outbox relay:
+    otherwise, once this test's rows pass OUTBOX_REDISPATCH_AFTER_SECONDS, the suite's relay sends them
+    through the suite's broker, which the test did not take down."""
+    import os
+    import signal
+
+    paused = [beat for beat in _SESSION_BEAT if beat.poll() is None]
+    for beat in paused:
+        os.killpg(beat.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for beat in paused:
+            os.killpg(beat.pid, signal.SIGCONT)
 
 
 def _worker_answers(app) -> bool:

@@ -61,6 +61,7 @@ def effects(product) -> dict[str, int]:
     }
 
 
+@pytest.mark.usefixtures("session_beat_paused")
 def test_complete_answers_200_with_the_broker_down_and_every_job_runs_once_after(alice):
     broker = RedisServer().start()
     env = subprocess_env(
