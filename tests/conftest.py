@@ -40,6 +40,26 @@ def _registry_reset():
     registry.reset()
 
 
+@pytest.fixture(autouse=True)
+def _session_worker_drained(request):
+    """Once the suite's Celery worker runs, it executes the tasks every test's commits send through the broker.
+    A transactional test waits (at most 10 s) for its outbox rows to be acknowledged before its tables are
+    truncated: a task still writing would otherwise deadlock with the TRUNCATE of the teardown."""
+    marker = request.node.get_closest_marker("django_db")
+    if not (_SESSION_BEAT and marker and marker.kwargs.get("transaction")):
+        yield
+        return
+    request.getfixturevalue("transactional_db")  # set up first, so torn down (flushed) after this wait
+    yield
+    import time
+
+    from memoryhub.outbox.models import OutboxMessage
+
+    deadline = time.monotonic() + 10
+    while OutboxMessage.objects.filter(done_at__isnull=True).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 @pytest.fixture
 def alice(db) -> ProductApi:
     return ProductApi("alice-app")
