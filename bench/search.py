@@ -444,17 +444,12 @@ class Memoryhub:
         IndexInUse.embed_query = (lambda _self, product_id, text: table[text]) if on else self._embed_query
 
     def explain(self, user: str, vector: np.ndarray) -> str:
-        """EXPLAIN ANALYZE of the backend's one statement for this user: the branch not chosen is never executed."""
-        from django.db import connection
+        """The plan of every statement one search of this user ran (auto_explain: the function's inner ones too)."""
+        from tests.support.pg_plans import plans_of
 
-        from memories.longterm.services import vectors as v
-
-        asked = dict(product_id=self.product.pk, user_id=user, kinds=["preference"], vector=vector, limit=11, offset=0)
-        sql, params = v.search_statement(self.in_use.index, **asked)
-        with connection.cursor() as cursor:
-            v._hnsw_session(cursor)
-            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}", params)
-            return "-- memoryhub:\n" + "\n".join(row[0] for row in cursor.fetchall())
+        asked = dict(product_id=self.product.pk, user_id=user, kinds=["preference"], vector=vector.tolist())
+        found, plans = plans_of(lambda: self.in_use.backend.search_rows(self.in_use.index, **asked, limit=11, offset=0))
+        return f"-- memoryhub ({found.branch} branch):\n" + "\n".join(plans)
 
 
 # --- mem0 -------------------------------------------------------------------------------------------

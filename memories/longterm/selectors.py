@@ -28,8 +28,19 @@ from memories.longterm.models import (
     current,
     unexpired,
 )
-from memories.longterm.services.embedding_index import index_in_use, query_embedding_scope
-from memories.longterm.services.vectors import TABLE, PgvectorBackend
+from memories.longterm.services.embedding_index import (
+    forget_index_last_seen,
+    index_in_use,
+    index_last_seen,
+    query_embedding_scope,
+)
+from memories.longterm.services.vectors import (
+    TABLE,
+    PgvectorBackend,
+    builtin_searchable_kinds,
+    configured_backend,
+    index_replaced,
+)
 from memories.models import Product
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress
@@ -104,8 +115,8 @@ def kind_names(product: Product) -> list[str]:
 
 
 def searchable_kinds(product: Product) -> list[str]:
-    builtin = {name for name, rules in admission.KINDS.items() if rules.searchable}
-    return sorted(builtin | {name for name, spec in product_kind_specs(product).items() if spec.searchable})
+    own = {name for name, spec in product_kind_specs(product).items() if spec.searchable}
+    return sorted(set(builtin_searchable_kinds()) | own)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,6 +234,8 @@ def _keyword_portable(
 
 
 def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
+    if isinstance(configured_backend(), PgvectorBackend):
+        return _semantic_pgvector(scope, query, limit, offset)
     in_use = index_in_use()  # 503 when the index was built for another identity
     entry = query_embedding_scope(scope.product.pk, in_use.embedder.identity, query)
     with working_set.batch([entry, kinds_scope(scope.product)]):  # both working-set reads in one round trip
@@ -232,18 +245,38 @@ def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> Search
     found = dict(
         product_id=scope.product.pk, user_id=scope.user_id, kinds=kinds, vector=vector, limit=limit + 1, offset=offset
     )
-    if isinstance(in_use.backend, PgvectorBackend):  # the rows come with the distances: one statement
-        pairs = in_use.backend.search_rows(in_use.index, **found, now=now)
-        more, results = len(pairs) > limit, pairs[:limit]
-    else:
-        hits = in_use.backend.search(in_use.index, **found, now=now)
-        rows = _scoped(scope).filter(current(now)).in_bulk([hit.pk for hit in hits])
-        # A vector whose stored version is not the row's (Qdrant ahead of a rolled-back write) is not served.
-        more = len(hits) > limit
-        results = [
-            (rows[h.pk], h.score) for h in hits[:limit] if h.pk in rows and h.version in (None, rows[h.pk].version)
-        ]
+    hits = in_use.backend.search(in_use.index, **found, now=now)
+    rows = _scoped(scope).filter(current(now)).in_bulk([hit.pk for hit in hits])
+    # A vector whose stored version is not the row's (Qdrant ahead of a rolled-back write) is not served.
+    more = len(hits) > limit
+    results = [(rows[h.pk], h.score) for h in hits[:limit] if h.pk in rows and h.version in (None, rows[h.pk].version)]
     return SearchPage(SEMANTIC, results, _next(SEMANTIC, query, offset, limit, more), in_use.index.identity_key)
+
+
+def _semantic_pgvector(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
+    """The search checks inside its own statement that the index this process last saw is still active.
+
+    It reads the product's searchable kinds itself, so the query vector is the only working-set read.
+    When the statement says the index was replaced, the active one is read again and the search repeated.
+    """
+    in_use = index_last_seen()
+    for _attempt in range(2):
+        vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
+        found = in_use.backend.search_rows(
+            in_use.index,
+            product_id=scope.product.pk,
+            user_id=scope.user_id,
+            kinds=builtin_searchable_kinds(),  # and the product's own, read by the statement
+            vector=vector,
+            limit=limit + 1,
+            offset=offset,
+        )
+        if found.live:
+            more, results = len(found.rows) > limit, found.rows[:limit]
+            return SearchPage(SEMANTIC, results, _next(SEMANTIC, query, offset, limit, more), in_use.index.identity_key)
+        forget_index_last_seen()
+        in_use = index_in_use()  # 503 embedding_index_mismatch when the new index is for another identity
+    raise index_replaced()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,20 +19,8 @@ from django.utils import timezone
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memoryhub import working_set
 from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder, preprocess
-from memoryhub.clients.errors import DependencyUnavailable
 
-from .vectors import VectorBackend, configured_backend
-
-REINDEX_COMMAND = "python manage.py reindex_embeddings"
-
-
-class EmbeddingIndexMismatch(DependencyUnavailable):
-    """The configured embedder or backend is not the one the active vector index was built with.
-
-    A dependency error (503), so that it fails a turn too instead of becoming an empty source.
-    """
-
-    code = "embedding_index_mismatch"
+from .vectors import REINDEX_COMMAND, EmbeddingIndexMismatch, VectorBackend, configured_backend
 
 
 @dataclass(frozen=True)
@@ -86,6 +74,7 @@ def active_index_pk() -> int | None:
 
 def forget_active_index() -> None:
     """Call inside the transaction that changes which index is active."""
+    forget_index_last_seen()
     working_set.invalidate(ACTIVE_INDEX_SCOPE)
 
 
@@ -105,12 +94,37 @@ def _mismatch(active: EmbeddingIndex | None, identity: EmbeddingIdentity, backen
 
 def index_in_use() -> IndexInUse:
     """The active index if it matches the configuration; bootstraps the first one on an empty store."""
+    global _last_in_use
     embedder, backend = get_embedder(), configured_backend()
     identity = embedder.identity
     active = active_index() or _bootstrap(identity, backend)
     if active is None or active.identity_key != identity.key or active.backend != backend.name:
         raise _mismatch(active, identity, backend)
-    return IndexInUse(active, embedder, backend)
+    _last_in_use = IndexInUse(active, embedder, backend)
+    return _last_in_use
+
+
+# The index this process last found active, for a search that checks it again in its own statement.
+_last_in_use: IndexInUse | None = None
+
+
+def index_last_seen() -> IndexInUse:
+    """`index_in_use()` as this process last read it, without a query — only for a caller that verifies it.
+
+    Another process may have activated another index since: a caller must check inside its own statement
+    that this index is still the active one for this identity (vectors.index_gate) and call
+    `index_in_use()` again when it is not. The configured embedder and backend are compared here, so a
+    change of settings is never served from the last index.
+    """
+    last = _last_in_use
+    if last is None or last.embedder is not get_embedder() or last.backend.name != configured_backend().name:
+        return index_in_use()
+    return last
+
+
+def forget_index_last_seen() -> None:
+    global _last_in_use
+    _last_in_use = None
 
 
 def index_get_or_create(identity: EmbeddingIdentity, backend: VectorBackend) -> EmbeddingIndex:

@@ -23,17 +23,25 @@ from datetime import datetime
 from typing import Protocol
 
 import numpy as np
+import psycopg
 from django.conf import settings
 from django.db import connection
+from django.db.backends.postgresql.base import ServerBindingCursor
+from django.db.models import signals
+from django.db.models.base import ModelState
 from django.utils import timezone
+from pgvector import Vector
+from pgvector.psycopg.vector import VectorBinaryDumper
 
-from memories.longterm.models import EmbeddingIndex, LongTermMemory, current
+from memories.longterm.admission import KINDS
+from memories.longterm.models import EmbeddingIndex, LongTermMemory, MemoryKind, current
 from memoryhub.clients.embeddings import EmbeddingIdentity
 from memoryhub.clients.errors import DependencyUnavailable
 from memoryhub.timefmt import iso
 
 PGVECTOR, SQLITE_EXACT, QDRANT = "pgvector", "sqlite-exact", "qdrant"
 TABLE = LongTermMemory._meta.db_table
+INDEX_TABLE, KIND_TABLE = EmbeddingIndex._meta.db_table, MemoryKind._meta.db_table
 # HNSW graph and search breadth. bench/search.py measures recall@10 against an exact scan on 100,000
 # densely clustered preferences: m=16/ef_construction=64 plateaus near 0.91 however wide the search;
 # m=32/ef_construction=128 with ef_search=300 reaches 0.96 for about 12 ms of SQL.
@@ -49,6 +57,26 @@ HNSW_MAX_SCAN_TUPLES = 200_000
 QDRANT_VECTOR = "text"
 
 
+REINDEX_COMMAND = "python manage.py reindex_embeddings"
+
+
+class EmbeddingIndexMismatch(DependencyUnavailable):
+    """The configured embedder or backend is not the one the active vector index was built with.
+
+    A dependency error (503), so that it fails a turn too instead of becoming an empty source.
+    """
+
+    code = "embedding_index_mismatch"
+
+
+def index_replaced() -> EmbeddingIndexMismatch:
+    return EmbeddingIndexMismatch(
+        "the vector index was replaced while this request used it; retry the request",
+        service="embedder",
+        details={"command": REINDEX_COMMAND},
+    )
+
+
 @dataclass(frozen=True)
 class Hit:
     pk: int
@@ -58,6 +86,20 @@ class Hit:
 
 def identity_of(index: EmbeddingIndex) -> EmbeddingIdentity:
     return EmbeddingIdentity(index.provider, index.model, index.dimension, index.preprocessing)
+
+
+def builtin_searchable_kinds() -> list[str]:
+    return sorted(name for name, rules in KINDS.items() if rules.searchable)
+
+
+# Query vectors travel in pgvector's binary format (a header and float4s: no float formatting or parsing,
+# ~5 µs against ~0.3 ms for the text of a 512-d vector). OID 0: the server takes the type from `::vector`.
+psycopg.adapters.register_dumper(Vector, VectorBinaryDumper)
+
+
+def vector_param(vector: Sequence[float]) -> Vector:
+    """A query vector as a statement parameter (`%(vector)s::vector`), sent in binary."""
+    return Vector(np.asarray(vector, dtype=np.float32))
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -156,7 +198,7 @@ class PgvectorBackend(_RowBackend):
             cursor.execute(f"DROP INDEX IF EXISTS {self.storage_name(index)}")
 
     def search(self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None) -> list[Hit]:
-        rows = self.search_rows(
+        found = self.search_rows(
             index,
             product_id=product_id,
             user_id=user_id,
@@ -166,82 +208,156 @@ class PgvectorBackend(_RowBackend):
             offset=offset,
             now=now,
         )
-        return [Hit(row.pk, score) for row, score in rows]
+        if not found.live:
+            raise index_replaced()
+        return [Hit(row.pk, score) for row, score in found.rows]
 
-    def search_rows(
-        self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None
-    ) -> list[tuple[LongTermMemory, float]]:
-        """The nearest current rows of the user with their cosine similarity, in one statement (one round trip)."""
-        sql, params = search_statement(
-            index,
-            product_id=product_id,
-            user_id=user_id,
-            kinds=kinds,
-            vector=vector,
-            limit=limit,
-            offset=offset,
-            now=now,
-        )
-        with connection.cursor() as cursor:
-            _hnsw_session(cursor)  # once per session (autocommit); SET LOCAL inside a transaction
-        return [(row, 1.0 - float(row.distance)) for row in LongTermMemory.objects.raw(sql, params)]  # type: ignore[attr-defined]
+    def search_rows(self, index, *, product_id, user_id, kinds, vector, limit, offset, now=None) -> RowSearch:
+        """The nearest current rows of the user with their cosine similarity.
+
+        One round trip while the user has at most EXACT_SCAN_MAX_ROWS rows (`memoryhub_search_exact`: the
+        gate, the exact scan on the btree, the rows); a second one, through the HNSW index, above that.
+        `RowSearch.live` is False when `index` is no longer the active index of its identity (checked by the
+        function itself): the caller read it from memory (embedding_index.index_last_seen) and must read it
+        again. The product's own searchable kinds are searched besides `kinds` (the statement reads them).
+        """
+        asked = dict(product_id=product_id, user_id=user_id, kinds=kinds, vector=vector, limit=limit, offset=offset)
+        sql, params = exact_statement(index, **asked, now=now)
+        with _binding_cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        live, scanned = rows[0][0], rows[0][1]
+        if not live:
+            return RowSearch(False, "none", [])
+        if scanned <= EXACT_SCAN_MAX_ROWS:
+            return RowSearch(True, "exact", [_pair(row[2:]) for row in rows[1:]])  # (distance, columns…)
+        sql, params = hnsw_statement(index, **asked, now=now)
+        with connection.cursor() as settings_cursor:
+            _hnsw_session(settings_cursor)  # once per session (autocommit); SET LOCAL inside a transaction
+        with _binding_cursor() as cursor:
+            cursor.execute(sql, params)
+            return RowSearch(True, "hnsw", [_pair(row) for row in cursor.fetchall()])
+
+
+@contextmanager
+def _binding_cursor() -> Iterator:
+    """A cursor of Django's connection that binds parameters on the server, so the query vector goes in binary.
+
+    Django's default cursor interpolates parameters into the SQL text on the client, which would format
+    every float of the vector. Everything else is Django's own: the connection (health-checked, opened
+    as usual), its adapters, error wrapping and query logging (CaptureQueriesContext sees the statement).
+    """
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        raw = ServerBindingCursor(connection.connection)
+    cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    with cursor:
+        yield cursor
+
+
+@dataclass(frozen=True)
+class RowSearch:
+    live: bool  # False: the index searched is not the active one any more (nothing was searched)
+    branch: str  # "exact" (the user's rows scanned on the btree) or "hnsw" (the index, iterative scan)
+    rows: list[tuple[LongTermMemory, float]]  # with the cosine similarity, nearest first
 
 
 # What a search answers of a row: everything but the vector and the keyword tokens (never part of an answer).
-_ROW_COLUMNS = [f.column for f in LongTermMemory._meta.concrete_fields if f.name not in ("embedding", "search_text")]
+_ROW_FIELDS = [f for f in LongTermMemory._meta.concrete_fields if f.name not in ("embedding", "search_text")]
+_ROW_COLUMNS = [f.column for f in _ROW_FIELDS]
+_ROW_ATTNAMES = [f.attname for f in _ROW_FIELDS]
+_row_converters: list[tuple[int, list]] | None = None
 
 
-def search_statement(
-    index: EmbeddingIndex,
-    *,
-    product_id: str,
-    user_id: str,
-    kinds: Sequence[str],
-    vector: Sequence[float],
-    limit: int,
-    offset: int,
-    now: datetime | None = None,
-) -> tuple[str, dict]:
-    """One statement choosing its plan by the user's size: the exact scan or the HNSW index, then the rows.
+def _converters() -> list[tuple[int, list]]:
+    """Per answered column, the converters the ORM would apply to it (e.g. JSON text → dict)."""
+    global _row_converters
+    if _row_converters is None:
+        found = []
+        for i, field in enumerate(_ROW_FIELDS):
+            col = field.get_col(TABLE)
+            functions = connection.ops.get_db_converters(col) + field.get_db_converters(connection)
+            if functions:
+                found.append((i, [(function, col) for function in functions]))
+        _row_converters = found
+    return _row_converters
 
-    `counted` counts the user's rows of these kinds on the btree (product, user_id, kind, id), stopping at
-    EXACT_SCAN_MAX_ROWS + 1: an upper bound of what the exact scan reads, never more than that many entries.
-    Both branches sit behind one-time filters of that count, so only one of them runs ("never executed" in
-    EXPLAIN ANALYZE for the other): the exact branch computes every distance of the user's rows read through
-    the btree (the MATERIALIZED CTE keeps the HNSW index out of it) and orders by (distance, id); the HNSW
-    branch walks the index in distance order with iterative scans (session settings) until enough rows pass.
-    The index id and dimension are integers from our own row, inlined so the planner can match the partial
-    index predicate; everything from a request is a parameter. Expired and superseded rows never match.
+
+def _pair(row: Sequence) -> tuple[LongTermMemory, float]:
+    """(memory, cosine similarity) from a row of distance then the answered columns, converted as the ORM would."""
+    values = list(row[1:])
+    for i, converters in _converters():
+        for function, col in converters:
+            values[i] = function(values[i], col, connection)
+    return _instance(values), 1.0 - float(row[0])
+
+
+def _instance(values: list) -> LongTermMemory:
+    """What `LongTermMemory.from_db` makes of these columns (the others deferred), without `Model.__init__`.
+
+    Building eleven instances through `__init__` was a tenth of a search's time; the attributes, state and
+    deferred fields are the same. `from_db` itself is used whenever init signals are connected.
     """
-    dim, threshold = int(index.dimension), int(EXACT_SCAN_MAX_ROWS)
-    mine = (
-        f"embedding_index_id = {int(index.pk)} AND product_id = %(product)s AND user_id = %(user)s "
-        "AND kind = ANY(%(kinds)s) AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %(now)s)"
-    )
-    distance = f"(embedding::vector({dim})) <=> %(vector)s::vector({dim})"
-    columns = ", ".join(f"m.{column}" for column in _ROW_COLUMNS)
-    sql = (
-        f"WITH counted AS (SELECT count(*) <= {threshold} AS few FROM (SELECT 1 FROM {TABLE} "
-        f"WHERE product_id = %(product)s AND user_id = %(user)s AND kind = ANY(%(kinds)s) LIMIT {threshold + 1}) c), "
-        f"mine AS MATERIALIZED (SELECT id, embedding FROM {TABLE} WHERE {mine} AND embedding IS NOT NULL "
-        "AND (SELECT few FROM counted)), "
-        f"hits AS ((SELECT id, {distance} AS distance FROM mine "
-        "ORDER BY distance, id LIMIT %(limit)s OFFSET %(offset)s) "
-        # No tie-breaker column here: `ORDER BY distance, id` makes the planner sort instead of using HNSW.
-        f"UNION ALL (SELECT id, {distance} AS distance FROM {TABLE} WHERE {mine} AND NOT (SELECT few FROM counted) "
-        "ORDER BY distance LIMIT %(limit)s OFFSET %(offset)s)) "
-        f"SELECT {columns}, hits.distance FROM hits JOIN {TABLE} m ON m.id = hits.id ORDER BY hits.distance, m.id"
-    )
-    params = {
-        "vector": vector_literal(vector),
+    if signals.pre_init.has_listeners(LongTermMemory) or signals.post_init.has_listeners(LongTermMemory):
+        return LongTermMemory.from_db(connection.alias, _ROW_ATTNAMES, values)
+    memory = LongTermMemory.__new__(LongTermMemory)
+    memory.__dict__.update(zip(_ROW_ATTNAMES, values))
+    memory._state = ModelState()
+    memory._state.adding, memory._state.db = False, connection.alias
+    return memory
+
+
+def _params(index: EmbeddingIndex, *, product_id, user_id, kinds, vector, limit, offset, now) -> dict:
+    return {
+        "index": int(index.pk),
+        "identity": index.identity_key,
+        "backend": index.backend,
+        "vector": vector_param(vector),
         "product": product_id,
         "user": user_id,
         "kinds": list(kinds),
         "now": now or timezone.now(),
         "limit": limit,
         "offset": offset,
+        "max": EXACT_SCAN_MAX_ROWS,
     }
-    return sql, params
+
+
+def exact_statement(index: EmbeddingIndex, **asked) -> tuple[str, dict]:
+    """The gate, the exact scan and the answered rows: one call of `memoryhub_search_exact` (migration 0003).
+
+    Its first row has no memory: the gate and how many of the user's rows there are (more than
+    EXACT_SCAN_MAX_ROWS: no hits, the caller goes to the HNSW index); the hits follow, nearest first.
+    """
+    sql = (
+        "SELECT * FROM memoryhub_search_exact(%(index)s, %(identity)s, %(backend)s, %(product)s, %(user)s, "
+        "%(kinds)s, %(vector)s::vector, %(now)s, %(limit)s, %(offset)s, %(max)s)"
+    )
+    return sql, _params(index, **asked)
+
+
+def hnsw_statement(index: EmbeddingIndex, **asked) -> tuple[str, dict]:
+    """A large user's search through the index's own partial HNSW index, with iterative scans (session settings).
+
+    The index id and dimension are integers from our own row, inlined so the planner can match the partial
+    index predicate; everything from a request is a parameter. Expired and superseded rows never match.
+    """
+    dim = int(index.dimension)
+    distance = f"(embedding::vector({dim})) <=> %(vector)s::vector({dim})"
+    columns = ", ".join(f"m.{column}" for column in _ROW_COLUMNS)
+    kinds = (
+        f"%(kinds)s::text[] || ARRAY(SELECT name::text FROM {KIND_TABLE} WHERE product_id = %(product)s AND searchable)"
+    )
+    sql = (
+        # No tie-breaker column in the inner ORDER BY: `ORDER BY distance, id` makes the planner sort instead.
+        f"SELECT hits.distance, {columns} FROM (SELECT id, {distance} AS distance FROM {TABLE} "
+        f"WHERE embedding_index_id = {int(index.pk)} AND product_id = %(product)s AND user_id = %(user)s "
+        f"AND kind = ANY({kinds}) AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %(now)s) "
+        "ORDER BY distance LIMIT %(limit)s OFFSET %(offset)s) hits "
+        f"JOIN {TABLE} m ON m.id = hits.id ORDER BY hits.distance, m.id"
+    )
+    return sql, _params(index, **asked)
 
 
 class SqliteExactBackend(_RowBackend):
