@@ -212,7 +212,8 @@ def profile(client: APIClient, count: int = 200) -> str:
         client.post(f"{BASE}/turns", {"scenarioId": "bench", "userMessage": "x"}, format="json")
     profiler.disable()
     stream = io.StringIO()
-    pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(35)
+    only = os.environ.get("BENCH_PROFILE_FILTER", "")  # e.g. "memories|memoryhub": our own functions only
+    pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(only, 35)
     return stream.getvalue()
 
 

@@ -40,6 +40,7 @@ class TurnPrepareView(APIView):
         with working_set.prefetched(getattr(request, "working_set_prefetch", None)):
             turn = turn_prepare(
                 address=address,
+                scopes=getattr(request, "turn_prepare_scopes", None),  # what the limiter fetched, not computed twice
                 request=TurnRequest(
                     scenario_slug=data["scenarioId"],
                     user_message=data["userMessage"],
@@ -63,7 +64,9 @@ class TurnPrepareView(APIView):
             return []
         if not isinstance(slug, str):
             return []
-        return turn_prepare_scopes(ConversationAddress(request.user.product, user_id, conversation_id), slug)
+        address = ConversationAddress(request.user.product, user_id, conversation_id)
+        request.turn_prepare_scopes = (address, slug, turn_prepare_scopes(address, slug))
+        return request.turn_prepare_scopes[2]
 
 
 class TurnDetailView(APIView):

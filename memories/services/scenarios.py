@@ -41,8 +41,13 @@ def source_to_dict(source: MemorySource) -> dict:
 
 
 def scenario_sources(scenario: Scenario) -> tuple[SourceConfig, ...]:
-    rows = sorted(scenario.sources.all(), key=lambda s: (s.priority or 0, s.position))
-    return tuple(SourceConfig(s.source_id, s.agent_ref, s.variable, s.priority, s.options or {}) for s in rows)
+    """The scenario's sources in recall order; built once per instance (a prepare asks three times)."""
+    built = scenario.__dict__.get("_recall_sources")
+    if built is None:
+        rows = sorted(scenario.sources.all(), key=lambda s: (s.priority or 0, s.position))
+        built = tuple(SourceConfig(s.source_id, s.agent_ref, s.variable, s.priority, s.options or {}) for s in rows)
+        scenario.__dict__["_recall_sources"] = built
+    return built
 
 
 def scenario_for_turn(*, product: Product, slug: str) -> Scenario:

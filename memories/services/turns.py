@@ -32,9 +32,12 @@ class TurnRequest:
     replaces_turn_id: int | None = None
 
 
-def turn_prepare(*, address: ConversationAddress, request: TurnRequest) -> Turn:
+def turn_prepare(*, address: ConversationAddress, request: TurnRequest, scopes: tuple | None = None) -> Turn:
+    """`scopes`: (address, slug, turn_prepare_scopes(address, slug)) computed earlier in this request, if any."""
     category = _category(request.subscription_category)
-    with working_set.batch(turn_prepare_scopes(address, request.scenario_slug)):  # one cache round trip, see there
+    if scopes is None or scopes[:2] != (address, request.scenario_slug):
+        scopes = (address, request.scenario_slug, turn_prepare_scopes(address, request.scenario_slug))
+    with working_set.batch(scopes[2]):  # one cache round trip, see turn_prepare_scopes
         scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
         _seen_scenarios[(address.product.pk, scenario.slug)] = scenario
         conversation_pk, rounds = conversation_state(address)
