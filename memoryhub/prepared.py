@@ -6,14 +6,17 @@ directly (docs/performance.md). These helpers keep the ORM's SQL, converters and
 only skip re-deriving them: a `PreparedSelect` is an ordinary queryset compiled once with marker values
 for its parameters; `insert_one` is `Model.objects.create` without building an `InsertQuery`.
 
-Both go through `connection.cursor()`, so they are logged, counted by `CaptureQueriesContext`, routed like
-the ORM (reads by the database router, writes to the default database) and run in the caller's transaction.
+Both go through Django's cursors, so they are logged, counted by `CaptureQueriesContext`, routed like the ORM
+(reads by the database router, writes to the default database) and run in the caller's transaction.
+`binding_cursor` is Django's cursor with parameters bound by the server on PostgreSQL: large values (a
+turn's prompt, a query vector in binary) are sent as they are instead of quoted into the SQL text.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from django.db import connections, router, transaction
@@ -91,7 +94,7 @@ def insert_one(obj: M) -> M:
     fields = [f for f in meta.local_concrete_fields if f not in returning]
     sql, returning_sql = _insert_sql(connection, model, fields, returning)
     params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-    with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
+    with transaction.mark_for_rollback_on_error(alias), binding_cursor(connection) as cursor:
         cursor.execute(sql + returning_sql, params)
         if returning_sql:
             values = ops.fetch_returned_insert_columns(cursor, returning_params=())
@@ -104,6 +107,29 @@ def insert_one(obj: M) -> M:
     obj._state.adding, obj._state.db = False, alias
     signals.post_save.send(sender=model, instance=obj, created=True, update_fields=None, raw=False, using=alias)
     return obj
+
+
+@contextmanager
+def binding_cursor(connection) -> Iterator:
+    """`connection.cursor()`, but on PostgreSQL one that binds parameters on the server.
+
+    Django's default psycopg cursor interpolates parameters into the SQL text on the client: every string
+    is escaped and every float formatted, which costs more than the round trip for large values. Everything
+    else is Django's own: the health-checked connection, its adapters, error wrapping and query logging.
+    """
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield cursor
+        return
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        raw = ServerBindingCursor(connection.connection)
+    cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    with cursor:
+        yield cursor
 
 
 _INSERTS: dict[tuple, tuple[str, str]] = {}

@@ -231,3 +231,19 @@ def test_a_searched_memory_is_the_instance_the_orm_reads(alice, tenants, rng):
         memory.version += 1
         memory.save(update_fields=["version"])  # an instance the ORM can write back
         assert LongTermMemory.objects.get(pk=memory.pk).version == orm.version + 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_hnsw_settings_hold_for_one_search_and_never_stay_with_the_session(alice, rng, monkeypatch):
+    """SET LOCAL in the search's own transaction: behind a transaction-pooling PgBouncer nothing leaks."""
+    monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 5)
+    rows = add_rows(alice.product, "large", [unit(rng) for _ in range(20)])
+    query = unit(rng)
+    found, branch = search(alice.product, "large", query)
+    assert branch == "hnsw" and found == exact(rows, query, 10)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.ef_search")
+        (ef_search,) = cursor.fetchone()
+        cursor.execute("SHOW hnsw.iterative_scan")
+        (iterative,) = cursor.fetchone()
+    assert (ef_search, iterative) == ("40", "off")  # pgvector's defaults: the session was never changed

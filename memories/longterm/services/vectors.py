@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,8 +24,7 @@ from typing import Protocol
 import numpy as np
 import psycopg
 from django.conf import settings
-from django.db import connection
-from django.db.backends.postgresql.base import ServerBindingCursor
+from django.db import connection, transaction
 from django.db.models import signals
 from django.db.models.base import ModelState
 from django.utils import timezone
@@ -37,6 +35,7 @@ from memories.longterm.admission import KINDS
 from memories.longterm.models import EmbeddingIndex, LongTermMemory, MemoryKind, current
 from memoryhub.clients.embeddings import EmbeddingIdentity
 from memoryhub.clients.errors import DependencyUnavailable
+from memoryhub.prepared import binding_cursor
 from memoryhub.timefmt import iso
 
 PGVECTOR, SQLITE_EXACT, QDRANT = "pgvector", "sqlite-exact", "qdrant"
@@ -152,27 +151,18 @@ def _fire_deferred_checks() -> None:
         connection.check_constraints()  # SET CONSTRAINTS ALL IMMEDIATE, then back to DEFERRED
 
 
-# Raw connections whose session already carries the HNSW settings (set once, outside any transaction).
-_configured_sessions: weakref.WeakSet = weakref.WeakSet()
-_HNSW_SETTINGS = (
-    f"SET {{scope}}hnsw.ef_search = {EF_SEARCH}; "
-    # pgvector >= 0.8: keep scanning the graph until enough rows pass the product/user filter.
-    "SET {scope}hnsw.iterative_scan = strict_order; "
-    f"SET {{scope}}hnsw.max_scan_tuples = {HNSW_MAX_SCAN_TUPLES}"
-)
+def _hnsw_settings(cursor) -> None:
+    """The HNSW search settings for the current transaction only (SET LOCAL).
 
-
-def _hnsw_session(cursor) -> None:
-    """Search settings for this connection: once per session in autocommit, per transaction inside one.
-
-    A session-level SET inside a transaction would be undone by a rollback, so only an autocommit
-    connection is remembered as configured; saving the round trips matters for every search.
+    Never for the session: behind a transaction-pooling PgBouncer a session setting would stay with a
+    server connection that other clients then use, and this one might search on a connection without it.
     """
-    if connection.in_atomic_block:
-        cursor.execute(_HNSW_SETTINGS.format(scope="LOCAL "))
-    elif connection.connection not in _configured_sessions:
-        cursor.execute(_HNSW_SETTINGS.format(scope=""))
-        _configured_sessions.add(connection.connection)
+    cursor.execute(
+        f"SET LOCAL hnsw.ef_search = {int(EF_SEARCH)}; "
+        # pgvector >= 0.8: keep scanning the graph until enough rows pass the product/user filter.
+        "SET LOCAL hnsw.iterative_scan = strict_order; "
+        f"SET LOCAL hnsw.max_scan_tuples = {int(HNSW_MAX_SCAN_TUPLES)}"
+    )
 
 
 class PgvectorBackend(_RowBackend):
@@ -223,7 +213,7 @@ class PgvectorBackend(_RowBackend):
         """
         asked = dict(product_id=product_id, user_id=user_id, kinds=kinds, vector=vector, limit=limit, offset=offset)
         sql, params = exact_statement(index, **asked, now=now)
-        with _binding_cursor() as cursor:
+        with binding_cursor(connection) as cursor:  # the vector goes in binary
             cursor.execute(sql, params)
             rows = cursor.fetchall()
         live, scanned = rows[0][0], rows[0][1]
@@ -232,28 +222,10 @@ class PgvectorBackend(_RowBackend):
         if scanned <= EXACT_SCAN_MAX_ROWS:
             return RowSearch(True, "exact", [_pair(row[2:]) for row in rows[1:]])  # (distance, columns…)
         sql, params = hnsw_statement(index, **asked, now=now)
-        with connection.cursor() as settings_cursor:
-            _hnsw_session(settings_cursor)  # once per session (autocommit); SET LOCAL inside a transaction
-        with _binding_cursor() as cursor:
-            cursor.execute(sql, params)
+        with transaction.atomic(using=connection.alias), binding_cursor(connection) as cursor:
+            _hnsw_settings(cursor)
+            cursor.execute(sql, params)  # the vector goes in binary
             return RowSearch(True, "hnsw", [_pair(row) for row in cursor.fetchall()])
-
-
-@contextmanager
-def _binding_cursor() -> Iterator:
-    """A cursor of Django's connection that binds parameters on the server, so the query vector goes in binary.
-
-    Django's default cursor interpolates parameters into the SQL text on the client, which would format
-    every float of the vector. Everything else is Django's own: the connection (health-checked, opened
-    as usual), its adapters, error wrapping and query logging (CaptureQueriesContext sees the statement).
-    """
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        raw = ServerBindingCursor(connection.connection)
-    cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
-    with cursor:
-        yield cursor
 
 
 @dataclass(frozen=True)
@@ -338,7 +310,7 @@ def exact_statement(index: EmbeddingIndex, **asked) -> tuple[str, dict]:
 
 
 def hnsw_statement(index: EmbeddingIndex, **asked) -> tuple[str, dict]:
-    """A large user's search through the index's own partial HNSW index, with iterative scans (session settings).
+    """A large user's search through the index's own partial HNSW index, with iterative scans (_hnsw_settings).
 
     The index id and dimension are integers from our own row, inlined so the planner can match the partial
     index predicate; everything from a request is a parameter. Expired and superseded rows never match.
