@@ -103,7 +103,10 @@ def get_or_build(scope: Scope, build: Callable[[], T]) -> tuple[T, bool]:
 
 
 def invalidate(*scopes: Scope) -> None:
-    cache.set_many({scope.key: _TOMBSTONE for scope in scopes}, TOMBSTONE_SECONDS)
+    if len(scopes) == 1:  # one SET: django-redis wraps set_many in a MULTI/EXEC pipeline
+        cache.set(scopes[0].key, _TOMBSTONE, TOMBSTONE_SECONDS)
+    elif scopes:
+        cache.set_many({scope.key: _TOMBSTONE for scope in scopes}, TOMBSTONE_SECONDS)
     prefetched = _batch.get()
     if prefetched:  # a read later in this request must not use what was prefetched before the write
         for scope in scopes:

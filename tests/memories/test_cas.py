@@ -183,6 +183,7 @@ def test_a_cache_outage_fails_before_anything_is_written(document, monkeypatch):
     def down(*args, **kwargs):
         raise ConnectionError("cache down")
 
+    monkeypatch.setattr(cache, "set", down)
     monkeypatch.setattr(cache, "set_many", down)
     with pytest.raises(ConnectionError):
         cas.compare_and_set(revision_row(document), 3, changes={"memory": {"v": 4}}, invalidate=[scope_of(document)])
