@@ -123,8 +123,9 @@ def binding_cursor(connection) -> Iterator:
         return
     from django.db.backends.postgresql.base import ServerBindingCursor
 
-    connection.close_if_health_check_failed()
+    connection.close_if_health_check_failed()  # what connection.cursor() does before it makes a cursor
     connection.ensure_connection()
+    connection.validate_thread_sharing()
     with connection.wrap_database_errors:
         raw = ServerBindingCursor(connection.connection)
     cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memories.models import ApiKey, Conversation, Turn
 from memories.services.products import api_key_authenticate, api_key_create, api_key_revoke, product_create
-from memoryhub.prepared import PreparedSelect, insert_one
+from memoryhub.prepared import PreparedSelect, binding_cursor, insert_one
 
 pytestmark = pytest.mark.django_db
 
@@ -90,3 +90,20 @@ def test_all_returns_every_row_in_the_querysets_order():
     prepared = PreparedSelect(ApiKey, lambda pk: ApiKey.objects.filter(product_id=pk).order_by("-id"), arity=1)
     assert prepared.all(product.pk) == [second.api_key, first.api_key]
     assert prepared.all("prd_none") == []
+
+
+@pytest.mark.requires_postgres
+def test_the_binding_cursor_sends_values_as_parameters_and_stays_djangos_cursor():
+    """Server-side binding: values are never quoted into the SQL text, yet logged, wrapped and transactional."""
+    from django.db import IntegrityError
+    from pgvector import Vector
+
+    tricky = 'it\'s 100% \\ "quoted" -- ; DROP TABLE x; 中文 \u2028'
+    with CaptureQueriesContext(connection) as captured, binding_cursor(connection) as cursor:
+        cursor.execute("SELECT %s::text, %s::vector <=> %s::vector", [tricky, Vector([1.0, 0.0]), Vector([1.0, 0.0])])
+        assert cursor.fetchone() == (tricky, 0.0)  # the vector went in pgvector's binary format
+        assert type(cursor.cursor).__name__ == "ServerBindingCursor"
+    assert len(captured) == 1  # logged like any statement (CaptureQueriesContext, DEBUG)
+    product, _ = product_create(name="p")
+    with pytest.raises(IntegrityError), binding_cursor(connection) as cursor:  # Django's exception, not psycopg's
+        cursor.execute("INSERT INTO memories_product (id) VALUES (%s)", [product.pk])
