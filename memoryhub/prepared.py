@@ -121,13 +121,13 @@ def binding_cursor(connection) -> Iterator:
         with connection.cursor() as cursor:
             yield cursor
         return
-    from django.db.backends.postgresql.base import ServerBindingCursor
+    import psycopg
 
     connection.close_if_health_check_failed()  # what connection.cursor() does before it makes a cursor
     connection.ensure_connection()
     connection.validate_thread_sharing()
     with connection.wrap_database_errors:
-        raw = ServerBindingCursor(connection.connection)
+        raw = psycopg.Cursor(connection.connection)  # psycopg's own cursor binds on the server
     cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
     with cursor:
         yield cursor

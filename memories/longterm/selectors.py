@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from django.db import connection
 from django.db.models import Case, IntegerField, QuerySet, Value, When
@@ -262,7 +263,7 @@ def _semantic_pgvector(scope: UserAddress, query: str, limit: int, offset: int) 
     in_use = index_last_seen()
     for _attempt in range(2):
         vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
-        found = in_use.backend.search_rows(
+        found = cast(PgvectorBackend, in_use.backend).search_rows(
             in_use.index,
             product_id=scope.product.pk,
             user_id=scope.user_id,
