@@ -112,7 +112,7 @@ def index_last_seen() -> IndexInUse:
     """`index_in_use()` as this process last read it, without a query — only for a caller that verifies it.
 
     Another process may have activated another index since: a caller must check inside its own statement
-    that this index is still the active one for this identity (vectors.index_gate) and call
+    that this index is still the active one for this identity (`memoryhub_search_exact` does) and call
     `index_in_use()` again when it is not. The configured embedder and backend are compared here, so a
     change of settings is never served from the last index.
     """
