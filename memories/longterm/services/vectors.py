@@ -93,6 +93,8 @@ def builtin_searchable_kinds() -> list[str]:
 
 # Query vectors travel in pgvector's binary format (a header and float4s: no float formatting or parsing,
 # ~5 µs against ~0.3 ms for the text of a 512-d vector). OID 0: the server takes the type from `::vector`.
+# Registered globally at import, which Django's app loading does (the longterm app's producers) before any
+# connection is opened: every connection starts from the global adapters.
 psycopg.adapters.register_dumper(Vector, VectorBinaryDumper)
 
 
