@@ -20,7 +20,7 @@ from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memoryhub import working_set
 from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder, preprocess
 
-from .vectors import REINDEX_COMMAND, EmbeddingIndexMismatch, VectorBackend, configured_backend
+from .vectors import REINDEX_COMMAND, EmbeddingIndexMismatch, VectorBackend, configured_backend, index_replaced
 
 
 @dataclass(frozen=True)
@@ -172,8 +172,4 @@ def lock_for_write(index: EmbeddingIndex) -> None:
         cursor.execute(f"SELECT status FROM {EmbeddingIndex._meta.db_table} WHERE id = %s{lock}", [index.pk])
         row = cursor.fetchone()
     if row is None or row[0] != "active":
-        raise EmbeddingIndexMismatch(
-            "the vector index was replaced while this write was prepared; retry the request",
-            service="embedder",
-            details={"command": REINDEX_COMMAND},
-        )
+        raise index_replaced()
