@@ -34,10 +34,16 @@ class PreparedSelect(Generic[M]):
     """`build(*markers)` → a queryset; `first(*values)` / `all(*values)` run it with the values in their places.
 
     The queryset must use each argument as a plain parameter (a lookup value), as `filter(prefix=arg)` does.
+    On PostgreSQL, `function` names a PL/pgSQL function (created by a migration) that takes the arguments in
+    order and returns the compiled query's columns in order: it runs in its place, so that the server plans it
+    once per connection instead of on every call, behind any connection pooler (tests/test_prepared.py checks
+    that its columns match the query's).
     """
 
-    def __init__(self, model: type[M], build: Callable[..., QuerySet[M]], arity: int) -> None:
-        self.model, self.build, self.arity = model, build, arity
+    def __init__(
+        self, model: type[M], build: Callable[..., QuerySet[M]], arity: int, function: str | None = None
+    ) -> None:
+        self.model, self.build, self.arity, self.function = model, build, arity, function
         self._local = threading.local()  # a compiler holds its thread's connection
 
     def _compile(self, alias: str) -> tuple:
@@ -50,6 +56,8 @@ class PreparedSelect(Generic[M]):
             if index is None:
                 raise ValueError(f"{self.model.__name__}: a compiled parameter is not an argument: {param!r}")
             positions.append(index)
+        if self.function and compiler.connection.vendor == "postgresql":
+            sql, positions = f"SELECT * FROM {self.function}({', '.join(['%s'] * self.arity)})", list(range(self.arity))
         klass_info, select = compiler.klass_info, compiler.select
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
         init_list = [column[0].target.attname for column in select[start:end]]

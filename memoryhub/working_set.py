@@ -84,6 +84,32 @@ def queue_reads(pipeline, scopes: Iterable[Scope]) -> Callable[[list | None], di
     return lambda reply: {key: None if raw is None else decode(raw) for key, raw in zip(keys, reply or [])}
 
 
+def queue_invalidations(pipeline, scopes: Iterable[Scope]) -> list[str]:
+    """Add these entries' tombstones to a django-redis client's pipeline; return their keys.
+
+    A write the request has already validated can send its invalidation in the rate limiter's round trip;
+    the write then runs inside `invalidated_ahead(keys)`, and `invalidate` does not send them again.
+    """
+    keys = list(dict.fromkeys(scope.key for scope in scopes))
+    tombstone = cache.client.encode(_TOMBSTONE)  # type: ignore[attr-defined]
+    for key in keys:
+        pipeline.set(cache.make_key(key), tombstone, ex=TOMBSTONE_SECONDS)
+    return keys
+
+
+_ahead: ContextVar[set[str] | None] = ContextVar("working_set_invalidated_ahead", default=None)
+
+
+@contextmanager
+def invalidated_ahead(keys: Iterable[str]) -> Iterator[None]:
+    """Entries whose tombstones this request has written already (`queue_invalidations`), each skipped once."""
+    token = _ahead.set(set(keys))
+    try:
+        yield
+    finally:
+        _ahead.reset(token)
+
+
 def _read(key: str) -> object:
     prefetched = _batch.get()
     if prefetched is not None and key in prefetched:
@@ -103,6 +129,11 @@ def get_or_build(scope: Scope, build: Callable[[], T]) -> tuple[T, bool]:
 
 
 def invalidate(*scopes: Scope) -> None:
+    ahead = _ahead.get()
+    if ahead:  # written in this request's first round trip, before anything was written: once is enough
+        sent = [scope for scope in scopes if scope.key in ahead]
+        ahead.difference_update(scope.key for scope in sent)  # a second write in the request invalidates again
+        scopes = tuple(scope for scope in scopes if scope not in sent)
     if len(scopes) == 1:  # one SET: django-redis wraps set_many in a MULTI/EXEC pipeline
         cache.set(scopes[0].key, _TOMBSTONE, TOMBSTONE_SECONDS)
     elif scopes:

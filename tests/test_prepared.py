@@ -38,6 +38,27 @@ def test_a_revoked_or_unknown_key_is_not_found():
     assert api_key_authenticate("mhk_000000000000_nothing") is None
 
 
+@pytest.mark.requires_postgres
+def test_the_key_lookup_function_answers_the_orm_querys_columns_and_rows():
+    from memories.services.products import _ACTIVE_KEY
+
+    product, issued = product_create(name="p")
+    revoked = api_key_create(product=product, name="revoked")
+    api_key_revoke(api_key=revoked.api_key)
+    compiler = _ACTIVE_KEY.build(issued.api_key.prefix).query.get_compiler(using="default")
+    orm_sql, orm_params = compiler.as_sql()
+    with connection.cursor() as cursor:
+        for prefix in (issued.api_key.prefix, revoked.api_key.prefix, "unknown"):
+            cursor.execute(orm_sql, [prefix, *orm_params[1:]])
+            orm_types, orm_rows = [c.type_code for c in cursor.description], cursor.fetchall()
+            cursor.execute("SELECT * FROM memoryhub_active_api_key(%s)", [prefix])
+            assert [c.type_code for c in cursor.description] == orm_types  # same columns, same order
+            assert cursor.fetchall() == orm_rows
+    with CaptureQueriesContext(connection) as captured:
+        assert api_key_authenticate(issued.plaintext) == issued.api_key
+    assert "memoryhub_active_api_key" in captured[0]["sql"]  # the function, not the query, runs
+
+
 def test_a_prepared_select_refuses_a_parameter_that_is_not_an_argument():
     prepared = PreparedSelect(ApiKey, lambda prefix: ApiKey.objects.filter(prefix=prefix, name="fixed")[:1], arity=1)
     with pytest.raises(ValueError, match="not an argument"):

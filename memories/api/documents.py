@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.selectors.documents import memory_document_get, memory_revisions_page
-from memories.services.documents import memory_document_replace
+from memories.services.documents import json_memory_scope, memory_document_check, memory_document_replace
+from memoryhub import working_set
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
+from memoryhub.errors import DomainError
 
 from .idempotency import HEADER, Answer, idempotent_response
 from .serializers.documents import (
@@ -38,8 +41,11 @@ class MemoryDocumentView(APIView):
         operation_id="memory_replace",
     )
     def put(self, request, user_id: str, conversation_id: str):
-        address = conversation_address(request, user_id, conversation_id)
-        data = validated(MemoryWriteSerializer, request.data)
+        checked = getattr(request, "memory_put", None)  # what working_set_writes found valid, not checked twice
+        address, data = checked or (
+            conversation_address(request, user_id, conversation_id),
+            validated(MemoryWriteSerializer, request.data),
+        )
 
         def perform() -> Answer:
             revision = memory_document_replace(
@@ -50,7 +56,26 @@ class MemoryDocumentView(APIView):
             )
             return Answer(200, {"revision": revision})
 
-        return idempotent_response(request, address.product, "memory.replace", perform)
+        with working_set.invalidated_ahead(getattr(request, "working_set_invalidated", ())):
+            return idempotent_response(request, address.product, "memory.replace", perform)
+
+    def working_set_writes(self, request) -> list[working_set.Scope]:
+        """The entry a valid PUT replaces: its tombstone rides in the rate limiter's round trip
+        (memoryhub/api/throttling.py), so the write does not pay a cache round trip of its own.
+
+        Only for a body that passes every check the write makes before it is attempted, so that a refused
+        write keeps the cached value; anything else is left to `put`, which refuses it as usual.
+        """
+        if request.method != "PUT":
+            return []
+        try:
+            address = conversation_address(request, self.kwargs["user_id"], self.kwargs["conversation_id"])
+            data = validated(MemoryWriteSerializer, request.data)  # a body that is not JSON is refused here
+            memory_document_check(address=address, expected_revision=data["expectedRevision"], memory=data["memory"])
+        except (DomainError, ValidationError):
+            return []
+        request.memory_put = (address, data)
+        return [json_memory_scope(address)]
 
 
 class MemoryRevisionListView(APIView):

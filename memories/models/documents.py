@@ -8,7 +8,8 @@ from .products import Product
 class MemoryDocument(models.Model):
     """The current JSON memory of one (product, user, conversation); `revision` is its CAS version."""
 
-    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    # No index of its own: memory_document_unique leads with product (fewer indexes for every first write).
+    product = models.ForeignKey(Product, on_delete=models.CASCADE, db_index=False)
     user_id = models.CharField(max_length=128)
     conversation_id = models.CharField(max_length=128)
     revision = models.BigIntegerField()
@@ -30,7 +31,8 @@ class MemoryRevision(models.Model):
 
     ACTOR_TYPES = [("api_key", "API key"), ("operator", "Operator"), ("tool", "Tool token")]
 
-    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    # No index of its own: memory_revision_unique leads with product (two index writes fewer for every write).
+    product = models.ForeignKey(Product, on_delete=models.CASCADE, db_index=False)
     user_id = models.CharField(max_length=128)
     conversation_id = models.CharField(max_length=128)
     revision = models.BigIntegerField()

@@ -30,9 +30,9 @@ def memory_document_replace(
     *, address: ConversationAddress, expected_revision: int, memory: object, actor: Actor, schema: dict | None = None
 ) -> int:
     """Replace the whole document iff its stored revision is `expected_revision`; return the new revision."""
-    validate_revision(expected_revision)
-    serialized = validate_memory(memory)
-    check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
+    serialized = memory_document_check(
+        address=address, expected_revision=expected_revision, memory=memory, schema=schema
+    )
     # With webhook endpoints, the revision and its memory.updated message commit together (nothing lost
     # between two transactions); without, the write stays one statement with no BEGIN/COMMIT around it.
     with transaction.atomic() if address.product.webhook_endpoints_enabled else nullcontext():
@@ -51,6 +51,17 @@ def memory_document_replace(
             data={"revision": revision, "actorType": actor.type},
         )
     return revision
+
+
+def memory_document_check(
+    *, address: ConversationAddress, expected_revision: int, memory: object, schema: dict | None = None
+) -> str:
+    """Everything that would refuse the replacement before it is attempted (limits, the product's schema);
+    returns the document serialized as it is stored."""
+    validate_revision(expected_revision)
+    serialized = validate_memory(memory)
+    check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
+    return serialized
 
 
 def _document(address: ConversationAddress) -> dict:

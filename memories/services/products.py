@@ -39,11 +39,13 @@ def api_key_revoke(*, api_key: ApiKey) -> None:
     ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
-# Every request runs this lookup: compiled once (memoryhub/prepared.py), the product row read fresh each time.
+# Every request runs this lookup: compiled once (memoryhub/prepared.py), planned once per connection on
+# PostgreSQL (migration 0015), the product row read fresh each time.
 _ACTIVE_KEY = PreparedSelect(
     ApiKey,
     lambda prefix: ApiKey.objects.select_related("product").filter(prefix=prefix, revoked_at__isnull=True)[:1],
     arity=1,
+    function="memoryhub_active_api_key",
 )
 
 

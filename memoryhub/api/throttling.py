@@ -35,9 +35,13 @@ class PerKeyRateThrottle(SimpleRateThrottle):
             return True
         window, elapsed = divmod(self.timer(), self.duration)
         current_key, previous_key = f"{self.key}:{int(window)}", f"{self.key}:{int(window) - 1}"
-        scopes = getattr(view, "working_set_scopes", None)
-        current, previous, request.working_set_prefetch = _count(  # current includes this request
-            current_key, previous_key, ttl=2 * self.duration, scopes=scopes(request) if scopes else ()
+        scopes, writes = getattr(view, "working_set_scopes", None), getattr(view, "working_set_writes", None)
+        current, previous, request.working_set_prefetch, request.working_set_invalidated = _count(
+            current_key,  # current includes this request
+            previous_key,
+            ttl=2 * self.duration,
+            scopes=scopes(request) if scopes else (),
+            invalidations=writes(request) if writes else (),
         )
         remaining = 1 - elapsed / self.duration  # share of the previous window still inside the sliding one
         if previous * remaining + current <= self.num_requests:
@@ -60,25 +64,32 @@ def _wait(current: int, previous: int, elapsed: float, limit: int, duration: flo
     return max(duration - elapsed + later, 1.0)
 
 
-def _count(current_key: str, previous_key: str, *, ttl: int, scopes=()) -> tuple[int, int, dict]:
-    """Count this request in the current window; return (current, previous) counts and the entries read.
+def _count(
+    current_key: str, previous_key: str, *, ttl: int, scopes=(), invalidations=()
+) -> tuple[int, int, dict, list[str]]:
+    """Count this request in the current window; return (current, previous) counts, the entries read and
+    the keys invalidated.
 
     With Redis, the working-set entries the view declares (`view.working_set_scopes(request)`, read by the
     view inside `working_set.prefetched`) are read in the same round trip: a prepare's scenario, round
-    counter and sources cost no round trip of their own.
+    counter and sources cost no round trip of their own. Likewise the tombstones of the entries a valid
+    write will replace (`view.working_set_writes(request)`, the write then runs inside
+    `working_set.invalidated_ahead`): a memory PUT pays one cache round trip, not two.
     """
     client = _redis_client()
     if client is None:
         cache.add(current_key, 0, ttl)
-        return cache.incr(current_key), int(cache.get(previous_key) or 0), {}
+        return cache.incr(current_key), int(cache.get(previous_key) or 0), {}, []
     current_name, previous_name = cache.make_key(current_key), cache.make_key(previous_key)
     pipeline = client.pipeline(transaction=False)
     pipeline.incr(current_name)
     pipeline.expire(current_name, ttl)
     pipeline.get(previous_name)
+    invalidated = working_set.queue_invalidations(pipeline, invalidations)
     decode = working_set.queue_reads(pipeline, scopes)
-    current, _, previous, *reads = pipeline.execute()
-    return int(current), int(previous or 0), decode(reads[0] if reads else None)
+    current, _, previous, *replies = pipeline.execute()
+    reads = replies[len(invalidated) :]
+    return int(current), int(previous or 0), decode(reads[0] if reads else None), invalidated
 
 
 def _uncount(current_key: str) -> None:

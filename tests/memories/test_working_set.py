@@ -238,13 +238,10 @@ def test_a_warm_prepare_reads_the_working_set_in_one_round_trip(alice, gate, mon
     assert reads == (["get_many 1"] if on_redis else ["get_many 2", "get_many 1"]), reads
 
 
-@pytest.mark.requires_redis
-def test_on_redis_a_warm_prepare_makes_one_cache_round_trip(alice, gate, monkeypatch):
+def redis_trips(monkeypatch) -> list[str]:
+    """Every round trip to Redis from now on: a command's name, or a pipeline's commands."""
     import redis.client
 
-    prepare(alice)
-    time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
-    prepare(alice)
     trips: list[str] = []
     command, execute = redis.client.Redis.execute_command, redis.client.Pipeline.execute
 
@@ -258,10 +255,65 @@ def test_on_redis_a_warm_prepare_makes_one_cache_round_trip(alice, gate, monkeyp
 
     monkeypatch.setattr(redis.client.Redis, "execute_command", counting_command)
     monkeypatch.setattr(redis.client.Pipeline, "execute", counting_execute)
+    return trips
+
+
+@pytest.mark.requires_redis
+def test_on_redis_a_warm_prepare_makes_one_cache_round_trip(alice, gate, monkeypatch):
+    prepare(alice)
+    time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
+    prepare(alice)
+    trips = redis_trips(monkeypatch)
     turn = prepare(alice)
     assert json_source(turn)["cached"] is True
     # the rate limiter's counter and every entry the prepare reads
     assert trips == ["pipeline INCRBY EXPIRE GET MGET"], trips
+
+
+@pytest.mark.requires_redis
+def test_on_redis_a_memory_put_invalidates_in_the_rate_limiters_round_trip(alice, gate, monkeypatch):
+    prepare(alice), prepare(alice)
+    trips = redis_trips(monkeypatch)
+    write(alice, 0, {"v": 1})
+    # the counter and the entry's tombstone, before the compare-and-set; the write sends nothing more
+    assert trips == ["pipeline INCRBY EXPIRE GET SET"], trips
+    turn = prepare(alice)
+    assert json_source(turn)["cached"] is False and '{"v":1}' in turn["prompt"]
+
+
+@pytest.mark.requires_redis
+def test_on_redis_a_refused_put_writes_no_tombstone(alice, gate, monkeypatch):
+    prepare(alice), prepare(alice)
+    trips = redis_trips(monkeypatch)
+    assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"v": 1}, "x": 1}), 400)
+    nested: object = 1
+    for _ in range(40):
+        nested = [nested]
+    too_deep = {"expectedRevision": 0, "memory": {"a": nested}}
+    assert_envelope(alice.put(f"{CONV}/memory", too_deep), 400, "invalid_memory")
+    assert trips == ["pipeline INCRBY EXPIRE GET"] * 2, trips
+    assert json_source(prepare(alice))["cached"] is True
+
+
+def test_an_invalidation_sent_ahead_is_skipped_once(alice):
+    address = ConversationAddress(alice.product, "u1", "c1")
+    scope = json_memory_scope(address)
+    sets: list[str] = []
+    set_one = cache.set
+
+    def counting_set(key, *args, **kwargs):
+        sets.append(key)
+        return set_one(key, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cache, "set", counting_set)
+        with working_set.invalidated_ahead([scope.key]):
+            working_set.invalidate(scope)  # its tombstone went with the limiter's counter
+            assert sets == []
+            working_set.invalidate(scope)  # a second write in the same request invalidates again
+            assert sets == [scope.key]
+        working_set.invalidate(scope)
+        assert sets == [scope.key] * 2
 
 
 def count_reads(monkeypatch) -> list[str]:
