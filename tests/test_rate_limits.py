@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memories.models import MemoryDocument
 from memories.services.products import api_key_create
 from memoryhub.api.throttling import PerKeyRateThrottle
 from tests.support.api import assert_envelope, client_for
@@ -58,3 +59,14 @@ def test_refused_requests_do_not_count(alice, clock):
         assert_envelope(alice.get(URL), 429, "rate_limited")
     clock[0] += 70  # 60 s into the next window: only the three admitted requests counted, all slid out
     assert alice.get(URL).status_code == 200
+
+
+def test_a_memory_put_that_is_not_json_is_refused_before_it_counts(alice, three_per_minute):
+    for _ in range(3):
+        assert_envelope(alice.client.put(URL, "{not json", content_type="application/json"), 400)
+        assert_envelope(alice.client.put(URL, "x=1", content_type="application/x-www-form-urlencoded"), 415)
+    for revision in range(3):  # the key's three requests are all still there
+        assert alice.put(URL, {"expectedRevision": revision, "memory": {"n": revision}}).status_code == 200
+    assert_envelope(alice.put(URL, {"expectedRevision": 3, "memory": {}}), 429, "rate_limited")
+    assert_envelope(alice.client.put(URL, "{not json", content_type="application/json"), 400)  # still before the limit
+    assert MemoryDocument.objects.get(product=alice.product).revision == 3
