@@ -62,7 +62,8 @@ class PreparedSelect(Generic[M]):
         start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
         init_list = [column[0].target.attname for column in select[start:end]]
         populators = get_related_populators(klass_info, select, alias)  # type: ignore[call-arg]  # stubs: Django 6
-        compiled = (compiler, sql, positions, start, end, init_list, populators)
+        converters = compiler.get_converters([column[0] for column in select[: compiler.col_count]])
+        compiled = (compiler, sql, positions, start, end, init_list, populators, converters)
         self._local.__dict__[alias] = compiled
         return compiled
 
@@ -76,12 +77,12 @@ class PreparedSelect(Generic[M]):
     def _run(self, values: tuple, *, many: bool) -> list[M]:
         alias = router.db_for_read(self.model) or "default"
         compiled = self._local.__dict__.get(alias) or self._compile(alias)
-        compiler, sql, positions, start, end, init_list, populators = compiled
+        compiler, sql, positions, start, end, init_list, populators, converters = compiled
         with connections[alias].cursor() as cursor:
             cursor.execute(sql, [values[i] for i in positions])
             rows = cursor.fetchall() if many else cursor.fetchmany(1)
         objects = []
-        for row in compiler.results_iter([rows]):
+        for row in compiler.apply_converters(rows, converters) if converters else rows:  # results_iter, converters kept
             obj = self.model.from_db(alias, init_list, row[start:end])
             for populator in populators:
                 populator.populate(row, obj)

@@ -247,6 +247,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["memoryhub.api.authentication.IsProductClient"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.StrictJSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "memoryhub.api.negotiation.JSONFirstContentNegotiation",
     "DEFAULT_THROTTLE_CLASSES": ["memoryhub.api.throttling.PerKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"per_key": RATE_LIMIT_PER_KEY},
     "EXCEPTION_HANDLER": "memoryhub.api.handler.envelope_exception_handler",

@@ -6,7 +6,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.selectors.documents import memory_document_get, memory_revisions_page
-from memories.services.documents import json_memory_scope, memory_document_check, memory_document_replace
+from memories.services.documents import (
+    CheckedReplacement,
+    json_memory_scope,
+    memory_document_check,
+    memory_document_write,
+)
 from memoryhub import working_set
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
@@ -42,22 +47,19 @@ class MemoryDocumentView(APIView):
     )
     def put(self, request, user_id: str, conversation_id: str):
         checked = getattr(request, "memory_put", None)  # what working_set_writes found valid, not checked twice
-        address, data = checked or (
-            conversation_address(request, user_id, conversation_id),
-            validated(MemoryWriteSerializer, request.data),
-        )
+        if checked is None:
+            address = conversation_address(request, user_id, conversation_id)
+            checked = self._check(address, validated(MemoryWriteSerializer, request.data))
 
         def perform() -> Answer:
-            revision = memory_document_replace(
-                address=address,
-                expected_revision=data["expectedRevision"],
-                memory=data["memory"],
-                actor=request.user.actor,
-            )
-            return Answer(200, {"revision": revision})
+            return Answer(200, {"revision": memory_document_write(checked, actor=request.user.actor)})
 
         with working_set.invalidated_ahead(getattr(request, "working_set_invalidated", ())):
-            return idempotent_response(request, address.product, "memory.replace", perform)
+            return idempotent_response(request, checked.address.product, "memory.replace", perform)
+
+    @staticmethod
+    def _check(address, data: dict) -> CheckedReplacement:
+        return memory_document_check(address=address, expected_revision=data["expectedRevision"], memory=data["memory"])
 
     def working_set_writes(self, request) -> list[working_set.Scope]:
         """The entry a valid PUT replaces: its tombstone rides in the rate limiter's round trip
@@ -71,10 +73,9 @@ class MemoryDocumentView(APIView):
         try:
             address = conversation_address(request, self.kwargs["user_id"], self.kwargs["conversation_id"])
             data = validated(MemoryWriteSerializer, request.data)  # a body that is not JSON is refused here
-            memory_document_check(address=address, expected_revision=data["expectedRevision"], memory=data["memory"])
+            request.memory_put = self._check(address, data)
         except (DomainError, ValidationError):
             return []
-        request.memory_put = (address, data)
         return [json_memory_scope(address)]
 
 

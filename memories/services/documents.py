@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -30,9 +31,33 @@ def memory_document_replace(
     *, address: ConversationAddress, expected_revision: int, memory: object, actor: Actor, schema: dict | None = None
 ) -> int:
     """Replace the whole document iff its stored revision is `expected_revision`; return the new revision."""
-    serialized = memory_document_check(
-        address=address, expected_revision=expected_revision, memory=memory, schema=schema
-    )
+    checked = memory_document_check(address=address, expected_revision=expected_revision, memory=memory, schema=schema)
+    return memory_document_write(checked, actor=actor)
+
+
+@dataclass(frozen=True)
+class CheckedReplacement:
+    """A replacement that passed every check made before it is attempted; only `memory_document_check` makes one."""
+
+    address: ConversationAddress
+    expected_revision: int
+    memory: object
+    serialized: str  # the document as it is stored
+
+
+def memory_document_check(
+    *, address: ConversationAddress, expected_revision: int, memory: object, schema: dict | None = None
+) -> CheckedReplacement:
+    """Everything that would refuse the replacement before it is attempted (limits, the product's schema)."""
+    validate_revision(expected_revision)
+    serialized = validate_memory(memory)
+    check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
+    return CheckedReplacement(address, expected_revision, memory, serialized)
+
+
+def memory_document_write(checked: CheckedReplacement, *, actor: Actor) -> int:
+    """Attempt a checked replacement (the API checks a PUT's body before its rate-limit round trip, not twice)."""
+    address, expected_revision = checked.address, checked.expected_revision
     # With webhook endpoints, the revision and its memory.updated message commit together (nothing lost
     # between two transactions); without, the write stays one statement with no BEGIN/COMMIT around it.
     with transaction.atomic() if address.product.webhook_endpoints_enabled else nullcontext():
@@ -40,7 +65,7 @@ def memory_document_replace(
         revision = cas.compare_and_set(
             cas.Versioned(MemoryDocument, _document(address), kind="memory_document"),
             expected_revision,
-            statement=lambda: _compare_and_set(address, expected_revision, serialized, actor),
+            statement=lambda: _compare_and_set(address, expected_revision, checked.serialized, actor),
             invalidate=[json_memory_scope(address)],
         )
         publish_event(
@@ -51,17 +76,6 @@ def memory_document_replace(
             data={"revision": revision, "actorType": actor.type},
         )
     return revision
-
-
-def memory_document_check(
-    *, address: ConversationAddress, expected_revision: int, memory: object, schema: dict | None = None
-) -> str:
-    """Everything that would refuse the replacement before it is attempted (limits, the product's schema);
-    returns the document serialized as it is stored."""
-    validate_revision(expected_revision)
-    serialized = validate_memory(memory)
-    check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
-    return serialized
 
 
 def _document(address: ConversationAddress) -> dict:

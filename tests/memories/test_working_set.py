@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from memories.selectors.documents import memory_document_get
+from memories.services import documents as documents_service
 from memories.services import turns as turns_service
 from memories.services.documents import json_memory_scope, memory_document_replace
 from memoryhub import working_set
@@ -293,6 +294,23 @@ def test_on_redis_a_refused_put_writes_no_tombstone(alice, gate, monkeypatch):
     assert_envelope(alice.put(f"{CONV}/memory", too_deep), 400, "invalid_memory")
     assert trips == ["pipeline INCRBY EXPIRE GET"] * 2, trips
     assert json_source(prepare(alice))["cached"] is True
+
+
+def test_a_memory_put_checks_its_body_once(alice, monkeypatch):
+    # working_set_writes checks the body before the limiter's round trip; the write reuses that check
+    checks: list[object] = []
+    validate = documents_service.validate_memory
+
+    def counting_validate(memory):
+        checks.append(memory)
+        return validate(memory)
+
+    monkeypatch.setattr(documents_service, "validate_memory", counting_validate)
+    write(alice, 0, {"v": 1})
+    assert checks == [{"v": 1}]
+    assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 1, "memory": {"v": [[[1]]]}, "x": 1}), 400)
+    assert checks == [{"v": 1}]  # a body the serializer refuses is never checked, not even once
+    assert memory_document_get(ConversationAddress(alice.product, "u1", "c1")) == (1, {"v": 1})
 
 
 def test_an_invalidation_sent_ahead_is_skipped_once(alice):
