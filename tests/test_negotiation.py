@@ -39,8 +39,8 @@ def outcome(negotiation, accept, renderers, path="/x", format_suffix=None):
 def test_the_shortcut_agrees_with_drf(accept, renderers):
     ours, drf = JSONFirstContentNegotiation(), DefaultContentNegotiation()
     assert outcome(ours, accept, renderers) == outcome(drf, accept, renderers)
-    assert outcome(ours, accept, renderers, path="/x?format=api") == outcome(drf, accept, renderers, path="/x?format=api")
-    assert outcome(ours, accept, renderers, format_suffix="api") == outcome(drf, accept, renderers, format_suffix="api")
+    for variant in ({"path": "/x?format=api"}, {"format_suffix": "api"}):
+        assert outcome(ours, accept, renderers, **variant) == outcome(drf, accept, renderers, **variant)
 
 
 def test_the_api_answers_json_to_clients_that_ask_for_it_or_for_anything(alice):
