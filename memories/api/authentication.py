@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from django.db import connection
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
 import memoryhub.api.schema  # noqa: F401  registers the OpenAPI security schemes for the classes below
 from memories.models import Product
-from memories.services.products import api_key_authenticate
+from memories.services.products import KeySnapshot, api_key_authenticate, api_key_snapshot, hash_key
 from memories.services.tools import TOKEN_PREFIX, tool_token_read
 from memoryhub.api.authentication import ProductClient, bearer_token
 
@@ -17,10 +18,18 @@ class ProductKeyAuthentication(BaseAuthentication):
         token = bearer_token(request)
         if token is None:
             return None
+        if _write_checks_key(request):
+            known = _snapshots.get(hash_key(token))
+            if known is not None:  # no lookup: the write checks the key in its own statement
+                return _client(known.api_key, known), known.api_key
+            snapshot = _remember(token)  # one query, as the lookup: the key with its row versions
+            if snapshot is None:
+                raise AuthenticationFailed("unknown or revoked API key")
+            return _client(snapshot.api_key), snapshot.api_key
         api_key = api_key_authenticate(token)
         if api_key is None:
             raise AuthenticationFailed("unknown or revoked API key")
-        return ProductClient(api_key.product, "api_key", api_key.prefix), api_key
+        return _client(api_key), api_key
 
     def authenticate_header(self, request) -> str:
         return "Bearer"
@@ -43,3 +52,48 @@ class ToolTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return "Bearer"
+
+
+# --- keys checked by the write itself --------------------------------------------------------------------------
+# A view lists the methods whose one SQL statement checks the key (`key_checked_by_write`, e.g. the memory PUT
+# with `memoryhub_memory_cas_for_key`). For those, a key this process has read before is taken from its snapshot
+# without a lookup; the write answers KeyChanged if the key or its product changed since, and every other
+# outcome is confirmed by a lookup before it is answered (`confirm_key`): revocation stays exact.
+
+_snapshots: dict[str, KeySnapshot] = {}  # by the hash of the whole key
+_SNAPSHOTS_MAX = 10_000
+
+
+def _write_checks_key(request) -> bool:
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    return request.method in getattr(view, "key_checked_by_write", ()) and connection.vendor == "postgresql"
+
+
+def _client(api_key, snapshot: KeySnapshot | None = None) -> ProductClient:
+    confirm = confirm_key if snapshot is not None else None
+    return ProductClient(api_key.product, "api_key", api_key.prefix, key_snapshot=snapshot, confirm=confirm)
+
+
+def _remember(token: str) -> KeySnapshot | None:
+    digest = hash_key(token)
+    _snapshots.pop(digest, None)
+    snapshot = api_key_snapshot(token)
+    if snapshot is not None:
+        if len(_snapshots) >= _SNAPSHOTS_MAX:
+            _snapshots.clear()
+        _snapshots[digest] = snapshot
+    return snapshot
+
+
+def confirm_key(request) -> KeySnapshot:
+    """Look up a key taken from its snapshot: the request's caller becomes the key as it is now.
+
+    Raises AuthenticationFailed if it is no longer active. Compare the snapshot returned with the one the
+    request started from to know whether anything done with the old one must be done again.
+    """
+    snapshot = _remember(bearer_token(request) or "")
+    if snapshot is None:
+        request.user = None
+        raise AuthenticationFailed("unknown or revoked API key")
+    request.user = _client(snapshot.api_key)
+    return snapshot

@@ -5,6 +5,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memories.api.authentication import confirm_key
 from memories.selectors.documents import memory_document_get, memory_revisions_page
 from memories.services.documents import (
     CheckedReplacement,
@@ -12,6 +13,7 @@ from memories.services.documents import (
     memory_document_check,
     memory_document_write,
 )
+from memories.services.products import KeyChanged
 from memoryhub import working_set
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
@@ -34,6 +36,8 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 class MemoryDocumentView(APIView):
     """The conversation's JSON memory document (M1–M8)."""
 
+    key_checked_by_write = ("PUT",)  # memories/api/authentication.py: a known key is checked by the write itself
+
     @extend_schema(responses=MemoryReadSerializer, operation_id="memory_get")
     def get(self, request, user_id: str, conversation_id: str):
         revision, memory = memory_document_get(conversation_address(request, user_id, conversation_id))
@@ -46,13 +50,36 @@ class MemoryDocumentView(APIView):
         operation_id="memory_replace",
     )
     def put(self, request, user_id: str, conversation_id: str):
+        snapshot = request.user.key_snapshot
+        if snapshot is None:
+            return self._replace(request, user_id, conversation_id)
+        if HEADER in request.headers or request.user.product.webhook_endpoints_enabled:
+            self._confirm(request, snapshot)  # more than one statement: the key is looked up first
+            return self._replace(request, user_id, conversation_id)
+        try:
+            return self._replace(request, user_id, conversation_id, key=snapshot)
+        except Exception as refused:
+            if not self._confirm(request, snapshot) and not isinstance(refused, KeyChanged):
+                raise  # the key and its product are as they were: the answer stands
+            return self._replace(request, user_id, conversation_id)
+
+    @staticmethod
+    def _confirm(request, snapshot) -> bool:
+        """Look the key up (401 if it is gone); True if it or its product changed: then start over with them."""
+        fresh = confirm_key(request)
+        changed = (fresh.key_version, fresh.product_version) != (snapshot.key_version, snapshot.product_version)
+        if changed:
+            request.memory_put, request.working_set_invalidated = None, ()
+        return changed
+
+    def _replace(self, request, user_id: str, conversation_id: str, key=None):
         checked = getattr(request, "memory_put", None)  # what working_set_writes found valid, not checked twice
         if checked is None:
             address = conversation_address(request, user_id, conversation_id)
             checked = self._check(address, validated(MemoryWriteSerializer, request.data))
 
         def perform() -> Answer:
-            return Answer(200, {"revision": memory_document_write(checked, actor=request.user.actor)})
+            return Answer(200, {"revision": memory_document_write(checked, actor=request.user.actor, key=key)})
 
         with working_set.invalidated_ahead(getattr(request, "working_set_invalidated", ())):
             return idempotent_response(request, checked.address.product, "memory.replace", perform)

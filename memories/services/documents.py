@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memories.models import MemoryDocument, MemoryRevision
 from memories.schemas import check_memory_against_schema
+from memories.services.products import KeyChanged, KeySnapshot
 from memories.validation import validate_memory, validate_revision
 from memoryhub import cas, working_set
 from memoryhub.actors import Actor
@@ -17,6 +18,7 @@ from memoryhub.addresses import ConversationAddress
 from memoryhub.events import publish as publish_event
 
 JSON_MEMORY_VARIABLE = "jsonMemory"
+KEY_CHANGED = -1  # memoryhub_memory_cas_for_key's answer when the key or its product changed (nothing written)
 
 _DOC = MemoryDocument._meta.db_table
 _REV = MemoryRevision._meta.db_table
@@ -55,8 +57,12 @@ def memory_document_check(
     return CheckedReplacement(address, expected_revision, memory, serialized)
 
 
-def memory_document_write(checked: CheckedReplacement, *, actor: Actor) -> int:
-    """Attempt a checked replacement (the API checks a PUT's body before its rate-limit round trip, not twice)."""
+def memory_document_write(checked: CheckedReplacement, *, actor: Actor, key: KeySnapshot | None = None) -> int:
+    """Attempt a checked replacement (the API checks a PUT's body before its rate-limit round trip, not twice).
+
+    `key`: the caller's key as last read; the write then checks in its own statement that neither the key nor
+    its product has changed since (PostgreSQL), and raises KeyChanged without writing anything otherwise.
+    """
     address, expected_revision = checked.address, checked.expected_revision
     # With webhook endpoints, the revision and its memory.updated message commit together (nothing lost
     # between two transactions); without, the write stays one statement with no BEGIN/COMMIT around it.
@@ -65,7 +71,7 @@ def memory_document_write(checked: CheckedReplacement, *, actor: Actor) -> int:
         revision = cas.compare_and_set(
             cas.Versioned(MemoryDocument, _document(address), kind="memory_document"),
             expected_revision,
-            statement=lambda: _compare_and_set(address, expected_revision, checked.serialized, actor),
+            statement=lambda: _compare_and_set(address, expected_revision, checked.serialized, actor, key),
             invalidate=[json_memory_scope(address)],
         )
         publish_event(
@@ -82,24 +88,37 @@ def _document(address: ConversationAddress) -> dict:
     return {"product": address.product, "user_id": address.user_id, "conversation_id": address.conversation_id}
 
 
-def _compare_and_set(address: ConversationAddress, expected: int, serialized: str, actor: Actor) -> int | None:
+def _compare_and_set(
+    address: ConversationAddress, expected: int, serialized: str, actor: Actor, api_key: KeySnapshot | None
+) -> int | None:
     now = timezone.now()
     key = (address.product.pk, address.user_id, address.conversation_id)
     history = (*key, serialized, actor.type, actor.id[:200], now)
     if connection.vendor == "postgresql":
-        return _cas_postgres(key, expected, serialized, now, history)
+        return _cas_postgres(key, expected, serialized, now, history, api_key)
     return _cas_portable(key, expected, serialized, now, history)
 
 
-def _cas_postgres(key: tuple, expected: int, serialized: str, now, history: tuple) -> int | None:
+def _cas_postgres(
+    key: tuple, expected: int, serialized: str, now, history: tuple, api_key: KeySnapshot | None
+) -> int | None:
     """One round trip: the conditional UPDATE … WHERE revision = expected (or the first INSERT) and its
-    history row, in one atomic call of memoryhub_memory_cas (migration 0005), whose plans stay cached."""
+    history row, in one atomic call of memoryhub_memory_cas (migration 0005), whose plans stay cached; with
+    `api_key`, memoryhub_memory_cas_for_key (0017) checks the key and its product first, in the same call."""
+    args = (*key, expected, serialized, now, *history[4:6])
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT memoryhub_memory_cas(%s, %s, %s, %s, CAST(%s AS jsonb), %s, %s, %s)",
-            (*key, expected, serialized, now, *history[4:6]),
-        )
-        return cursor.fetchone()[0]
+        if api_key is None:
+            cursor.execute("SELECT memoryhub_memory_cas(%s, %s, %s, %s, CAST(%s AS jsonb), %s, %s, %s)", args)
+        else:
+            versions = (api_key.api_key.prefix, api_key.key_version, api_key.product_version)
+            cursor.execute(
+                "SELECT memoryhub_memory_cas_for_key(%s, %s, %s, %s, %s, %s, %s, CAST(%s AS jsonb), %s, %s, %s)",
+                (*versions, *args),
+            )
+        committed = cursor.fetchone()[0]
+    if committed == KEY_CHANGED:
+        raise KeyChanged("the key or its product changed since it was read")
+    return committed
 
 
 def _cas_portable(key: tuple, expected: int, serialized: str, now, history: tuple) -> int | None:

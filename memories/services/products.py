@@ -5,6 +5,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memories.models import ApiKey, Product
@@ -58,3 +59,44 @@ def api_key_authenticate(plaintext: str) -> ApiKey | None:
     if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(plaintext)):
         return None
     return api_key
+
+
+@dataclass(frozen=True)
+class KeySnapshot:
+    """An active key and its product as read at one moment, with the row versions (`xmin`) they had then.
+
+    A write may check its key in its own statement instead of looking it up first
+    (`memoryhub_memory_cas_for_key`, migration 0017): the statement writes only if neither row has changed
+    (a row's version: `xmin/ctid`, which every update changes; the migration says why).
+    """
+
+    api_key: ApiKey
+    key_version: str
+    product_version: str
+
+
+_ROW_VERSION = "{table}.xmin::text || '/' || {table}.ctid::text"  # as migration 0017 compares it
+
+
+class KeyChanged(Exception):
+    """The key or its product changed since the snapshot (or the key was revoked): nothing was written."""
+
+
+def api_key_snapshot(plaintext: str) -> KeySnapshot | None:
+    """The active key matching `plaintext` with its row versions, read in one query (PostgreSQL only)."""
+    if not plaintext.startswith(KEY_PREFIX):
+        return None
+    prefix = plaintext[len(KEY_PREFIX) :].split("_", 1)[0]
+    versions = {
+        "key_version": RawSQL(_ROW_VERSION.format(table=ApiKey._meta.db_table), ()),
+        "product_version": RawSQL(_ROW_VERSION.format(table=Product._meta.db_table), ()),
+    }
+    api_key = (
+        ApiKey.objects.select_related("product")
+        .filter(prefix=prefix, revoked_at__isnull=True)
+        .annotate(**versions)
+        .first()
+    )
+    if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(plaintext)):
+        return None
+    return KeySnapshot(api_key, api_key.key_version, api_key.product_version)  # type: ignore[attr-defined]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rest_framework.authentication import get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
@@ -20,6 +22,11 @@ class ProductClient:
     actor_id: str
     claims: dict = field(default_factory=dict)
     is_authenticated: bool = True
+    # Set when the key was taken from this process's snapshot without a lookup: only a write that checks the
+    # key in its own statement may rely on it; anything else calls `confirm(request)` first, which looks the key
+    # up and replaces request.user, or raises AuthenticationFailed (memories/api/authentication.py).
+    key_snapshot: object = None
+    confirm: Callable[[Any], object] | None = None
 
     @property
     def actor(self) -> Actor:

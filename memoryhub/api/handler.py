@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from memoryhub import errors
+from memoryhub.api.authentication import ProductClient
 from memoryhub.clients.errors import DependencyUnavailable, UpstreamError, UpstreamTimeout
 
 logger = logging.getLogger(__name__)
@@ -63,8 +64,22 @@ def envelope(code: str, message: str, details: dict | None = None) -> dict:
 
 def envelope_exception_handler(exc: Exception, context: dict) -> Response | None:
     set_rollback()  # DRF's own handler does this; forgetting it would commit half a request
+    exc = _confirmed(exc, context.get("request"))
     status, body, headers = _describe(exc)
     return Response(body, status=status, headers=headers)
+
+
+def _confirmed(exc: Exception, request) -> Exception:
+    """A refusal answered to a key taken from its snapshot (ProductClient.confirm) is answered only if the key
+    is still active: a revoked key learns nothing but 401."""
+    user = request.__dict__.get("_user") if request is not None else None  # `.user` would authenticate
+    if not isinstance(user, ProductClient) or user.confirm is None:
+        return exc
+    try:
+        user.confirm(request)
+    except drf.AuthenticationFailed as gone:
+        return gone
+    return exc
 
 
 def _describe(exc: Exception) -> tuple[int, dict, dict]:
