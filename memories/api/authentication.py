@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db import connection
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
@@ -91,6 +93,7 @@ def confirm_key(request) -> KeySnapshot:
     Raises AuthenticationFailed if it is no longer active. Compare the snapshot returned with the one the
     request started from to know whether anything done with the old one must be done again.
     """
+    request.user = replace(request.user, confirm=None)  # looked up once per request, even if the lookup fails
     snapshot = _remember(bearer_token(request) or "")
     if snapshot is None:
         request.user = None

@@ -79,6 +79,8 @@ def _confirmed(exc: Exception, request) -> Exception:
         user.confirm(request)
     except drf.AuthenticationFailed as gone:
         return gone
+    except Exception:  # the key cannot be looked up either (the database is down): the refusal stands
+        logger.warning("could not confirm an API key for a refused request", exc_info=True)
     return exc
 
 
