@@ -6,7 +6,12 @@ class MemoriesConfig(AppConfig):
     verbose_name = "Memories"
 
     def ready(self) -> None:
+        from django.urls import register_converter
+
+        from memoryhub.converters import RowIdConverter
         from memoryhub.runtimes import registry
+
+        register_converter(RowIdConverter, "id")  # before any URLconf is imported
 
         from .producers import json_memory_scopes, produce_json_memory
         from .tasks import enqueue_turn_committed_audit

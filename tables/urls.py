@@ -10,6 +10,6 @@ conversation = "users/<str:user_id>/conversations/<str:conversation_id>"
 
 urlpatterns = [
     path(f"{conversation}/tables", api.TableListView.as_view(), name="tables"),
-    path(f"{conversation}/tables/<int:table_id>", api.TableDetailView.as_view(), name="table"),
-    path(f"{conversation}/tables/<int:table_id>/versions", api.TableVersionListView.as_view(), name="table-versions"),
+    path(f"{conversation}/tables/<id:table_id>", api.TableDetailView.as_view(), name="table"),
+    path(f"{conversation}/tables/<id:table_id>/versions", api.TableVersionListView.as_view(), name="table-versions"),
 ]

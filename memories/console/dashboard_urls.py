@@ -13,10 +13,10 @@ get_or_post = require_http_methods(["GET", "POST"])
 urlpatterns = [
     path("", admin.site.admin_view(views.dashboard), name="dashboard"),
     path(
-        "actions/rerun/<int:turn_pk>/<str:work>/",
+        "actions/rerun/<id:turn_pk>/<str:work>/",
         admin.site.admin_view(get_or_post(views.rerun)),
         name="rerun",
     ),
-    path("actions/resend/<int:event_pk>/", admin.site.admin_view(get_or_post(views.resend)), name="resend"),
-    path("actions/revoke-key/<int:key_pk>/", admin.site.admin_view(get_or_post(views.revoke_key)), name="revoke_key"),
+    path("actions/resend/<id:event_pk>/", admin.site.admin_view(get_or_post(views.resend)), name="resend"),
+    path("actions/revoke-key/<id:key_pk>/", admin.site.admin_view(get_or_post(views.revoke_key)), name="revoke_key"),
 ]

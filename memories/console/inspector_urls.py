@@ -8,15 +8,15 @@ from django.urls import path
 from memories.console import inspector_views as views
 
 urlpatterns = [
-    path("turns/<int:pk>/", admin.site.admin_view(views.turn_inspector), name="turn-inspector"),
+    path("turns/<id:pk>/", admin.site.admin_view(views.turn_inspector), name="turn-inspector"),
     path(
-        "conversations/<int:pk>/timeline/",
+        "conversations/<id:pk>/timeline/",
         admin.site.admin_view(views.conversation_timeline),
         name="conversation-timeline",
     ),
-    path("tables/<int:pk>/", admin.site.admin_view(views.table_diff), name="table-diff"),
-    path("documents/<int:pk>/", admin.site.admin_view(views.document_diff), name="document-diff"),
-    path("state/<int:pk>/", admin.site.admin_view(views.state_diff), name="state-diff"),
-    path("story/<int:pk>/", admin.site.admin_view(views.story_diff), name="story-diff"),
-    path("diaries/<int:pk>/", admin.site.admin_view(views.diary_entry), name="diary-entry"),
+    path("tables/<id:pk>/", admin.site.admin_view(views.table_diff), name="table-diff"),
+    path("documents/<id:pk>/", admin.site.admin_view(views.document_diff), name="document-diff"),
+    path("state/<id:pk>/", admin.site.admin_view(views.state_diff), name="state-diff"),
+    path("story/<id:pk>/", admin.site.admin_view(views.story_diff), name="story-diff"),
+    path("diaries/<id:pk>/", admin.site.admin_view(views.diary_entry), name="diary-entry"),
 ]

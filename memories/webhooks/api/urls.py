@@ -8,11 +8,11 @@ from . import views
 
 urlpatterns = [
     path("webhooks", views.WebhookListView.as_view(), name="webhooks"),
-    path("webhooks/<int:endpoint_id>", views.WebhookDetailView.as_view(), name="webhook"),
-    path("webhooks/<int:endpoint_id>/rotate-secret", views.WebhookRotateSecretView.as_view(), name="webhook-rotate"),
-    path("webhooks/<int:endpoint_id>/deliveries", views.WebhookDeliveryListView.as_view(), name="webhook-deliveries"),
+    path("webhooks/<id:endpoint_id>", views.WebhookDetailView.as_view(), name="webhook"),
+    path("webhooks/<id:endpoint_id>/rotate-secret", views.WebhookRotateSecretView.as_view(), name="webhook-rotate"),
+    path("webhooks/<id:endpoint_id>/deliveries", views.WebhookDeliveryListView.as_view(), name="webhook-deliveries"),
     path(
-        "webhooks/<int:endpoint_id>/deliveries/<int:delivery_id>/redeliver",
+        "webhooks/<id:endpoint_id>/deliveries/<id:delivery_id>/redeliver",
         views.WebhookRedeliverView.as_view(),
         name="webhook-redeliver",
     ),
