@@ -43,7 +43,7 @@ def _version(request: HttpRequest, name: str) -> int | None:
     raw = request.GET.get(name, "")
     if not raw:
         return None
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 15:  # isdigit() alone admits "³", which int() refuses
         raise Http404(_("A version or round is a number."))
     return int(raw)
 

@@ -134,3 +134,10 @@ def test_the_admin_lists_link_each_artefact_to_its_console_page(story, client):
         html = client.get(reverse(f"admin:{changelist}_changelist")).content.decode()
         prefix = reverse(page, args=[1]).rsplit("/1/", 1)[0]
         assert f'href="{prefix}/' in html, changelist
+
+
+def test_a_version_that_is_not_an_ascii_number_is_not_found(story, client):
+    client.force_login(SuperuserFactory())
+    timeline = reverse("console:conversation-timeline", args=[story.conversation.pk])
+    for bad in ("x", "³", "9" * 30):  # "³" passes str.isdigit() but not int(); 30 digits pass no column
+        assert client.get(f"{timeline}?until={bad}").status_code == 404

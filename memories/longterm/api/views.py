@@ -75,7 +75,7 @@ def optional_version(request) -> int | None:
     raw = request.query_params.get("expectedVersion")
     if raw is None:
         return None
-    if not raw.isdigit() or len(raw) > 15:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 15:  # isdigit() alone admits "³", which int() refuses
         raise InvalidRequest("expectedVersion must be a positive integer", details={"field": "expectedVersion"})
     return int(raw)
 
