@@ -63,7 +63,7 @@ def api_key_authenticate(plaintext: str) -> ApiKey | None:
 
 @dataclass(frozen=True)
 class KeySnapshot:
-    """An active key and its product as read at one moment, with the row versions (`xmin`) they had then.
+    """An active key and its product as read at one moment, with the versions their rows had then.
 
     A write may check its key in its own statement instead of looking it up first
     (`memoryhub_memory_cas_for_key`, migration 0017): the statement writes only if neither row has changed
