@@ -11,7 +11,7 @@ MAX_ROW_ID = 10**18 - 1  # below 2**63 - 1, a bigint's maximum
 
 
 class RowIdConverter:
-    regex = "[0-9]{1,18}"
+    regex = f"[0-9]{{1,{len(str(MAX_ROW_ID))}}}"
 
     def to_python(self, value: str) -> int:
         return int(value)

@@ -12,6 +12,7 @@ from django.core.management.utils import get_random_secret_key
 from kombu import Queue
 
 from . import __version__
+from .converters import MAX_ROW_ID
 from .env import env_bool, env_int, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -262,7 +263,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}},  # converters.py
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": MAX_ROW_ID}},  # converters.py
 }
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.urls import Resolver404, resolve
 
 from memoryhub.converters import MAX_ROW_ID
 from tests.support.api import assert_envelope
@@ -22,6 +23,13 @@ HUGE = "9223372036854775808"  # 2**63: past a bigint
 )
 def test_an_id_past_a_bigint_is_not_found(alice, method, path):
     assert_envelope(getattr(alice, method)(path), 404, "not_found")
+
+
+def test_the_largest_id_reaches_its_view_and_one_digit_more_does_not():
+    assert resolve(f"/v1/users/u1/conversations/c1/turns/{MAX_ROW_ID}").kwargs["turn_id"] == MAX_ROW_ID
+    assert resolve(f"/v1/webhooks/{MAX_ROW_ID}").kwargs["endpoint_id"] == MAX_ROW_ID
+    with pytest.raises(Resolver404):
+        resolve(f"/v1/webhooks/{MAX_ROW_ID}0")
 
 
 def test_the_largest_id_is_looked_up_and_not_found(alice):

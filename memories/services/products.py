@@ -52,10 +52,15 @@ _ACTIVE_KEY = PreparedSelect(
 
 def api_key_authenticate(plaintext: str) -> ApiKey | None:
     """Return the active key matching `plaintext`, comparing hashes in constant time."""
-    if not plaintext.startswith(KEY_PREFIX):
-        return None
-    prefix = plaintext[len(KEY_PREFIX) :].split("_", 1)[0]
-    api_key = _ACTIVE_KEY.first(prefix)
+    prefix = _prefix(plaintext)
+    return _matching(_ACTIVE_KEY.first(prefix) if prefix else None, plaintext)
+
+
+def _prefix(plaintext: str) -> str | None:
+    return plaintext[len(KEY_PREFIX) :].split("_", 1)[0] if plaintext.startswith(KEY_PREFIX) else None
+
+
+def _matching(api_key: ApiKey | None, plaintext: str) -> ApiKey | None:
     if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(plaintext)):
         return None
     return api_key
@@ -84,19 +89,15 @@ class KeyChanged(Exception):
 
 def api_key_snapshot(plaintext: str) -> KeySnapshot | None:
     """The active key matching `plaintext` with its row versions, read in one query (PostgreSQL only)."""
-    if not plaintext.startswith(KEY_PREFIX):
+    prefix = _prefix(plaintext)
+    if prefix is None:
         return None
-    prefix = plaintext[len(KEY_PREFIX) :].split("_", 1)[0]
     versions = {
         "key_version": RawSQL(_ROW_VERSION.format(table=ApiKey._meta.db_table), ()),
         "product_version": RawSQL(_ROW_VERSION.format(table=Product._meta.db_table), ()),
     }
-    api_key = (
-        ApiKey.objects.select_related("product")
-        .filter(prefix=prefix, revoked_at__isnull=True)
-        .annotate(**versions)
-        .first()
-    )
-    if api_key is None or not hmac.compare_digest(api_key.key_hash, hash_key(plaintext)):
+    active = ApiKey.objects.select_related("product").filter(prefix=prefix, revoked_at__isnull=True)
+    api_key = _matching(active.annotate(**versions).first(), plaintext)
+    if api_key is None:
         return None
     return KeySnapshot(api_key, api_key.key_version, api_key.product_version)  # type: ignore[attr-defined]

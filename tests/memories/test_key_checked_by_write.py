@@ -94,3 +94,20 @@ def test_a_revoked_key_refused_before_the_view_gets_401_too(alice, monkeypatch):
     not_json = alice.client.put(URL, "{not json", content_type="application/json")
     assert_envelope(not_json, 401, "unauthenticated")  # not the parser's 400
     assert stored(alice) == (1, {"v": 1})
+
+
+def test_with_webhooks_a_known_keys_write_and_its_event_commit_or_roll_back_together(alice, settings):
+    from memories.webhooks.models import WebhookMessage
+
+    settings.WEBHOOK_ALLOW_PRIVATE = True  # registered only: nothing is delivered in this test
+    url = "http://127.0.0.1:9/hooks"
+    assert alice.post("/v1/webhooks", {"url": url, "events": ["memory.updated"]}).status_code == 201
+    assert put(alice, 0, {"v": 1}).status_code == 200  # the key is read with its versions
+    with CaptureQueriesContext(connection) as captured:
+        assert put(alice, 1, {"v": 2}).json() == {"revision": 2}
+    assert "memoryhub_memory_cas_for_key" in " ".join(q["sql"] for q in captured.captured_queries)
+    assert WebhookMessage.objects.filter(product=alice.product, type="memory.updated").count() == 2
+    api_key_revoke(api_key=alice.product.api_keys.get())
+    assert_envelope(put(alice, 2, {"v": 3}), 401, "unauthenticated")
+    assert stored(alice) == (2, {"v": 2})
+    assert WebhookMessage.objects.filter(product=alice.product, type="memory.updated").count() == 2
