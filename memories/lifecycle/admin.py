@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -82,7 +83,8 @@ class ErasureAdmin(ReadOnlyAdmin):
                     messages.error(request, exc.message)
                     return HttpResponseRedirect(reverse("admin:lifecycle_erasure_erase"))
                 messages.success(request, f"Erasure {erasure.pk} started ({erasure.status}).")
-                return HttpResponseRedirect(reverse("admin:lifecycle_erasure_change", args=[erasure.pk]))
+                # quote: the admin unquotes "_22", "_40", … in a path, and an id is "era_" + random hex
+                return HttpResponseRedirect(reverse("admin:lifecycle_erasure_change", args=[quote(erasure.pk)]))
             counts = erasure_preview(product=product, user_id=user_id, conversation_id=conversation_id)
             context.update(counts=counts, total=sum(counts.values()), confirming=True)
         return TemplateResponse(request, "admin/lifecycle/erase.html", context)

@@ -6,6 +6,7 @@ import json
 from io import StringIO
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.core.management import call_command
 from django.test import Client
 
@@ -37,7 +38,13 @@ def test_the_command_previews_then_erases_and_prints_the_receipt(alice) -> None:
     assert Erasure.objects.get().requested_by == "operator:dpo"
 
 
-def test_the_admin_shows_the_counts_before_erasing(alice, django_capture_on_commit_callbacks) -> None:
+# "era_40…" is what the admin would unquote to "era@…" if the redirect did not quote it (≈ 2 % of random ids)
+@pytest.mark.parametrize("erasure_id", [None, "era_40" + "0" * 18, "era_2222" + "0" * 16])
+def test_the_admin_shows_the_counts_before_erasing(
+    alice, django_capture_on_commit_callbacks, monkeypatch, erasure_id
+) -> None:
+    if erasure_id:
+        monkeypatch.setattr(Erasure._meta.get_field("id"), "_get_default", lambda: erasure_id)
     create_scenario(alice)
     play(alice, "hello", "hi", conv="/v1/users/ann-7q/conversations/c1")
     operator = Client()
@@ -51,11 +58,12 @@ def test_the_admin_shows_the_counts_before_erasing(alice, django_capture_on_comm
     with django_capture_on_commit_callbacks(execute=True):
         done = operator.post("/admin/lifecycle/erasure/erase/", {**form, "confirm": "1"})
     erasure = Erasure.objects.get()
-    assert done.status_code == 302 and done["Location"].endswith(f"/admin/lifecycle/erasure/{erasure.pk}/change/")
+    assert done.status_code == 302
+    assert done["Location"].endswith(f"/admin/lifecycle/erasure/{quote(erasure.pk)}/change/")
+    assert erasure.pk == (erasure_id or erasure.pk)
     assert erasure.status == "done" and erasure.requested_by == "operator:op"
     assert not Conversation.objects.filter(user_id="ann-7q").exists()
     shown = operator.get(done["Location"])
-    # an earlier CI run once saw an empty body here: say what came instead, should it happen again
-    assert shown.status_code == 200, (shown.status_code, shown.get("Location"), Erasure.objects.count())
+    assert shown.status_code == 200, (shown.status_code, shown.get("Location"))
     receipt = shown.content.decode()
     assert erasure.subject_hash in receipt and "ann-7q" not in receipt.replace("annotate", "")
