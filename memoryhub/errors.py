@@ -32,6 +32,12 @@ class MemoryTooLarge(DomainError):
     code = "memory_too_large"
 
 
+class PayloadTooLarge(DomainError):
+    """A request (or a file it carries) is over a size limit; `details` names the limit."""
+
+    code = "request_too_large"
+
+
 class RejectedByPolicy(DomainError):
     """Well-formed, but refused by a rule (schema, admission, reused key)."""
 

@@ -200,6 +200,11 @@ CELERY_BEAT_SCHEDULE = {
 
 # Data lifecycle (docs/data-lifecycle.md): an export's file is kept EXPORT_TTL_HOURS, then the sweep deletes it.
 EXPORT_TTL_HOURS = env_int("EXPORT_TTL_HOURS", 24, minimum=1)
+# Imports (docs/data-lifecycle.md): the uploaded gzip file, what it may decompress to, one line, and its records.
+IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 32 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_LINE_BYTES = env_int("IMPORT_MAX_LINE_BYTES", 4 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_RECORDS = env_int("IMPORT_MAX_RECORDS", 500_000, minimum=1)
 CELERY_BEAT_SCHEDULE["lifecycle-delete-expired-exports"] = {
     "task": "lifecycle.delete_expired_exports",
     "schedule": 600.0,

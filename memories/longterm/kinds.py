@@ -186,13 +186,9 @@ def _stated_values(value: object) -> list[str] | None:
     return None
 
 
-def admit_product_kind(
-    spec: KindSpec, *, consent: object, source: object, evidence: object, content: object
-) -> KindAdmission:
-    refusal = _generic(consent=consent, source=source, evidence=evidence, content=content)
-    if refusal is not None:
-        return refusal
-    assert spec.content_schema is not None and isinstance(evidence, str)
+def schema_refusal(spec: KindSpec, content: object) -> KindAdmission | None:
+    """The refusal when content fails a product kind's schema (or the schema cannot judge it), else None."""
+    assert spec.content_schema is not None
     validator = _validator(json.dumps(spec.content_schema, sort_keys=True))
     try:
         errors = sorted(validator.iter_errors(content), key=lambda e: [str(p) for p in e.absolute_path])
@@ -203,6 +199,19 @@ def admit_product_kind(
         error = errors[0]
         path = "/content" + "".join(f"/{_escape(str(p))}" for p in error.absolute_path)
         return _refuse(SCHEMA_VIOLATION, f"content fails the kind's schema at {path}: {error.message}", path)
+    return None
+
+
+def admit_product_kind(
+    spec: KindSpec, *, consent: object, source: object, evidence: object, content: object
+) -> KindAdmission:
+    refusal = _generic(consent=consent, source=source, evidence=evidence, content=content)
+    if refusal is not None:
+        return refusal
+    assert isinstance(evidence, str)
+    refusal = schema_refusal(spec, content)
+    if refusal is not None:
+        return refusal
     assert isinstance(content, dict)  # the schema describes an object
     for name in spec.stated_fields:
         if name not in content:

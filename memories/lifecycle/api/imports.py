@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -10,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryhub.api.common import user_address
+from memoryhub.errors import PayloadTooLarge
 from memoryhub.timefmt import iso
 
 from ..models import Import
@@ -17,10 +19,22 @@ from ..services.imports import import_get, import_start
 
 
 class GzipParser(BaseParser):
+    """The file as bytes, read no further than IMPORT_MAX_UPLOAD_BYTES (413 import_too_large past it)."""
+
     media_type = "application/gzip"
 
     def parse(self, stream, media_type=None, parser_context=None) -> bytes:
-        return stream.read() if stream is not None else b""
+        if stream is None:
+            return b""
+        limit = settings.IMPORT_MAX_UPLOAD_BYTES
+        content = stream.read(limit + 1)
+        if len(content) > limit:
+            raise PayloadTooLarge(
+                f"the uploaded file is larger than {limit} bytes",
+                details={"maxUploadBytes": limit},
+                code="import_too_large",
+            )
+        return content
 
 
 class OctetStreamParser(GzipParser):
@@ -55,8 +69,11 @@ class UserImportView(APIView):
         request={"application/gzip": OpenApiTypes.BINARY, "application/octet-stream": OpenApiTypes.BINARY},
         responses={202: ImportStartedSerializer},
         operation_id="users_import",
-        description="Restore an export file (from this or another product) into this user: ids re-mapped, "
-        "admission not re-run. 400 invalid_export when the body is not an export file.",
+        description="Restore an export file (from this or another product) into this user: only the user-data "
+        "kinds of docs/data-lifecycle.md are restored (every other kind is reported in unknownKinds), ids "
+        "re-mapped, every value checked as the API checks it (a record that fails is skipped and reported). "
+        "400 invalid_export when the body is not an export file; 413 import_too_large past IMPORT_MAX_UPLOAD_BYTES "
+        "(the gzip file), IMPORT_MAX_BYTES (decompressed), IMPORT_MAX_LINE_BYTES or IMPORT_MAX_RECORDS.",
     )
     def post(self, request, user_id: str):
         address = user_address(request, user_id)

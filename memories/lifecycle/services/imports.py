@@ -1,53 +1,43 @@
-"""Import an export file into a user of this (or another) product: ids re-mapped, admission not re-run.
+"""Import an export file into a user of this (or another) product: ids re-mapped, every value checked.
 
-Records are restored generically, kind by kind in foreign-key order: the product and user become the target's,
-foreign keys to imported rows point at their new ids, foreign keys to rows outside the file (a scenario, an
-embedding index) are kept when the row exists in the target product, else cleared when nullable, else the
-record is skipped and reported.
+Only the allow-listed kinds of import_rules are restored, kind by kind in foreign-key order: the product and
+user become the target's, foreign keys to imported rows point at their new ids, foreign keys to rows outside
+the file (a scenario) are kept when the row exists in the target product and belongs to the same user, else
+matched by slug, else cleared when nullable, else the record is skipped and reported. The file is streamed
+(import_file), never decompressed whole.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 from django.apps import apps
-from django.db import models, transaction
+from django.db import DatabaseError, IntegrityError, models, transaction
 from django.utils import timezone
 
 from memoryhub import outbox
-from memoryhub.errors import InvalidRequest, NotFound
+from memoryhub.clients.errors import UpstreamError
+from memoryhub.errors import DomainError, NotFound
 
 from ..models import DONE, FAILED, RUNNING, Import
 from . import files
 from .erasure import delete_working_set
-from .export import FORMAT, FORMAT_VERSION, SKIPPED_APPS
+from .import_file import check_export, records_of
+from .import_rules import ImportContext, RecordRefused, check_record, importable
 
 TASK = "lifecycle.import"
-
-
-def read_export(content: bytes) -> tuple[dict, list[dict]]:
-    try:
-        text = gzip.decompress(content).decode("utf-8")
-        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidRequest(f"not a gzip JSON Lines export file: {exc}", code="invalid_export") from exc
-    if not lines or not isinstance(lines[0], dict) or lines[0].get("format") != FORMAT:
-        raise InvalidRequest("the first line is not a memoryhub export header", code="invalid_export")
-    if lines[0].get("formatVersion") != FORMAT_VERSION:
-        raise InvalidRequest(f"unsupported formatVersion {lines[0].get('formatVersion')!r}", code="invalid_export")
-    return lines[0], lines[1:]
+logger = logging.getLogger(__name__)
+MAX_REASONS = 20
 
 
 def _model(kind: str) -> type[models.Model] | None:
-    try:
-        model = apps.get_model(kind)
-    except (LookupError, ValueError):
+    """The model of an importable kind; None for every other name (users, outbox, products, … included)."""
+    if not importable(kind):
         return None
-    return None if model._meta.app_label in SKIPPED_APPS else model
+    return apps.get_model(kind)
 
 
 def _order(kinds: Iterable[str]) -> list[str]:
@@ -72,27 +62,42 @@ def _order(kinds: Iterable[str]) -> list[str]:
     return ordered
 
 
-def import_records(*, product: Any, user_id: str, records: list[dict]) -> dict:
-    """Restore the records into (product, user_id) in one transaction; answer the report."""
-    by_kind: dict[str, list[dict]] = defaultdict(list)
-    for record in records:
-        if isinstance(record, dict) and isinstance(record.get("kind"), str):
-            by_kind[record["kind"]].append(record)
+def _kinds_in(content: bytes) -> tuple[set[str], list[str]]:
+    """The importable kinds the file holds, and every other kind it names (the report's unknownKinds)."""
+    present: set[str] = set()
+    unknown: set[str] = set()
+    for record in records_of(content):
+        kind = record.get("kind") if isinstance(record, dict) else None
+        if isinstance(kind, str):
+            (present if importable(kind) else unknown).add(kind)
+    return present, sorted(unknown)
+
+
+def _records_of_kind(content: bytes, kind: str) -> list[dict]:
+    """One kind's records, in id order (a pass over the streamed file: only one kind is held at a time)."""
+    found = [r for r in records_of(content) if isinstance(r, dict) and r.get("kind") == kind]
+    return sorted(found, key=lambda r: _sort_key(r.get("id")))
+
+
+def import_records(*, product: Any, user_id: str, content: bytes) -> dict:
+    """Restore the file's records into (product, user_id) in one transaction; answer the report."""
+    present, unknown = _kinds_in(content)
     ids: dict[str, dict[str, Any]] = defaultdict(dict)  # kind → old id (as str) → new pk
     imported: dict[str, int] = {}
     skipped: dict[str, int] = {}
     reasons: list[str] = []
-    unknown = sorted(kind for kind in by_kind if _model(kind) is None)
+    context = ImportContext(product=product, user_id=user_id)
     with transaction.atomic():
-        for kind in _order(by_kind):
+        for kind in _order(present):
             model = _model(kind)
             assert model is not None
-            for record in sorted(by_kind[kind], key=lambda r: _sort_key(r.get("id"))):
-                row, reason = _restore(model, record, product, user_id, ids)
-                if row is None:
+            for record in _records_of_kind(content, kind):
+                try:
+                    row = _restore(model, record, context, ids)
+                except RecordRefused as refused:
                     skipped[kind] = skipped.get(kind, 0) + 1
-                    if len(reasons) < 20:
-                        reasons.append(f"{kind} {record.get('id')}: {reason}")
+                    if len(reasons) < MAX_REASONS:
+                        reasons.append(f"{kind} {str(record.get('id'))[:40]}: {refused}"[:300])
                     continue
                 ids[kind][str(record.get("id"))] = row.pk
                 imported[kind] = imported.get(kind, 0) + 1
@@ -101,64 +106,82 @@ def import_records(*, product: Any, user_id: str, records: list[dict]) -> dict:
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
-    return (0, value) if isinstance(value, int) else (1, str(value))
+    return (0, value) if isinstance(value, int) and not isinstance(value, bool) else (1, str(value))
 
 
-def _restore(
-    model: type[models.Model], record: dict, product: Any, user_id: str, ids: dict[str, dict[str, Any]]
-) -> tuple[models.Model | None, str]:
-    data = record.get("data") or {}
-    refs = record.get("refs") or {}
+def _restore(model: type[models.Model], record: dict, context: ImportContext, ids: dict[str, dict[str, Any]]):
+    data: dict = record["data"] if isinstance(record.get("data"), dict) else {}
+    refs: dict = record["refs"] if isinstance(record.get("refs"), dict) else {}
     values: dict[str, Any] = {}
     for field in model._meta.concrete_fields:
         if field.primary_key:
-            if not (isinstance(field, models.AutoField) or field.has_default()):
-                values[field.name] = record.get("id")  # a natural key: kept
-            continue
+            continue  # every importable kind has a generated key: the file's id only maps references
         if field.is_relation and field.related_model is not None:
-            target: type[models.Model] = field.related_model
-            old = refs.get(field.name)
-            if target._meta.label == "memories.Product":
-                values[field.name] = product
-            elif old is None:
-                values[field.attname] = None
-            elif str(old) in ids.get(target._meta.label, {}):
-                values[field.attname] = ids[target._meta.label][str(old)]
-            elif _exists_in(target, old, product):
-                values[field.attname] = old
-            elif (match := _same_slug(target, data.get(f"{field.name}_slug"), product)) is not None:
-                values[field.attname] = match  # e.g. a turn's scenario, by its id (slug) in the target product
-            elif field.null:
-                values[field.attname] = None
-            else:
-                return None, f"{field.name} points at {target._meta.label} {old}, which the target does not have"
-            continue
-        if field.name == "user_id":
-            values[field.name] = user_id
+            values[field.attname] = _reference(field, refs.get(field.name), data, context, ids)
+        elif field.name == "user_id":
+            values[field.name] = context.user_id
         elif field.name in data:
-            try:
-                values[field.name] = field.to_python(data[field.name]) if data[field.name] is not None else None
-            except Exception as exc:  # a value the field refuses
-                return None, f"{field.name}: {exc}"
+            values[field.name] = _value(field, data[field.name])
+    check_record(model, values, context)
+    context.after_save.clear()
     try:
         with transaction.atomic():
             row = model(**values)
             row.save(force_insert=True)
-    except Exception as exc:  # a constraint of the target (e.g. the user already has this document)
-        return None, f"{type(exc).__name__}: {exc}"[:300]
-    return row, ""
+    except IntegrityError:
+        raise RecordRefused("conflicts with a row the target already has (a unique key)") from None
+    except DatabaseError:  # never the database's own words: they name tables and SQL
+        raise RecordRefused("the database refused the record") from None
+    for hook in context.after_save:
+        hook(row)
+    return row
 
 
-def _exists_in(target: type[models.Model], pk: Any, product: Any) -> bool:
-    queryset = target._base_manager.filter(pk=pk)
-    if any(f.name == "product" for f in target._meta.concrete_fields):
-        queryset = queryset.filter(product=product)
-    return queryset.exists()
+def _value(field: models.Field, raw: Any) -> Any:
+    if raw is None:
+        return None
+    try:
+        return field.to_python(raw)
+    except Exception:  # a value the field refuses (the message may echo it whole)
+        raise RecordRefused(f"{field.name}: not a valid {field.get_internal_type()}") from None
+
+
+def _reference(field: models.Field, old: Any, data: dict, context: ImportContext, ids: dict[str, dict[str, Any]]):
+    """The new value of a foreign key: the target product, a re-mapped id, the user's own row, a slug, or None."""
+    target: type[models.Model] = field.related_model  # type: ignore[assignment]
+    label = target._meta.label
+    if label == "memories.Product":
+        return context.product.pk
+    if old is None:
+        return None
+    if str(old) in ids.get(label, {}):
+        return ids[label][str(old)]
+    if _owned_by(target, old, context):
+        return old
+    if (match := _same_slug(target, data.get(f"{field.name}_slug"), context.product)) is not None:
+        return match  # e.g. a turn's scenario, by its id (slug) in the target product
+    if field.null:
+        return None
+    raise RecordRefused(f"{field.name} points at {label} {str(old)[:40]}, which the target does not have")
+
+
+def _owned_by(target: type[models.Model], pk: Any, context: ImportContext) -> bool:
+    """A row outside the file may be referenced only when it is the target product's (and user's, if per user)."""
+    names = {f.name for f in target._meta.concrete_fields}
+    if "product" not in names:
+        return False  # e.g. an embedding index: service state, derived again by the checks, never referenced
+    queryset = target._base_manager.filter(product=context.product)
+    if "user_id" in names:
+        queryset = queryset.filter(user_id=context.user_id)
+    try:
+        return queryset.filter(pk=pk).exists()
+    except (ValueError, TypeError, DatabaseError):  # not a key of that model at all
+        return False
 
 
 def import_start(*, product: Any, user_id: str, content: bytes, requested_by: str, schedule: bool = True) -> Import:
-    """Check the header now (400 invalid_export), keep the file, and schedule the job through the outbox."""
-    read_export(content)
+    """Check the whole file now (400 invalid_export, 413 import_too_large), keep it, schedule the job."""
+    check_export(content)
     with transaction.atomic():
         job = Import.objects.create(product=product, user_id=user_id, requested_by=requested_by[:200])
         job.file_name = f"{job.pk}.import.jsonl.gz"
@@ -184,18 +207,25 @@ def import_run(*, import_id: str) -> Import | None:
         return job
     Import.objects.filter(pk=job.pk).update(status=RUNNING)
     try:
-        _, lines = read_export(files.path_of(job.file_name).read_bytes())
-        report = import_records(product=job.product, user_id=job.user_id, records=lines)
-    except Exception as exc:
-        Import.objects.filter(pk=job.pk).update(
-            status=FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now()
+        report = import_records(
+            product=job.product, user_id=job.user_id, content=files.path_of(job.file_name).read_bytes()
         )
+    except Exception as exc:
+        Import.objects.filter(pk=job.pk).update(status=FAILED, error=_failure(exc), finished_at=timezone.now())
         files.remove(job.file_name)
         raise
     Import.objects.filter(pk=job.pk).update(status=DONE, report=report, finished_at=timezone.now())
     files.remove(job.file_name)
     job.refresh_from_db()
     return job
+
+
+def _failure(exc: Exception) -> str:
+    """What a failed job says: a domain error's message (e.g. 503 embedding_index_mismatch), never SQL text."""
+    if isinstance(exc, (DomainError, UpstreamError)):
+        return f"{exc.code}: {exc.message}"[:2000]
+    logger.exception("import failed")
+    return f"{type(exc).__name__} (the worker's log has the details)"
 
 
 def _same_slug(target: type[models.Model], slug: Any, product: Any) -> Any:

@@ -104,7 +104,7 @@ def _secret_in(source: str, evidence: str, content: object) -> tuple[str, str] |
     return None
 
 
-def _check_proposal(consent: object, source: object, evidence: object, content: object) -> Admission | None:
+def check_proposal(consent: object, source: object, evidence: object, content: object) -> Admission | None:
     """Consent, verbatim evidence and secrets: the checks that no judge may overturn."""
     if consent is not True:  # only an explicit boolean from the trusted backend counts
         return _refuse(
@@ -123,7 +123,7 @@ def _check_proposal(consent: object, source: object, evidence: object, content: 
 def check_generic(*, consent: object, source: object, evidence: object, content: object) -> Admission | None:
     """The checks every kind shares: consent, verbatim evidence, secrets (source, evidence, content), and
     chit-chat / guesses / someone else's words / one-off requests. None when all pass, else the refusal."""
-    refusal = _check_proposal(consent, source, evidence, content)
+    refusal = check_proposal(consent, source, evidence, content)
     if refusal is not None:
         return refusal
     assert isinstance(evidence, str)
@@ -164,7 +164,7 @@ def admit(
     rules = _KINDS.get(kind) if isinstance(kind, str) else None
     if rules is None:
         return _refuse(UNKNOWN_KIND, f"unknown memory kind {kind!r}", "/kind")
-    refusal = _check_proposal(consent, source, evidence, content)
+    refusal = check_proposal(consent, source, evidence, content)
     if refusal is not None:
         return refusal
     assert isinstance(evidence, str)
@@ -214,6 +214,7 @@ __all__ = [
     "SecretFinding",
     "admit",
     "check_generic",
+    "check_proposal",
     "cn_resident_id_valid",
     "contains_secret",
     "find_secrets",

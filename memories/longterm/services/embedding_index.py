@@ -16,7 +16,7 @@ import numpy as np
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from memories.longterm.models import EmbeddingIndex, LongTermMemory
+from memories.longterm.models import EmbeddingIndex
 from memoryhub import working_set
 from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder, preprocess
 
@@ -149,9 +149,13 @@ def index_get_or_create(identity: EmbeddingIdentity, backend: VectorBackend) -> 
 
 
 def _bootstrap(identity: EmbeddingIdentity, backend: VectorBackend) -> EmbeddingIndex | None:
-    """With no active index and no records there is nothing to rebuild: activate the configured identity."""
-    if LongTermMemory.objects.exists():
-        return None  # records exist without an active index: only a reindex may decide what they mean
+    """On a fresh install (no index was ever built) activate the configured identity.
+
+    Only operator-made state decides: a tenant can create long-term memories (or import them), so their
+    existence must not stop every product's writes; once any index row exists, only a reindex activates one.
+    """
+    if EmbeddingIndex.objects.exists():
+        return None
     index = index_get_or_create(identity, backend)
     backend.prepare(index)
     try:

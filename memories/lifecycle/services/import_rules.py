@@ -1,0 +1,243 @@
+"""What an import may restore, and the checks each restored value passes (docs/data-lifecycle.md, docs/security.md).
+
+An import is a tenant's request: its file is untrusted. Only the kinds below are restored — a user's own data,
+which the lifecycle walk finds through `product` + `user_id`, and the rows that hang off it. Everything else
+(users, admin logs, sessions, content types, outbox messages, products, API keys, embedding indexes, run-once
+records, Hinos claims, webhooks, lifecycle jobs, …) is refused as an unknown kind, whatever the file says.
+Every value of an allowed kind goes through the checks the API applies to it: identifiers, sizes and depth,
+choices, a memory document's limits and the product's schema, a long-term memory's kind, verbatim evidence,
+secrets and content shape; what the service derives itself (search text, vectors, the embedding index) is
+derived again, never taken from the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from memories.longterm import admission, keyword, kinds
+from memories.longterm.selectors import kind_spec
+from memories.longterm.services.embedding_index import IndexInUse, index_in_use
+from memories.schemas import check_memory_against_schema
+from memories.validation import json_depth, validate_memory, validate_revision
+from memoryhub.errors import DomainError
+from memoryhub.identifiers import validate_identifier
+
+# The kinds an import restores. An explicit list: a model added later is not importable until it is added here
+# with its checks (tests/lifecycle/test_import_allow_list.py fails for an owner model that is in neither list).
+IMPORTABLE_KINDS: frozenset[str] = frozenset(
+    {
+        "memories.MemoryDocument",
+        "memories.MemoryRevision",
+        "memories.Conversation",
+        "memories.Turn",
+        "memories.Message",
+        "memories.Event",
+        "longterm.LongTermMemory",
+        "longterm.LongTermMemoryVersion",
+        "longterm.AdmissionRefusal",
+        "longterm.Task",
+        "longterm.TaskCheckpoint",
+        "longterm.TaskReport",
+        "compact.CompactionHead",
+        "compact.Compaction",
+        "state.ConversationState",
+        "state.ConversationStateRevision",
+        "story.StorySnapshot",
+        "story.StoryVersion",
+        "diaries.DiaryState",
+        "diaries.DiaryEntry",
+        "diaries.DiaryPlanRecord",
+        "tables.MemoryTable",
+        "tables.MemoryTableVersion",
+        "tables.TableEditRecord",
+    }
+)
+# Owner models an export may carry that are never restored: bookkeeping of the service, not the user's data.
+# (A run-once record would pre-seed a replay; a Hinos claim id is a handle shared with a remote service; a quota
+# lock is a lock; lifecycle jobs and webhook messages describe this product's own operations.)
+NEVER_IMPORTED_OWNER_KINDS: frozenset[str] = frozenset(
+    {
+        "memories.RunOnceRecord",
+        "hinos.HinosClaim",
+        "diaries.DiaryQuotaLock",
+        "lifecycle.Export",
+        "lifecycle.Import",
+        "webhooks.WebhookMessage",
+    }
+)
+MAX_JSON_DEPTH = 64  # a turn's variables hold a memory document (depth 32) and more around it
+
+
+class RecordRefused(Exception):
+    """A record the import skips; the message is the report's reason (never a database error's text)."""
+
+
+@dataclass
+class ImportContext:
+    product: Any
+    user_id: str
+    _index: IndexInUse | None = None
+    after_save: list[Callable[[Any], None]] = field(default_factory=list)  # run with the saved row
+
+    def index(self) -> IndexInUse:
+        """The active embedding index (once per import): a mismatch fails the import with 503, nothing written."""
+        if self._index is None:
+            self._index = index_in_use()
+        return self._index
+
+
+def importable(label: str) -> bool:
+    return label in IMPORTABLE_KINDS
+
+
+def check_record(model: type[models.Model], values: dict[str, Any], context: ImportContext) -> None:
+    """Refuse (RecordRefused) or complete `values` in place; `values` are the model's field values to insert."""
+    for model_field in model._meta.concrete_fields:
+        if not model_field.is_relation and not model_field.primary_key and model_field.name in values:
+            _check_field(model_field, values[model_field.name])
+    check = KIND_CHECKS.get(model._meta.label)
+    if check is not None:
+        check(values, context)
+
+
+def _check_field(model_field: models.Field, value: Any) -> None:
+    name = model_field.name
+    if value is None:
+        if not model_field.null:
+            raise RecordRefused(f"{name} may not be null")
+        return
+    _check_strings(name, value)
+    if isinstance(model_field, models.JSONField) and json_depth(value) > MAX_JSON_DEPTH:
+        raise RecordRefused(f"{name} is nested deeper than {MAX_JSON_DEPTH} levels")
+    if model_field.choices and value not in {choice for choice, _ in model_field.flatchoices}:
+        raise RecordRefused(f"{name}: {value!r} is not one of its choices")
+    try:
+        model_field.run_validators(value)  # max_length, positive integers, …
+    except ValidationError as exc:
+        raise RecordRefused(f"{name}: {'; '.join(exc.messages)}") from None
+    if name == "conversation_id":
+        _api_check(lambda: validate_identifier(value, "conversation_id"))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _check_strings(name: str, value: Any) -> None:
+    """NUL and lone surrogates are refused by the API's parser and by PostgreSQL: never stored."""
+    for text in _strings(value):
+        if "\x00" in text:
+            raise RecordRefused(f"{name} contains a NUL character")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RecordRefused(f"{name} contains a lone surrogate") from None
+
+
+def _api_check(check: Callable[[], object]) -> None:
+    """Run one of the API's own validators; its refusal becomes the record's reason."""
+    try:
+        check()
+    except DomainError as exc:
+        raise RecordRefused(exc.message) from None
+
+
+def _check_revision(values: dict[str, Any], name: str = "revision") -> None:
+    _api_check(lambda: validate_revision(values.get(name), name))
+    if values[name] < 1:
+        raise RecordRefused(f"{name} must be at least 1")
+
+
+def _memory_document(values: dict[str, Any], context: ImportContext) -> None:
+    _check_revision(values)
+    _api_check(lambda: validate_memory(values.get("memory")))
+    _api_check(lambda: check_memory_against_schema(values["memory"], context.product.memory_schema))
+
+
+def _memory_revision(values: dict[str, Any], context: ImportContext) -> None:
+    _check_revision(values)
+    _api_check(lambda: validate_memory(values.get("memory")))
+
+
+def _refuse_secrets(values: dict[str, Any], *names: str) -> None:
+    for name in names:
+        for text in _strings(values.get(name)):
+            findings = admission.find_secrets(text)
+            if findings:  # never echo the secret itself
+                raise RecordRefused(f"secrets are never saved: {findings[0].kind} detected in {name}")
+
+
+def _longterm_memory(values: dict[str, Any], context: ImportContext) -> None:
+    kind, content = values.get("kind"), values.get("content")
+    spec = kind_spec(context.product, kind) if isinstance(kind, str) else None
+    if spec is None:
+        raise RecordRefused(f"unknown memory kind {kind!r} in the target product")
+    evidence, source = values.get("evidence", ""), values.get("source", "")
+    # The importing product vouches for consent, as its backend does for every write; the quote, the secret
+    # and the content checks are admission's own, which no judge may overturn.
+    refusal = admission.check_proposal(True, source, evidence, content)
+    if refusal is not None:
+        raise RecordRefused(f"{refusal.code}: {refusal.reason}")
+    values["content"] = _checked_content(spec, content)
+    values["search_text"] = keyword.index_text(values["content"], evidence)
+    in_use = context.index()
+    searchable = spec.searchable and not values.get("superseded_by")
+    vector = in_use.embed_one(_embedding_text(spec, values)) if searchable else None
+    values["embedding"] = vector if in_use.backend.stores_in_row else None
+    values["embedding_index_id"] = in_use.index.pk
+    if not in_use.backend.stores_in_row:
+        context.after_save.append(lambda row: in_use.backend.upsert(in_use.index, row, vector))
+
+
+def _embedding_text(spec: kinds.KindSpec, values: dict[str, Any]) -> str:
+    from memories.longterm.services.memories import embedding_text
+
+    return embedding_text(values["content"], values.get("evidence", ""), spec.text_field)
+
+
+def _checked_content(spec: kinds.KindSpec, content: object) -> dict:
+    if spec.builtin:
+        try:
+            return admission.get_kind(spec.name).normalize(content)
+        except (ValueError, admission.Refused) as exc:
+            raise RecordRefused(f"content is not a valid {spec.name}: {exc}") from None
+    refusal = kinds.schema_refusal(spec, content)
+    if refusal is not None:
+        raise RecordRefused(refusal.reason or "content fails the kind's schema")
+    assert isinstance(content, dict)
+    return content
+
+
+def _longterm_history(values: dict[str, Any], context: ImportContext) -> None:
+    kind = values.get("kind")
+    if not isinstance(kind, str) or not kinds.KIND_NAME.fullmatch(kind):
+        raise RecordRefused(f"kind {kind!r} is not a memory kind's name")
+    _refuse_secrets(values, "content", "evidence", "source")
+
+
+def _task(values: dict[str, Any], context: ImportContext) -> None:
+    _api_check(lambda: validate_identifier(values.get("task_id", ""), "task_id"))
+
+
+KIND_CHECKS: dict[str, Callable[[dict[str, Any], ImportContext], None]] = {
+    "memories.MemoryDocument": _memory_document,
+    "memories.MemoryRevision": _memory_revision,
+    "longterm.LongTermMemory": _longterm_memory,
+    "longterm.LongTermMemoryVersion": _longterm_history,
+    "longterm.AdmissionRefusal": _longterm_history,
+    "longterm.Task": _task,
+}

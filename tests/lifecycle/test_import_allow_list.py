@@ -1,0 +1,225 @@
+"""An import restores only the user-data kinds, each value checked as the API checks it (docs/security.md).
+
+The file is the tenant's: it may name any model of the app registry and any field value. Before the allow-list,
+a product key imported an `auth.User` superuser, outbox messages that ran chosen Celery tasks, admin log rows,
+products, embedding indexes and run-once replays, and one long-term memory on a fresh install made every
+product's long-term writes answer 503.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import tracemalloc
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.db import models
+
+from memories.lifecycle.services.import_rules import IMPORTABLE_KINDS, NEVER_IMPORTED_OWNER_KINDS
+from memories.lifecycle.services.walk import owner_models
+from memories.longterm.models import EmbeddingIndex, LongTermMemory
+from memoryhub.outbox.models import OutboxMessage
+from tests.compact.support import eager_celery
+from tests.longterm.support import PREFERENCE_EN, PREFERENCE_ZH, memories_url
+from tests.support.api import assert_envelope
+
+from .support import _sample
+
+pytestmark = pytest.mark.django_db
+USER = "imp-user"
+HEADER = {"format": "memoryhub-export", "formatVersion": 1, "product": "prd_x", "user": "u", "counts": {}}
+
+
+@pytest.fixture(autouse=True)
+def _eager(monkeypatch, settings, tmp_path) -> None:
+    eager_celery(monkeypatch)
+    settings.EXPORT_DIR = str(tmp_path / "exports")
+
+
+def export_file(records: list[dict], header: dict = HEADER) -> bytes:
+    lines = [json.dumps(header)] + [json.dumps(r, default=str) for r in records]
+    return gzip.compress(("\n".join(lines) + "\n").encode())
+
+
+def record(kind: str, data: dict, refs: dict | None = None, record_id: object = 1) -> dict:
+    return {"kind": kind, "id": record_id, "refs": refs or {}, "data": data}
+
+
+def run_import(api, capture, content: bytes, user: str = USER) -> dict:
+    with capture(execute=True):
+        started = api.client.post(f"/v1/users/{user}/imports", content, content_type="application/gzip")
+    assert started.status_code == 202, started.content
+    job = api.get(f"/v1/imports/{started.json()['importId']}").json()
+    assert job["status"] == "done", job
+    return job["report"]
+
+
+def sample_record(model: type[models.Model]) -> dict:
+    data = {}
+    for field in model._meta.concrete_fields:
+        if field.primary_key or field.is_relation:
+            continue
+        value = _sample(field)
+        data[field.name] = value.isoformat() if hasattr(value, "isoformat") else value
+    data.update({"username": "mallory", "is_superuser": True, "is_staff": True, "is_active": True})
+    return record(model._meta.label, {k: v for k, v in data.items() if k in {f.name for f in model._meta.fields}})
+
+
+def counts() -> dict[str, int]:
+    return {m._meta.label: m._base_manager.count() for m in apps.get_models() if not m._meta.proxy}
+
+
+def test_one_record_of_every_model_lands_only_for_the_allow_list(bob, django_capture_on_commit_callbacks) -> None:
+    every = [m for m in apps.get_models() if not m._meta.proxy and m._meta.managed]
+    before = counts()
+    report = run_import(bob, django_capture_on_commit_callbacks, export_file([sample_record(m) for m in every]))
+    after = counts()
+    refused = sorted(m._meta.label for m in every if m._meta.label not in IMPORTABLE_KINDS)
+    assert report["unknownKinds"] == refused
+    for label in refused:
+        # An import job and its outbox message are the import's own rows: one each, never the file's record.
+        own = 1 if label in ("lifecycle.Import", "outbox.OutboxMessage") else 0
+        assert after[label] == before[label] + own, label
+    for label in ("auth.User", "admin.LogEntry", "memories.Product", "memories.ApiKey", "longterm.EmbeddingIndex"):
+        assert label in refused
+    assert not get_user_model().objects.filter(username="mallory").exists()
+    assert not OutboxMessage.objects.exclude(task="lifecycle.import").exists()
+    landed = set(report["imported"]) | set(report["skipped"])
+    assert landed <= IMPORTABLE_KINDS
+    assert "memories.MemoryDocument" in report["imported"]  # the allow-list does restore data
+
+
+def test_every_owner_model_is_either_importable_or_never_imported() -> None:
+    """A model added later holding a user's data must be decided on (and checked), not restored by default."""
+    owners = {m._meta.label for m in owner_models()}
+    assert owners <= IMPORTABLE_KINDS | NEVER_IMPORTED_OWNER_KINDS
+    assert not IMPORTABLE_KINDS & NEVER_IMPORTED_OWNER_KINDS
+
+
+def test_an_imported_long_term_memory_on_a_fresh_install_keeps_every_product_writing(
+    alice, bob, django_capture_on_commit_callbacks
+) -> None:
+    assert not EmbeddingIndex.objects.exists()  # a fresh install
+    # A row any tenant can create (here: inserted without an index, as the old import did) decides nothing.
+    LongTermMemory.objects.create(product=bob.product, user_id="x", kind="preference", content={}, version=1)
+    assert alice.post(memories_url("u1"), PREFERENCE_ZH).status_code == 201
+    search = {"query": "中文回答", "mode": "semantic"}
+    assert alice.post(memories_url("u1") + "/search", search).status_code == 200
+
+
+def test_a_long_term_memory_is_checked_and_indexed_again(alice, bob, django_capture_on_commit_callbacks) -> None:
+    base = {
+        "kind": "preference",
+        "content": PREFERENCE_EN["content"],
+        "evidence": PREFERENCE_EN["evidence"],
+        "source": PREFERENCE_EN["source"],
+        "version": 1,
+        "memory_id": "ltm_imported_ok",
+        "search_text": " forged ",
+        "embedding": [0.0] * 3,
+    }
+    secret = {**base, "memory_id": "ltm_2", "source": base["source"] + " My password is hunter2hunter2!"}
+    unquoted = {**base, "memory_id": "ltm_3", "evidence": "words the user never wrote"}
+    unknown = {**base, "memory_id": "ltm_4", "kind": "no_such_kind"}
+    bad_content = {**base, "memory_id": "ltm_5", "content": {"language": 7}}
+    file = export_file(
+        [
+            record("longterm.LongTermMemory", d, record_id=n)
+            for n, d in enumerate([base, secret, unquoted, unknown, bad_content])
+        ]
+    )
+    report = run_import(bob, django_capture_on_commit_callbacks, file)
+    assert report["imported"] == {"longterm.LongTermMemory": 1}, report
+    assert report["skipped"] == {"longterm.LongTermMemory": 4}
+    reasons = " | ".join(report["reasons"])
+    assert "secret" in reasons and "hunter2" not in reasons
+    assert "verbatim" in reasons and "no_such_kind" in reasons
+    row = LongTermMemory.objects.get(product=bob.product, memory_id="ltm_imported_ok")
+    assert row.embedding_index is not None and row.embedding_index.status == "active"
+    assert "forged" not in row.search_text and "english" in row.search_text.lower()
+    found = bob.post(memories_url(USER) + "/search", {"query": "answer in English", "mode": "semantic"}).json()
+    assert [hit["id"] for hit in found["results"]] == ["ltm_imported_ok"]
+
+
+def test_values_the_api_refuses_are_skipped_with_a_reason(bob, django_capture_on_commit_callbacks) -> None:
+    doc = {"conversation_id": "c1", "revision": 1, "memory": {"ok": True}}
+    big = {**doc, "conversation_id": "c2", "memory": {"text": "x" * 70_000}}
+    deep = {**doc, "conversation_id": "c3", "memory": {"a": json.loads("[" * 40 + "]" * 40)}}
+    bad_id = {**doc, "conversation_id": "not an id!"}
+    nul = {**doc, "conversation_id": "c4", "memory": {"t": "a\x00b"}}
+    zero = {**doc, "conversation_id": "c5", "revision": 0}
+    message = {"conversation_id": "c1", "round": 1, "role": "nobody", "content": "hi"}
+    file = export_file(
+        [record("memories.MemoryDocument", d, record_id=n) for n, d in enumerate([doc, big, deep, bad_id, nul, zero])]
+        + [record("memories.Message", message)]
+    )
+    report = run_import(bob, django_capture_on_commit_callbacks, file)
+    assert report["imported"] == {"memories.MemoryDocument": 1}, report
+    assert report["skipped"] == {"memories.MemoryDocument": 5, "memories.Message": 1}
+    reasons = "\n".join(report["reasons"])
+    for expected in ("65536", "nested", "conversation_id must be", "NUL", "at least 1", "role"):
+        assert expected in reasons, (expected, reasons)
+    assert "INSERT" not in reasons and "Error" not in reasons
+    assert bob.get(f"/v1/users/{USER}/conversations/c1/memory").json() == {"revision": 1, "memory": {"ok": True}}
+    assert bob.get(f"/v1/users/{USER}/conversations/c2/memory").json()["revision"] == 0
+
+
+def test_a_reference_to_another_users_row_is_not_kept(bob, django_capture_on_commit_callbacks) -> None:
+    from tests.compact.support import create_scenario, play
+
+    create_scenario(bob)
+    play(bob, "hello", "hi there", conv="/v1/users/victim/conversations/c1")
+    from memories.models import Turn
+
+    victim_turn = Turn.objects.get(product=bob.product, user_id="victim")
+    message = {"conversation_id": "c1", "round": 1, "role": "user", "content": "mine"}
+    report = run_import(
+        bob,
+        django_capture_on_commit_callbacks,
+        export_file([record("memories.Message", message, {"turn": victim_turn.pk})]),
+    )
+    assert report["skipped"] == {"memories.Message": 1} and "does not have" in report["reasons"][0], report
+    from memories.models import Message
+
+    assert not Message.objects.filter(product=bob.product, user_id=USER).exists()
+    assert Message.objects.filter(turn=victim_turn).count() == 2  # the victim's own two, nothing added
+
+
+BLANK_LINES = b" " * 900_000 + b"\n"
+LIMITS = {"IMPORT_MAX_BYTES": 10_000_000, "IMPORT_MAX_LINE_BYTES": 1_000_000, "IMPORT_MAX_RECORDS": 20}
+PAST_LIMITS = {
+    # 54 MB decompressed from a file of about 60 KB: refused once 10 MB have been read.
+    "bytes": ({"IMPORT_MAX_RECORDS": 1000}, export_file([]) + gzip.compress(BLANK_LINES * 60)),
+    "line": ({}, export_file([record("memories.Event", {"type": "x" * 3_000_000})])),
+    "records": ({}, export_file([record("memories.Event", {"type": "x"}, record_id=n) for n in range(30)])),
+    "newlines": ({}, export_file([]) + gzip.compress(b"\n" * 5_000_000)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PAST_LIMITS))
+def test_a_file_past_a_limit_is_413_and_read_as_a_stream(bob, settings, case) -> None:
+    overrides, content = PAST_LIMITS[case]
+    for name, value in {**LIMITS, **overrides}.items():
+        setattr(settings, name, value)
+    tracemalloc.start()
+    try:
+        answer = bob.client.post(f"/v1/users/{USER}/imports", content, content_type="application/gzip")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert_envelope(answer, 413, "import_too_large")
+    assert answer.json()["error"]["details"]["maxBytes"] == 10_000_000
+    assert peak < 40_000_000  # never the whole decompressed file (54 MB for "bytes")
+    from memories.lifecycle.models import Import
+
+    assert not Import.objects.exists()
+
+
+def test_an_upload_past_its_limit_is_413(bob, settings) -> None:
+    settings.IMPORT_MAX_UPLOAD_BYTES = 2048
+    content = export_file([record("memories.Event", {"type": f"t{n}"}, record_id=n) for n in range(400)])
+    assert len(content) > 2048
+    answer = bob.client.post(f"/v1/users/{USER}/imports", content, content_type="application/gzip")
+    assert_envelope(answer, 413, "import_too_large")
