@@ -12,6 +12,7 @@ from django.db import models
 from memories.lifecycle.services.export import exported_rows, records
 from memories.lifecycle.services.import_rules import NEVER_IMPORTED_OWNER_KINDS
 from memories.longterm.models import LongTermMemory
+from tables.models import MemoryTable, MemoryTableVersion
 from tests.compact.support import create_scenario, eager_celery, play
 from tests.longterm.support import PREFERENCE_ZH, memories_url
 from tests.support.api import assert_envelope
@@ -38,6 +39,9 @@ def _data(api) -> None:
     made = Filler(api.product, USER, "cfill").fill()
     # The filler's long-term memory has a made-up kind, which an import refuses like the API: a real one instead.
     made[LongTermMemory].delete()
+    # Its table has made-up columns too ({}): a table the table API would accept instead.
+    MemoryTable.objects.filter(pk=made[MemoryTable].pk).update(columns=["name"], rows=[["Ann"]])
+    MemoryTableVersion.objects.filter(pk=made[MemoryTableVersion].pk).update(rows=[["Ann"]])
     assert api.post(memories_url(USER), PREFERENCE_ZH).status_code == 201
 
 

@@ -166,6 +166,20 @@ def test_values_the_api_refuses_are_skipped_with_a_reason(bob, django_capture_on
     assert bob.get(f"/v1/users/{USER}/conversations/c2/memory").json()["revision"] == 0
 
 
+def test_a_table_is_checked_as_the_table_api_checks_it(bob, django_capture_on_commit_callbacks) -> None:
+    table = {"conversation_id": "c1", "name": "People", "columns": ["name", "role"], "rows": [["Ann", "cook"]]}
+    wide = {**table, "name": "Wide", "columns": [f"c{n}" for n in range(40)], "rows": []}
+    ragged = {**table, "name": "Ragged", "rows": [["only one cell"]]}
+    big_cell = {**table, "name": "Cells", "rows": [["x" * 2001, "y"]]}
+    tables = [table, wide, ragged, big_cell]
+    file = export_file([record("tables.MemoryTable", {**t, "position": n}, record_id=n) for n, t in enumerate(tables)])
+    report = run_import(bob, django_capture_on_commit_callbacks, file)
+    assert report["imported"] == {"tables.MemoryTable": 1}, report
+    assert report["skipped"] == {"tables.MemoryTable": 3}
+    reasons = "\n".join(report["reasons"])
+    assert "at most 32" in reasons and "exactly 2 cells" in reasons and "2000 characters" in reasons, reasons
+
+
 def test_a_reference_to_another_users_row_is_not_kept(bob, django_capture_on_commit_callbacks) -> None:
     from tests.compact.support import create_scenario, play
 

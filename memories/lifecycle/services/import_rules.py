@@ -26,6 +26,8 @@ from memories.schemas import check_memory_against_schema
 from memories.validation import json_depth, validate_memory, validate_revision
 from memoryhub.errors import DomainError
 from memoryhub.identifiers import validate_identifier
+from memoryhub.runtimes.registry import SectionInvalid
+from tables.validation import validate_rows, validate_tables_section
 
 # The kinds an import restores. An explicit list: a model added later is not importable until it is added here
 # with its checks (tests/lifecycle/test_import_allow_list.py fails for an owner model that is in neither list).
@@ -233,6 +235,32 @@ def _task(values: dict[str, Any], context: ImportContext) -> None:
     _api_check(lambda: validate_identifier(values.get("task_id", ""), "task_id"))
 
 
+def _memory_table(values: dict[str, Any], context: ImportContext) -> None:
+    template = {
+        "name": values.get("name"),
+        "columns": values.get("columns"),
+        "note": values.get("note", ""),
+        "rules": values.get("rules", {}),
+        "required": values.get("required", False),
+        "maxRows": values.get("max_rows"),
+    }
+    try:
+        validate_tables_section([template])
+    except SectionInvalid as exc:
+        raise RecordRefused(str(exc)) from None
+    _table_rows(values, columns=values["columns"], max_rows=values.get("max_rows"))
+
+
+def _table_rows(values: dict[str, Any], *, columns: list[str] | None, max_rows: int | None) -> None:
+    rows = values.get("rows", [])
+    width = len(rows[0]) if columns is None and isinstance(rows, list) and rows and isinstance(rows[0], list) else 0
+    _api_check(lambda: validate_rows(rows, columns=columns if columns is not None else [""] * width, max_rows=max_rows))
+
+
+def _memory_table_version(values: dict[str, Any], context: ImportContext) -> None:
+    _table_rows(values, columns=None, max_rows=None)  # the width its table had then: every row alike
+
+
 KIND_CHECKS: dict[str, Callable[[dict[str, Any], ImportContext], None]] = {
     "memories.MemoryDocument": _memory_document,
     "memories.MemoryRevision": _memory_revision,
@@ -240,4 +268,6 @@ KIND_CHECKS: dict[str, Callable[[dict[str, Any], ImportContext], None]] = {
     "longterm.LongTermMemoryVersion": _longterm_history,
     "longterm.AdmissionRefusal": _longterm_history,
     "longterm.Task": _task,
+    "tables.MemoryTable": _memory_table,
+    "tables.MemoryTableVersion": _memory_table_version,
 }
