@@ -86,6 +86,7 @@ class DiaryStateAdmin(ReadOnlyAdmin):
             except (UpstreamError, SummarizerConfigError) as exc:
                 outcome = "failed"
                 self.message_user(request, f"{state}: generation failed: {exc}", messages.ERROR)
+            self.log_change(request, state, f"Re-planned the diary: {outcome}")
             counts[outcome] = counts.get(outcome, 0) + 1
         summary = ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
         self.message_user(request, f"Re-planned {sum(counts.values())} conversation(s): {summary}.")

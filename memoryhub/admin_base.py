@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -33,6 +34,13 @@ class ReadOnlyTabularInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
+
+
+def log_actions(user, objs, message: str, *, flag: int = CHANGE) -> None:
+    """One admin LogEntry per object (the admin's "Recent actions" and each object's history), by `user`."""
+    objs = list(objs)
+    if objs:
+        LogEntry.objects.log_actions(user.pk, objs, flag, change_message=message, single_object=len(objs) == 1)
 
 
 def console_link(url_name: str, pk: int, label: str) -> str:

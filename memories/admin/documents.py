@@ -7,10 +7,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
+from memories.console.services import key_revoke
 from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
 from memories.services.documents import memory_document_replace
-from memories.services.products import api_key_create, api_key_revoke
+from memories.services.products import api_key_create
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
 from memoryhub.admin_base import ReadOnlyAdmin, console_link
@@ -38,10 +39,15 @@ class ProductAdmin(admin.ModelAdmin):
     inlines = [ApiKeyInline]
     actions = ["issue_api_key"]
 
-    @admin.action(description="Issue a new API key (shown once)")
+    def has_issue_key_permission(self, request) -> bool:
+        # Issuing adds an ApiKey that can read and write every conversation of the product: view is not enough.
+        return request.user.has_perm("memories.add_apikey")
+
+    @admin.action(description="Issue a new API key (shown once)", permissions=["issue_key"])
     def issue_api_key(self, request, queryset):
         for product in queryset:
             issued = api_key_create(product=product, name=f"issued by {request.user.get_username()}")
+            self.log_addition(request, issued.api_key, f"Issued the API key {issued.api_key.prefix}… of {product}")
             self.message_user(
                 request,
                 f"New key for {product.name}: {issued.plaintext} — copy it now, it is not shown again.",
@@ -80,11 +86,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
             '<a class="mh-revoke" href="{}">{}</a>', reverse("console:revoke_key", args=[obj.pk]), _("Revoke…")
         )
 
-    @admin.action(description="Revoke the selected keys")
+    @admin.action(description="Revoke the selected keys", permissions=["change"])
     def revoke(self, request, queryset):
         active = list(queryset.filter(revoked_at__isnull=True))
         for api_key in active:
-            api_key_revoke(api_key=api_key)
+            key_revoke(api_key=api_key, user=request.user)  # the console's action: revokes and audits
         self.message_user(request, f"Revoked {len(active)} key(s).")
 
 

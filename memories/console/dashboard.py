@@ -27,6 +27,16 @@ from memories.longterm.models import AdmissionRefusal
 from memories.models import Product, Turn
 from tables.models import TableEditRecord
 
+# The view permission of every kind of row the dashboard reads (names, ids, failure reasons): a staff user who lacks
+# one of them sees no dashboard at all (docs/console.md, "Who sees what"). Superusers have them all.
+DASHBOARD_PERMISSIONS = (
+    "memories.view_product",
+    "memories.view_turn",
+    "hinos.view_failedhinoscommit",
+    "diaries.view_diaryplanrecord",
+    "tables.view_tableeditrecord",
+    "longterm.view_admissionrefusal",
+)
 WINDOW = timedelta(hours=24)
 SEARCH_ROUTE_SUFFIX = "memories/search"  # the route label of POST/GET /v1/users/{u}/memories/search
 JOBS = ("diaries", "tables")  # the commit hooks' work names in Turn.memory_write["work"]
@@ -76,6 +86,10 @@ def changelist(name: str, **params: object) -> str:
     """The admin list `app_model` filtered by `params` (admin query parameters)."""
     url = reverse(f"admin:{name}_changelist")
     return f"{url}?{urlencode(params)}" if params else url
+
+
+def dashboard_allowed(user) -> bool:
+    return user.is_active and user.is_staff and user.has_perms(DASHBOARD_PERMISSIONS)
 
 
 def dashboard_products() -> list[Product]:

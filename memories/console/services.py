@@ -11,22 +11,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import transaction
 from django.utils.translation import gettext as _
 
 from diaries.tasks import diary_plan_task
-from memories.hinos.services.commits import hinos_commit_resend
+from memories.hinos.services.commits import ResendOutcome, hinos_commit_resend
 from memories.models import ApiKey, Event, Turn
 from memories.services.events import event_emit_for_turn
 from memories.services.products import api_key_revoke
 from memoryhub import outbox
+from memoryhub.admin_base import log_actions
 from tables.models import TableEditRecord
 from tables.tasks import apply_table_edits
 
 # The commit hooks' work names (Turn.memory_write["work"]) and the task each one scheduled.
 TASKS = {"diaries": diary_plan_task.name, "tables": apply_table_edits.name}
 RERUN_EVENT = "memory.job_rerun"
+
+# The permission each action needs: the change permission of what it changes (view is never enough).
+PERMISSIONS = {
+    "diaries": "diaries.change_diarystate",
+    "tables": "tables.change_memorytable",
+    "resend": "hinos.change_failedhinoscommit",
+    "revoke": "memories.change_apikey",
+}
 
 Status = Literal["scheduled", "not_failed", "not_rerunnable", "done", "failed"]
 RESEND_STATUS: dict[str, Status] = {"committed": "done", "already_committed": "done", "failed": "failed"}
@@ -44,7 +52,7 @@ class ActionOutcome:
 
 def audit(user, obj, message: str) -> None:
     """An admin LogEntry (CHANGE) on `obj` by the operator."""
-    LogEntry.objects.log_actions(user.pk, [obj], CHANGE, change_message=message, single_object=True)
+    log_actions(user, [obj], message)
 
 
 def job_rerun_refusal(turn: Turn, work: str) -> ActionOutcome | None:
@@ -95,9 +103,15 @@ def job_rerun(*, turn_pk: int, work: str, user) -> ActionOutcome:
     return ActionOutcome("scheduled", message % {"turn": turn.pk, "work": work, "number": number})
 
 
-def hinos_resend(*, event: Event, user) -> ActionOutcome:
+def hinos_commit_resend_audited(*, event: Event, user) -> ResendOutcome:
+    """Re-send the commit of a failed Hinos event as the operator `user`, recorded as an admin LogEntry."""
     outcome = hinos_commit_resend(event=event, actor=f"operator:{user.get_username()}")
     audit(user, event, f"Re-sent the Hinos commit: {outcome.status} — {outcome.message}")
+    return outcome
+
+
+def hinos_resend(*, event: Event, user) -> ActionOutcome:
+    outcome = hinos_commit_resend_audited(event=event, user=user)
     return ActionOutcome(RESEND_STATUS.get(outcome.status, "not_rerunnable"), outcome.message)
 
 

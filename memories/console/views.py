@@ -14,16 +14,17 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from memories.console.services import TASKS, ActionOutcome, hinos_resend, job_rerun, job_rerun_refusal, key_revoke
+from memories.console.services import (
+    PERMISSIONS,
+    TASKS,
+    ActionOutcome,
+    hinos_resend,
+    job_rerun,
+    job_rerun_refusal,
+    key_revoke,
+)
 from memories.hinos.models import FailedHinosCommit
 from memories.models import ApiKey, Product, Turn
-
-PERMISSIONS = {
-    "diaries": "diaries.change_diarystate",
-    "tables": "tables.change_memorytable",
-    "resend": "hinos.view_failedhinoscommit",
-    "revoke": "memories.change_apikey",
-}
 
 
 def selected_product(request: HttpRequest) -> Product | None:

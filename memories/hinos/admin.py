@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.contrib import admin, messages
 
 from memories.console.admin_filters import ResendStateFilter
+from memories.console.services import PERMISSIONS, hinos_commit_resend_audited
 from memories.forms import pretty_json
 from memories.hinos.models import FailedHinosCommit, HinosClaim
 from memories.hinos.runtime import commit_acknowledged
-from memories.hinos.services.commits import hinos_commit_resend
 from memoryhub.admin_base import ReadOnlyAdmin
 
 
@@ -39,10 +39,14 @@ class FailedHinosCommitAdmin(ReadOnlyAdmin):
     def details_pretty(self, event: FailedHinosCommit) -> str:
         return pretty_json(event.details)
 
-    @admin.action(description="Re-send the Hinos commit (same claim id)")
+    def has_resend_permission(self, request) -> bool:
+        # Re-sending posts the turn's commit to Hinos again and records its receipt: view is not enough.
+        return request.user.has_perm(PERMISSIONS["resend"])
+
+    @admin.action(description="Re-send the Hinos commit (same claim id)", permissions=["resend"])
     def resend_commit(self, request, queryset):
-        actor = f"operator:{request.user.get_username()}"
-        outcomes = [hinos_commit_resend(event=event, actor=actor) for event in queryset.select_related("turn")]
+        events = queryset.select_related("turn")
+        outcomes = [hinos_commit_resend_audited(event=event, user=request.user) for event in events]
         counts = {
             status: sum(1 for o in outcomes if o.status == status)
             for status in ("committed", "already_committed", "failed", "not_resendable")

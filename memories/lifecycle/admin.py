@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -58,8 +59,8 @@ class ErasureAdmin(ReadOnlyAdmin):
 
     def erase_view(self, request):
         """Step 1: the form; step 2 (preview): the counts and a confirm button; step 3 (confirm): start."""
-        if not request.user.has_perm("lifecycle.add_erasure") and not request.user.is_superuser:
-            return HttpResponseRedirect(reverse("admin:index"))
+        if not request.user.has_perm("lifecycle.add_erasure"):  # a superuser has every permission
+            raise PermissionDenied
         form = EraseForm(request.POST or None)
         context = {
             **self.admin_site.each_context(request),
@@ -82,6 +83,8 @@ class ErasureAdmin(ReadOnlyAdmin):
                 except DomainError as exc:
                     messages.error(request, exc.message)
                     return HttpResponseRedirect(reverse("admin:lifecycle_erasure_erase"))
+                # The receipt's id and scope only: the user id is what is being erased.
+                self.log_addition(request, erasure, f"Started the erasure {erasure.pk} ({erasure.scope})")
                 messages.success(request, f"Erasure {erasure.pk} started ({erasure.status}).")
                 # quote: the admin unquotes "_22", "_40", … in a path, and an id is "era_" + random hex
                 return HttpResponseRedirect(reverse("admin:lifecycle_erasure_change", args=[quote(erasure.pk)]))

@@ -13,6 +13,7 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.models import DELETION
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -32,7 +33,7 @@ from memories.longterm.services.memories import memory_delete
 from memories.longterm.services.reindex import reindex_pending
 from memoryhub.actors import Actor
 from memoryhub.addresses import UserAddress
-from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
+from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, log_actions, pre
 from memoryhub.errors import DomainError
 
 
@@ -160,6 +161,7 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
         for memory in queryset.select_related("product"):
             try:
                 self.delete_model(request, memory)
+                log_actions(request.user, [memory], "Deleted through the service", flag=DELETION)
                 deleted += 1
             except DomainError as exc:
                 self.message_user(request, f"{memory.memory_id} not deleted: {exc.message}", messages.ERROR)

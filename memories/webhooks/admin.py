@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
-from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
+from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, log_actions, pre
 from memoryhub.errors import DomainError
 
 from . import targets
@@ -76,12 +76,13 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
             self.message_user(request, f"Signing secret of webhook {saved.pk} (shown once): {saved.secret}")
         obj.pk = saved.pk
 
-    @admin.action(description="Rotate the signing secret (the old one signs too for a day)")
+    @admin.action(description="Rotate the signing secret (the old one signs too for a day)", permissions=["change"])
     def rotate_secret(self, request, queryset: QuerySet[WebhookEndpoint]) -> None:
         for endpoint in queryset.select_related("product"):
             rotated = endpoint_rotate_secret(
                 product=endpoint.product, endpoint_id=endpoint.pk, overlap_seconds=DEFAULT_OVERLAP_SECONDS
             )
+            self.log_change(request, endpoint, "Rotated the signing secret (the old one signs too for a day)")
             self.message_user(request, f"New signing secret of webhook {rotated.pk} (shown once): {rotated.secret}")
 
 
@@ -90,9 +91,15 @@ class AttemptInline(ReadOnlyTabularInline):
     fields = ("number", "trigger", "outcome", "status_code", "latency_ms", "response_excerpt", "error", "created_at")
 
 
+def _may_redeliver(request) -> bool:
+    # Redelivering sends a request to the product's endpoint again: it changes deliveries, so view is not enough.
+    return request.user.has_perm("webhooks.change_webhookdelivery")
+
+
 def _redeliver(modeladmin: admin.ModelAdmin, request, deliveries: list[WebhookDelivery]) -> None:
     for delivery in deliveries:
         delivery_redeliver(delivery=delivery)
+        log_actions(request.user, [delivery], "Redelivered now (same webhook-id)")
     modeladmin.message_user(request, f"{len(deliveries)} deliveries sent again.", messages.SUCCESS)
 
 
@@ -112,6 +119,9 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     inlines = [AttemptInline]
     actions = ["redeliver"]
 
+    def has_redeliver_permission(self, request) -> bool:
+        return _may_redeliver(request)
+
     @admin.display(description="type")
     def event_type(self, delivery: WebhookDelivery) -> str:
         return delivery.message.type
@@ -120,7 +130,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     def payload(self, delivery: WebhookDelivery) -> str:
         return pre(delivery.message.payload)
 
-    @admin.action(description="Redeliver now")
+    @admin.action(description="Redeliver now", permissions=["redeliver"])
     def redeliver(self, request, queryset: QuerySet[WebhookDelivery]) -> None:
         _redeliver(self, request, list(queryset))
 
@@ -134,7 +144,10 @@ class WebhookAttemptAdmin(ReadOnlyAdmin):
     list_select_related = ("delivery",)
     actions = ["redeliver"]
 
-    @admin.action(description="Redeliver their deliveries now")
+    def has_redeliver_permission(self, request) -> bool:
+        return _may_redeliver(request)
+
+    @admin.action(description="Redeliver their deliveries now", permissions=["redeliver"])
     def redeliver(self, request, queryset: QuerySet[WebhookAttempt]) -> None:
         deliveries = {a.delivery_id: a.delivery for a in queryset.select_related("delivery")}
         _redeliver(self, request, list(deliveries.values()))

@@ -10,6 +10,7 @@ from memories.console.dashboard import dashboard_build, quantile
 from memoryhub import metrics
 from tests.browser.support import failed_job_turn, jobs_in_process, seed_product
 from tests.factories import TurnFactory
+from tests.support.admin import staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -103,3 +104,17 @@ def test_under_gunicorn_the_figures_sum_every_workers_metrics(tmp_path, monkeypa
     buckets = dict(metrics_read.histogram_buckets("memoryhub_http_request_seconds", route_suffix="memories/search"))
     assert buckets[0.1] == 0 and buckets[0.25] == 2 and buckets[float("inf")] == 2
     assert quantile(buckets.items(), 0.5) == pytest.approx(0.1 + 0.15 * 1 / 2)
+
+
+def test_the_dashboard_needs_the_view_permission_of_everything_it_shows(seeded):
+    failed = failed_job_turn(seeded, "diaries")
+    index = reverse("admin:index")
+    for missing in (None, *dashboard.DASHBOARD_PERMISSIONS):
+        held = [p for p in dashboard.DASHBOARD_PERMISSIONS if p != missing] if missing else []
+        page = staff_client(*held).get(index, {"product": seeded.product.pk})
+        body = page.content.decode()
+        assert page.status_code == 200 and 'id="console-dashboard"' not in body, missing
+        assert str(seeded.product) not in body and "/actions/rerun/" not in body  # no names, ids or failures
+
+    page = staff_client(*dashboard.DASHBOARD_PERMISSIONS).get(index, {"product": seeded.product.pk}).content.decode()
+    assert 'id="console-dashboard"' in page and reverse("console:rerun", args=[failed.pk, "diaries"]) in page

@@ -10,6 +10,7 @@ from diaries.services import diary_plan_and_write
 from diaries.summarizers import SummarizerConfigError
 from memories.models import Scenario
 from tests.factories import DiaryScenarioFactory, SuperuserFactory, TurnFactory
+from tests.support.admin import log_messages, staff_client
 
 from .support import SMALL_POLICY
 
@@ -65,6 +66,7 @@ def test_replan_action_appends_the_missing_diary(alice, operator, settings) -> N
         "/admin/diaries/diarystate/", {"action": "replan", "_selected_action": [state.pk]}, follow=True
     )
     assert "Re-planned 1 conversation(s): written 1." in response.content.decode()
+    assert log_messages(state) == ["Re-planned the diary: written"]
     assert [(e.round_from, e.round_to) for e in DiaryEntry.objects.all()] == [(1, 3)]
     assert DiaryPlanRecord.objects.filter(trigger="admin", outcome="written").count() == 1
 
@@ -112,3 +114,10 @@ def test_scenario_admin_validates_the_diary_policy_like_the_api(alice, operator)
     assert saved.status_code == 302
     policy = alice.get("/v1/scenarios/story").json()["diary"]
     assert (policy["minRounds"], policy["freeRoundsPerDiary"]) == (5, 10)
+
+
+def test_replanning_needs_the_change_permission(alice) -> None:
+    state = _conversation(alice.product, 2)
+    viewer = staff_client("diaries.view_diarystate")
+    viewer.post("/admin/diaries/diarystate/", {"action": "replan", "_selected_action": [state.pk]})
+    assert not DiaryPlanRecord.objects.filter(trigger="admin").exists() and log_messages(state) == []

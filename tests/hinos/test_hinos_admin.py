@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from memories.hinos.models import FailedHinosCommit
 from memories.models import Event, Turn
 from memoryhub.runtimes import registry
 from tests.factories import EventFactory
 from tests.hinos.support import COMMIT
+from tests.support.admin import log_messages, staff_client
 from tests.support.http_server import Reply
 
 CONV = "/v1/users/u1/conversations/c1"
@@ -100,3 +102,24 @@ def test_an_event_that_does_not_match_its_turn_is_not_resent(admin_client, alice
     sent = len(commits(hinos))
     assert "1 not resendable" in resend(admin_client, event).content.decode()
     assert len(commits(hinos)) == sent
+
+
+@pytest.mark.parametrize("where", ["bulk action", "console page"])
+def test_resending_needs_the_change_permission_and_is_logged(alice, hinos, where):
+    failed_turn(alice, hinos, "best_effort")
+    event = FailedHinosCommit.objects.get()
+    hinos.route("POST", COMMIT, Reply(200, {"committed": True}))
+
+    def attempt(client):
+        if where == "bulk action":
+            return resend(client, event)
+        return client.post(reverse("console:resend", args=[event.pk]))
+
+    denied = attempt(staff_client("hinos.view_failedhinoscommit"))
+    assert len(commits(hinos)) == 1 and log_messages(event) == []  # view only: nothing sent again
+    assert where == "bulk action" or denied.status_code == 403
+
+    attempt(staff_client("hinos.view_failedhinoscommit", "hinos.change_failedhinoscommit"))
+    assert len(commits(hinos)) == 2
+    [message] = log_messages(event)
+    assert message.startswith("Re-sent the Hinos commit: committed")

@@ -6,6 +6,7 @@ import json
 from io import StringIO
 
 import pytest
+from django.contrib.admin.models import ADDITION
 from django.contrib.admin.utils import quote
 from django.core.management import call_command
 from django.test import Client
@@ -14,6 +15,7 @@ from memories.lifecycle.models import Erasure
 from memories.models import Conversation, Turn
 from tests.compact.support import create_scenario, eager_celery, play
 from tests.factories import SuperuserFactory
+from tests.support.admin import log_messages, staff_client
 
 pytestmark = pytest.mark.django_db
 
@@ -62,8 +64,20 @@ def test_the_admin_shows_the_counts_before_erasing(
     assert done["Location"].endswith(f"/admin/lifecycle/erasure/{quote(erasure.pk)}/change/")
     assert erasure.pk == (erasure_id or erasure.pk)
     assert erasure.status == "done" and erasure.requested_by == "operator:op"
+    assert log_messages(erasure, ADDITION) == [f"Started the erasure {erasure.pk} (user)"]
     assert not Conversation.objects.filter(user_id="ann-7q").exists()
     shown = operator.get(done["Location"])
     assert shown.status_code == 200, (shown.status_code, shown.get("Location"))
     receipt = shown.content.decode()
     assert erasure.subject_hash in receipt and "ann-7q" not in receipt.replace("annotate", "")
+
+
+def test_erasing_needs_the_add_erasure_permission(alice) -> None:
+    create_scenario(alice)
+    play(alice, "hello", "hi", conv="/v1/users/ann-7q/conversations/c1")
+    viewer = staff_client("lifecycle.view_erasure")
+    form = {"product": alice.product.pk, "user_id": "ann-7q", "conversation_id": ""}
+    assert viewer.get("/admin/lifecycle/erasure/erase/").status_code == 403
+    assert viewer.post("/admin/lifecycle/erasure/erase/", {**form, "preview": "1"}).status_code == 403
+    assert viewer.post("/admin/lifecycle/erasure/erase/", {**form, "confirm": "1"}).status_code == 403
+    assert not Erasure.objects.exists() and Conversation.objects.filter(user_id="ann-7q").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.admin.models import DELETION, LogEntry
 
 from memories.longterm.models import LongTermMemory, LongTermMemoryVersion
 from tests.longterm.support import create, memories_url, proposal, search, update_body
@@ -50,6 +51,8 @@ def test_bulk_delete_action_uses_the_service(admin_client, alice):
     )
     assert "Deleted 2 memories" in response.content.decode()
     assert LongTermMemoryVersion.objects.filter(action="deleted").count() == 2
+    entries = LogEntry.objects.filter(action_flag=DELETION, object_id__in=[str(pk) for pk in pks])
+    assert sorted(entries.values_list("change_message", flat=True)) == ["Deleted through the service"] * 2
 
 
 def test_refusals_indexes_operations_and_tasks_are_listed_read_only(admin_client, alice):

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.admin.utils import quote
 from django.contrib.messages import get_messages
 from django.urls import reverse
@@ -16,6 +16,7 @@ from memories import forms as memory_forms
 from memories.models import ApiKey, MemoryDocument, Product
 from memories.services.products import api_key_create
 from tests.factories import ProductFactory
+from tests.support.admin import log_messages, staff_client
 from tests.support.api import assert_envelope
 
 URL = "/v1/users/u1/conversations/c1/memory"
@@ -139,6 +140,32 @@ def test_api_key_list_opens_and_revoke_action_revokes(admin_client, alice):
     assert ApiKey.objects.get(pk=extra.api_key.pk).revoked_at is not None
     assert_envelope(APIClient(HTTP_AUTHORIZATION=f"Bearer {extra.plaintext}").get(URL), 401, "unauthenticated")
     assert alice.get(URL).status_code == 200
+
+
+def test_issuing_a_key_needs_the_add_key_permission_and_is_logged(alice):
+    action = {"action": "issue_api_key", "_selected_action": [alice.product.pk]}
+    viewer = staff_client("memories.view_product")
+    page = viewer.post(reverse("admin:memories_product_changelist"), action, follow=True).content.decode()
+    assert "mhk_" not in page and alice.product.api_keys.count() == 1  # view only: no key, nothing shown
+
+    issuer = staff_client("memories.view_product", "memories.add_apikey")
+    response = issuer.post(reverse("admin:memories_product_changelist"), action, follow=True)
+    issued = alice.product.api_keys.latest("id")
+    assert alice.product.api_keys.count() == 2 and any("mhk_" in text for text in messages_of(response))
+    assert log_messages(issued, ADDITION) == [f"Issued the API key {issued.prefix}… of {alice.product}"]
+
+
+def test_revoking_keys_needs_the_change_permission_and_is_logged(alice):
+    extra = api_key_create(product=alice.product, name="to revoke").api_key
+    action = {"action": "revoke", "_selected_action": [extra.pk]}
+    staff_client("memories.view_apikey").post(reverse("admin:memories_apikey_changelist"), action)
+    assert ApiKey.objects.get(pk=extra.pk).revoked_at is None and log_messages(extra) == []
+
+    staff_client("memories.view_apikey", "memories.change_apikey").post(
+        reverse("admin:memories_apikey_changelist"), action
+    )
+    assert ApiKey.objects.get(pk=extra.pk).revoked_at is not None
+    assert log_messages(extra, CHANGE) == [f"Revoked the API key {extra.prefix}…"]
 
 
 def test_api_key_change_page_opens(admin_client, alice):

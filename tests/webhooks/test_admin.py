@@ -7,6 +7,7 @@ from html import escape
 import pytest
 
 from memories.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from tests.support.admin import log_messages, staff_client
 
 from .support import register
 
@@ -58,3 +59,35 @@ def test_rotating_from_the_admin_shows_the_new_secret(admin_client, alice, recei
     done = admin_client.post("/admin/webhooks/webhookendpoint/", action, follow=True).content.decode()
     endpoint = WebhookEndpoint.objects.get()
     assert endpoint.secret in done and endpoint.previous_secret == created["secret"]
+
+
+def test_rotating_needs_the_change_permission_and_is_logged(alice, receiver):
+    created = register(alice, receiver, ["memory.updated"])
+    action = {"action": "rotate_secret", "_selected_action": [created["id"]]}
+    viewer = staff_client("webhooks.view_webhookendpoint")
+    page = viewer.post("/admin/webhooks/webhookendpoint/", action, follow=True).content.decode()
+    endpoint = WebhookEndpoint.objects.get()
+    assert endpoint.secret == created["secret"] and "whsec_" not in page and log_messages(endpoint) == []
+
+    editor = staff_client("webhooks.view_webhookendpoint", "webhooks.change_webhookendpoint")
+    done = editor.post("/admin/webhooks/webhookendpoint/", action, follow=True).content.decode()
+    endpoint.refresh_from_db()
+    assert endpoint.secret != created["secret"] and endpoint.secret in done
+    assert log_messages(endpoint) == ["Rotated the signing secret (the old one signs too for a day)"]
+
+
+@pytest.mark.parametrize("listing", ["webhookdelivery", "webhookattempt"])
+def test_redelivering_needs_the_change_permission_on_deliveries_and_is_logged(alice, receiver, listing):
+    register(alice, receiver, ["memory.updated"])
+    alice.put(MEMORY, {"expectedRevision": 0, "memory": {}})
+    delivery = WebhookDelivery.objects.get()
+    selected = delivery.pk if listing == "webhookdelivery" else WebhookAttempt.objects.get().pk
+    action = {"action": "redeliver", "_selected_action": [selected]}
+    staff_client(f"webhooks.view_{listing}").post(f"/admin/webhooks/{listing}/", action)
+    assert WebhookAttempt.objects.count() == 1 and log_messages(delivery) == []
+
+    staff_client(f"webhooks.view_{listing}", "webhooks.change_webhookdelivery").post(
+        f"/admin/webhooks/{listing}/", action
+    )
+    assert list(WebhookAttempt.objects.values_list("number", "trigger")) == [(1, "auto"), (2, "redeliver")]
+    assert log_messages(delivery) == ["Redelivered now (same webhook-id)"]
