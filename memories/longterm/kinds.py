@@ -12,16 +12,12 @@ Pure Python, no Django: services call it with the stored definition.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from memories.longterm import admission
+from memories.schemas import SchemaRefused, SchemaUnusable, check_user_schema, schema_errors
 
 KIND_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 BUILTIN_KINDS = frozenset({"preference"})
@@ -103,14 +99,10 @@ def check_definition(data: Mapping[str, object]) -> None:
     schema = data["contentSchema"]
     if not isinstance(schema, dict):
         raise DefinitionInvalid("contentSchema", "must be a JSON Schema object")
-    if len(json.dumps(schema, ensure_ascii=False).encode()) > MAX_SCHEMA_BYTES:
-        raise DefinitionInvalid("contentSchema", f"larger than {MAX_SCHEMA_BYTES} bytes")
     try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise DefinitionInvalid("contentSchema", f"invalid JSON Schema: {exc.message}") from None
-    if '"$ref"' in json.dumps(schema) and not _local_refs_only(schema):
-        raise DefinitionInvalid("contentSchema", "only local references ($ref starting with #) are allowed")
+        check_user_schema(schema, max_bytes=MAX_SCHEMA_BYTES)  # the rules every user-supplied schema follows
+    except SchemaRefused as exc:
+        raise DefinitionInvalid("contentSchema", exc.message) from None
     if schema.get("type") != "object":
         raise DefinitionInvalid("contentSchema", 'must describe an object ("type": "object")')
     raw_properties = schema.get("properties")
@@ -127,17 +119,6 @@ def check_definition(data: Mapping[str, object]) -> None:
     text_field = data.get("textField") or ""
     if text_field and text_field not in properties:
         raise DefinitionInvalid("textField", f"{text_field!r} is not a property of contentSchema")
-
-
-def _local_refs_only(value: object) -> bool:
-    if isinstance(value, dict):
-        ref = value.get("$ref")
-        if ref is not None and not (isinstance(ref, str) and ref.startswith("#")):
-            return False
-        return all(_local_refs_only(item) for item in value.values())
-    if isinstance(value, list):
-        return all(_local_refs_only(item) for item in value)
-    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,11 +152,6 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-@lru_cache(maxsize=256)
-def _validator(schema_text: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_text))
-
-
 def _stated_values(value: object) -> list[str] | None:
     if isinstance(value, bool):
         return None
@@ -189,12 +165,10 @@ def _stated_values(value: object) -> list[str] | None:
 def schema_refusal(spec: KindSpec, content: object) -> KindAdmission | None:
     """The refusal when content fails a product kind's schema (or the schema cannot judge it), else None."""
     assert spec.content_schema is not None
-    validator = _validator(json.dumps(spec.content_schema, sort_keys=True))
     try:
-        errors = sorted(validator.iter_errors(content), key=lambda e: [str(p) for p in e.absolute_path])
-    except Exception as exc:  # e.g. a $ref that cannot be resolved: the kind's schema cannot judge content
-        reason = f"the kind's schema cannot be applied ({exc.__class__.__name__})"
-        return _refuse(SCHEMA_VIOLATION, reason, "/content")
+        errors = sorted(schema_errors(spec.content_schema, content), key=lambda e: [str(p) for p in e.absolute_path])
+    except SchemaUnusable as exc:  # e.g. a schema stored before the save-time rules: it cannot judge content
+        return _refuse(SCHEMA_VIOLATION, f"the kind's schema cannot be applied: {exc}", "/content")
     if errors:
         error = errors[0]
         path = "/content" + "".join(f"/{_escape(str(p))}" for p in error.absolute_path)

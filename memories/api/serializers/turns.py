@@ -17,7 +17,13 @@ class ScenarioSerializer(serializers.Serializer):
     memoryIngest = serializers.ChoiceField(["best_effort", "required"], required=False)
     commitOn = serializers.ChoiceField(["completed", "accepted"], required=False)
     toolUpdates = serializers.BooleanField(required=False)
-    memorySchema = serializers.JSONField(required=False, allow_null=True)
+    memorySchema = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="JSON Schema 2020-12 every memory write under this scenario must pass. Patterns run on RE2 "
+        "(no backreferences or lookaround, at most 1,000 characters); $ref only '#' or '#/…' within the schema, "
+        "never looping; a refused schema is 400 naming its JSON pointer (docs/contract.md).",
+    )
     version = serializers.IntegerField(read_only=True)
 
     def get_fields(self) -> dict[str, serializers.Field]:

@@ -88,7 +88,9 @@ class KindFields(StrictSerializer):
     description = StrictCharField(max_length=2000, required=False, allow_blank=True)
     contentSchema = BoundedObjectField(
         help_text='JSON Schema (2020-12) of `content`, `"type": "object"`; a property with '
-        '`"x-single-valued": true` has one current answer per user (a contradicting new memory supersedes).'
+        '`"x-single-valued": true` has one current answer per user (a contradicting new memory supersedes). '
+        "Patterns run on RE2 (no backreferences or lookaround); $ref only '#' or '#/…', never looping; a refused "
+        "schema is 400 naming its JSON pointer (docs/contract.md, User-supplied JSON Schemas)."
     )
     statedFields = serializers.ListField(
         child=StrictCharField(max_length=64),
