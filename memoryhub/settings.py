@@ -8,19 +8,20 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.utils import get_random_secret_key
 from kombu import Queue
 
 from . import __version__
 from .converters import MAX_ROW_ID
 from .env import env_bool, env_int, env_list, env_str, env_url
+from .secret_key import fallback_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMORYHUB_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = env_bool("DEBUG", False)
-# A random key per process is fine for the embedded default; tool tokens then expire with the process.
-SECRET_KEY = env_str("SECRET_KEY") or get_random_secret_key()
+# One key shared by every process; without it only DEBUG, the tests and one-off manage.py commands start
+# (memoryhub/secret_key.py). `dev.py serve` keeps one in var/secret-key and passes it on.
+SECRET_KEY = env_str("SECRET_KEY") or fallback_secret_key(debug=DEBUG)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver", "[::1]"])
 
 INSTALLED_APPS = [
