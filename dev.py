@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import os
+import secrets
 import subprocess
 import sys
 import venv
@@ -33,6 +34,9 @@ STAMP = VENV / ".requirements.sha256"
 # The dev product's key (mode 0600), reused by every `serve`; see memories/management/commands/dev_key.py.
 # It lives next to the SQLite database: var/, or MEMORYHUB_VAR_DIR when that is set (as in memoryhub/settings.py).
 KEY_FILE = Path(os.environ.get("MEMORYHUB_VAR_DIR") or ROOT / "var") / "dev-key.json"
+# The SECRET_KEY every process of `serve` shares (gunicorn's workers must verify each other's tool tokens and
+# sessions), generated once and kept beside the dev key (mode 0600); a SECRET_KEY in the environment wins.
+SECRET_KEY_FILE = KEY_FILE.with_name("secret-key")
 
 
 def venv_python() -> Path:
@@ -101,12 +105,31 @@ def dev_key(py: Path, new_key: bool) -> str:
         sys.exit(f"[dev] dev_key printed no JSON with an apiKey: {lines[-1]!r}")
 
 
+def secret_key() -> str:
+    """SECRET_KEY from the environment, else the one kept in SECRET_KEY_FILE (created 0600 on first use)."""
+    if os.environ.get("SECRET_KEY", "").strip():
+        return os.environ["SECRET_KEY"].strip()
+    SECRET_KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
+    try:  # O_EXCL: two serves started at once keep one key
+        fd = os.open(SECRET_KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        SECRET_KEY_FILE.chmod(0o600)
+        kept = SECRET_KEY_FILE.read_text().strip()
+        if kept:
+            return kept
+        sys.exit(f"[dev] {SECRET_KEY_FILE} is empty: delete it and serve again")
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_urlsafe(50) + "\n")
+    return SECRET_KEY_FILE.read_text().strip()
+
+
 def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def cmd_serve(port: int, new_key: bool = False, workers: int = 0) -> None:
     py = ensure_venv()
+    os.environ["SECRET_KEY"] = secret_key()  # migrate, dev_key and the server (all its workers) share it
     if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
         sys.exit("[dev] migrate failed")
     key = dev_key(py, new_key)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 
 from django.core.exceptions import ImproperlyConfigured
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -53,3 +56,38 @@ def env_url(name: str, schemes: tuple[str, ...], environ: Mapping[str, str] = os
     if value is not None and not value.startswith(tuple(f"{scheme}://" for scheme in schemes)):
         raise ImproperlyConfigured(f"{name} must start with one of {', '.join(s + '://' for s in schemes)}")
     return value
+
+
+def env_networks(name: str, default: list[str], environ: Mapping[str, str] = os.environ) -> list[IPNetwork]:
+    """A comma-separated list of addresses or CIDR networks (`10.0.0.0/8,::1`)."""
+    networks = []
+    for item in env_list(name, default, environ):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name} must list IP addresses or networks, got {item!r}") from None
+    return networks
+
+
+def env_origins(name: str, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Origins with their scheme (`https://memoryhub.example.com`), as Django's CSRF_TRUSTED_ORIGINS wants them."""
+    origins = env_list(name, [], environ)
+    for origin in origins:
+        if not origin.startswith(("http://", "https://")):
+            raise ImproperlyConfigured(f"{name} must list origins starting with https:// or http://, got {origin!r}")
+    return origins
+
+
+def env_proxy_ssl_header(name: str, environ: Mapping[str, str] = os.environ) -> tuple[str, str] | None:
+    """A request header a TLS-terminating proxy sets (`X-Forwarded-Proto`), as Django's SECURE_PROXY_SSL_HEADER.
+
+    `X-Forwarded-Proto` means "https when the header says https"; `Header: value` names another value.
+    """
+    value = env_str(name, None, environ)
+    if value is None:
+        return None
+    header, _, expected = value.partition(":")
+    header, expected = header.strip(), expected.strip() or "https"
+    if not header or not all(c.isalnum() or c == "-" for c in header):
+        raise ImproperlyConfigured(f"{name} must be a header name such as X-Forwarded-Proto, got {value!r}")
+    return "HTTP_" + header.upper().replace("-", "_"), expected

@@ -8,20 +8,48 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.utils import get_random_secret_key
 from kombu import Queue
 
 from . import __version__
 from .converters import MAX_ROW_ID
-from .env import env_bool, env_int, env_list, env_str, env_url
+from .env import env_bool, env_int, env_list, env_networks, env_origins, env_proxy_ssl_header, env_str, env_url
+from .secret_key import fallback_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMORYHUB_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = env_bool("DEBUG", False)
-# A random key per process is fine for the embedded default; tool tokens then expire with the process.
-SECRET_KEY = env_str("SECRET_KEY") or get_random_secret_key()
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver", "[::1]"])
+# One key shared by every process; without it only DEBUG, the tests and one-off manage.py commands start
+# (memoryhub/secret_key.py). `dev.py serve` keeps one in var/secret-key and passes it on.
+SECRET_KEY = env_str("SECRET_KEY") or fallback_secret_key(debug=DEBUG)
+LOCAL_HOSTS = ["127.0.0.1", "localhost", "testserver", "[::1]"]
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", LOCAL_HOSTS)
+
+# --- HTTPS and headers (docs/production.md#https-headers-and-metrics). Once ALLOWED_HOSTS names a host other
+# than this machine, the secure defaults apply; every one can be set explicitly.
+PUBLIC = not set(ALLOWED_HOSTS) <= set(LOCAL_HOSTS)
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")  # the TLS load balancer's header
+CSRF_TRUSTED_ORIGINS = env_origins("CSRF_TRUSTED_ORIGINS")  # the admin's public origin, behind a proxy
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if PUBLIC else 0, minimum=0)  # HTTPS answers only
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]  # load balancers and Prometheus probe by HTTP
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", PUBLIC)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", PUBLIC)
+CSRF_COOKIE_HTTPONLY = True  # the admin's forms carry the token; no script needs the cookie
+# The admin and console's Content-Security-Policy (memoryhub/security.py); "" sends none. Their pages run only
+# same-origin scripts; styles may be inline (Django's own changelist has a <style> block).
+CONTENT_SECURITY_POLICY = env_str(
+    "CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+)
+# /metrics: open to anyone presenting METRICS_TOKEN as a bearer token or connecting from METRICS_ALLOWED_NETWORKS
+# (the TCP peer, never a forwarded header); with neither set, open, or loopback only once PUBLIC.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_ALLOWED_NETWORKS = env_networks(
+    "METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1"] if PUBLIC or METRICS_TOKEN else ["0.0.0.0/0", "::/0"]
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -53,6 +81,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "memoryhub.security.ContentSecurityPolicyMiddleware",  # /admin/ only (CONTENT_SECURITY_POLICY)
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off
     "memoryhub.db_routing.ReplicaReadsMiddleware",  # GET requests may read the replica (DATABASE_REPLICA_URL)
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -6,6 +6,8 @@ when MEMORYHUB_REQUIRE_SERVICES=1 (the CI run on real services may skip nothing)
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.conf import settings
 from django.core.cache import cache
@@ -14,6 +16,10 @@ from memoryhub import faults
 from memoryhub.runtimes import registry
 from tests.support.api import ProductApi
 from tests.support.services import MARKERS, REQUIRE_SERVICES, service_missing
+
+# The tests' own SECRET_KEY (settings.py lets the test runner generate one): every server and worker the suite
+# starts inherits it, so they verify the tool tokens and sessions this process signs.
+os.environ.setdefault("SECRET_KEY", settings.SECRET_KEY)
 
 
 def pytest_runtest_setup(item):

@@ -113,13 +113,15 @@ PROBE = (
 
 def start_settings(tmp_path, **overrides: str) -> subprocess.CompletedProcess:
     keep = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "PYTHONPATH"}}
-    environ = {**keep, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_VAR_DIR": str(tmp_path), **overrides}
+    # A server needs SECRET_KEY whatever else is set (tests/test_secret_key.py shows the refusal without it).
+    environ = {**keep, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_VAR_DIR": str(tmp_path)}
+    environ |= {"SECRET_KEY": "probe", **overrides}
     return subprocess.run(
         [sys.executable, "-c", PROBE], cwd=settings.BASE_DIR, env=environ, capture_output=True, text=True, timeout=60
     )
 
 
-def test_settings_with_nothing_set_use_sqlite_locmem_and_in_process_tasks(tmp_path):
+def test_settings_with_only_a_secret_key_use_sqlite_locmem_and_in_process_tasks(tmp_path):
     result = start_settings(tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
