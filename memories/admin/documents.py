@@ -11,6 +11,7 @@ from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
 from memories.services.documents import memory_document_replace
 from memories.services.products import api_key_create, api_key_revoke
+from memories.services.tools import tool_tokens_revoke_all
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
 from memoryhub.admin_base import ReadOnlyAdmin, console_link
@@ -36,7 +37,7 @@ class ProductAdmin(admin.ModelAdmin):
     search_fields = ["name", "id"]
     readonly_fields = ["id", "created_at"]
     inlines = [ApiKeyInline]
-    actions = ["issue_api_key"]
+    actions = ["issue_api_key", "revoke_tool_tokens"]
 
     @admin.action(description="Issue a new API key (shown once)")
     def issue_api_key(self, request, queryset):
@@ -47,6 +48,11 @@ class ProductAdmin(admin.ModelAdmin):
                 f"New key for {product.name}: {issued.plaintext} — copy it now, it is not shown again.",
                 messages.WARNING,
             )
+
+    @admin.action(description="Revoke all tool tokens of the selected products", permissions=["change"])
+    def revoke_tool_tokens(self, request, queryset):
+        revoked = sum(tool_tokens_revoke_all(product=product) for product in queryset)
+        self.message_user(request, f"Revoked {revoked} tool token(s).")
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)

@@ -24,7 +24,7 @@ from memoryhub.errors import InvalidRequest, NotFound
 from ..models import DONE, FAILED, RUNNING, Import
 from . import files
 from .erasure import delete_working_set
-from .export import FORMAT, FORMAT_VERSION, SKIPPED_APPS
+from .export import FORMAT, FORMAT_VERSION, exported
 
 TASK = "lifecycle.import"
 
@@ -47,7 +47,7 @@ def _model(kind: str) -> type[models.Model] | None:
         model = apps.get_model(kind)
     except (LookupError, ValueError):
         return None
-    return None if model._meta.app_label in SKIPPED_APPS else model
+    return model if exported(model) else None
 
 
 def _order(kinds: Iterable[str]) -> list[str]:
