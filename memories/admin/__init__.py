@@ -1,3 +1,3 @@
 """The operator console of the core app: products and keys, JSON memory documents, scenarios and turns."""
 
-from . import documents, runonce, turns  # noqa: F401  each module registers its ModelAdmins
+from . import documents, runonce, tools, turns  # noqa: F401  each module registers its ModelAdmins

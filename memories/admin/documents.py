@@ -12,6 +12,7 @@ from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
 from memories.services.documents import memory_document_replace
 from memories.services.products import api_key_create
+from memories.services.tools import tool_tokens_revoke_all
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
 from memoryhub.admin_base import ReadOnlyAdmin, console_link
@@ -37,7 +38,7 @@ class ProductAdmin(admin.ModelAdmin):
     search_fields = ["name", "id"]
     readonly_fields = ["id", "created_at"]
     inlines = [ApiKeyInline]
-    actions = ["issue_api_key"]
+    actions = ["issue_api_key", "revoke_tool_tokens"]
 
     def has_issue_key_permission(self, request) -> bool:
         # Issuing adds an ApiKey that can read and write every conversation of the product: view is not enough.
@@ -53,6 +54,15 @@ class ProductAdmin(admin.ModelAdmin):
                 f"New key for {product.name}: {issued.plaintext} — copy it now, it is not shown again.",
                 messages.WARNING,
             )
+
+    @admin.action(description="Revoke all tool tokens of the selected products", permissions=["change"])
+    def revoke_tool_tokens(self, request, queryset):
+        revoked = 0
+        for product in queryset:
+            count = tool_tokens_revoke_all(product=product)
+            self.log_change(request, product, f"Revoked every tool token of {product} ({count} recorded)")
+            revoked += count
+        self.message_user(request, f"Revoked {revoked} tool token(s).")
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)

@@ -9,9 +9,8 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
 import memoryhub.api.schema  # noqa: F401  registers the OpenAPI security schemes for the classes below
-from memories.models import Product
 from memories.services.products import KeySnapshot, api_key_authenticate, api_key_snapshot, hash_key
-from memories.services.tools import TOKEN_PREFIX, tool_token_read
+from memories.services.tools import TOKEN_PREFIX, tool_token_authenticate
 from memoryhub.api.authentication import ProductClient, bearer_token
 
 
@@ -44,12 +43,10 @@ class ToolTokenAuthentication(BaseAuthentication):
         token = bearer_token(request)
         if token is None or not token.startswith(TOKEN_PREFIX):
             return None
-        claims = tool_token_read(token)
-        if claims is None:
-            raise AuthenticationFailed("the tool token is invalid or expired")
-        product = Product.objects.filter(pk=claims.product_id).first()
-        if product is None:
-            raise AuthenticationFailed("the tool token is invalid or expired")
+        found = tool_token_authenticate(token)
+        if found is None:
+            raise AuthenticationFailed("the tool token is invalid, expired or revoked")
+        claims, product = found
         return ProductClient(product, "tool", claims.token_id, {"token": claims}), claims
 
     def authenticate_header(self, request) -> str:

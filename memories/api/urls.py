@@ -17,6 +17,8 @@ urlpatterns = [
     path(f"{conversation}/messages", turns.MessageListView.as_view(), name="messages"),
     path(f"{conversation}/events", turns.EventListView.as_view(), name="events"),
     path(f"{conversation}/tool-tokens", tools.ToolTokenView.as_view(), name="tool-tokens"),
+    path("tool-tokens/revoke-all", tools.ToolTokenRevokeAllView.as_view(), name="tool-tokens-revoke-all"),
+    path("tool-tokens/<str:token_id>/revoke", tools.ToolTokenRevokeView.as_view(), name="tool-token-revoke"),
     path("tools", tools.ToolListView.as_view(), name="tools"),
     path("tools/call", tools.ToolCallView.as_view(), name="tools-call"),
 ]

@@ -21,7 +21,7 @@ from diaries.selectors import diary_agent_ref, diary_recent_summaries
 from memories.longterm.selectors import memory_search
 from memories.models import Product, Scenario
 from memories.services.runonce import request_fingerprint
-from memories.services.tools import ToolToken, tool_call, tool_token_read, tool_updates_allowed
+from memories.services.tools import ToolToken, tool_call, tool_token_authenticate, tool_updates_allowed
 from memories.state.selectors import config_of, state_view
 from memories.state.services import state_candidate_submit
 from memories.story.selectors import render_story, story_get
@@ -61,12 +61,10 @@ class Caller:
 
 
 def caller_from_token(raw: str) -> Caller | None:
-    """The caller a bearer credential names, or None: forged, expired, a product API key, or a deleted product."""
-    claims = tool_token_read(raw)
-    if claims is None:
-        return None
-    product = Product.objects.filter(pk=claims.product_id).first()
-    return None if product is None else Caller(product, claims)
+    """The caller a bearer credential names, or None: forged, expired, revoked (or its key), a product API key,
+    or a deleted product."""
+    found = tool_token_authenticate(raw)
+    return None if found is None else Caller(found[1], found[0])
 
 
 @dataclass(frozen=True)

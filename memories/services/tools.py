@@ -1,8 +1,12 @@
-"""Model-facing memory tools (TOOL1–TOOL3) and the short-lived tool tokens that fix their identity (T4)."""
+"""Model-facing memory tools (TOOL1–TOOL3) and the short-lived tool tokens that fix their identity (T4).
+
+A token is signed (a forged one costs no query) and has a row (IssuedToolToken, its id the token's `j`):
+it authenticates only while that row is not revoked and the API key that minted it is active, checked in
+the one query that also reads the product (docs/contract.md#tool-tokens).
+"""
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,7 +17,7 @@ from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from diaries.planning import InvalidSubscriptionCategory, normalize_subscription_category
-from memories.models import Product, Scenario
+from memories.models import ApiKey, IssuedToolToken, Product, Scenario
 from memories.selectors.documents import memory_document_get
 from memories.services.documents import memory_document_replace
 from memoryhub.actors import Actor
@@ -23,6 +27,8 @@ from memoryhub.errors import Forbidden, InvalidRequest, NotFound, RevisionConfli
 TOKEN_PREFIX = "mht_"
 _SALT = "memoryhub.tool-token"
 MAX_TTL_SECONDS = 24 * 3600
+# Rows of tokens expired this long ago are deleted when the product mints its next token.
+EXPIRED_KEPT = timedelta(days=1)
 
 GET_MEMORY = {
     "type": "function",
@@ -64,13 +70,21 @@ class ToolToken:
     subscription_category: str | None = None  # the user's plan, for tools whose amount it decides (diaries)
 
 
+@dataclass(frozen=True)
+class MintedToolToken:
+    id: str
+    token: str  # shown once, never stored
+    expires_at: datetime
+
+
 def tool_token_mint(
     *,
     address: ConversationAddress,
+    api_key: ApiKey,
     scenario_slug: str | None,
     ttl_seconds: int | None,
     subscription_category: str | None = None,
-) -> tuple[str, datetime]:
+) -> MintedToolToken:
     ttl = settings.TOOL_TOKEN_DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
     if scenario_slug is not None and not Scenario.objects.filter(product=address.product, slug=scenario_slug).exists():
         raise NotFound(f"no scenario {scenario_slug!r}")
@@ -79,17 +93,28 @@ def tool_token_mint(
             normalize_subscription_category(subscription_category)
         except InvalidSubscriptionCategory as exc:
             raise InvalidRequest(str(exc), details={"field": "subscriptionCategory"}) from None
-    expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
+    now = timezone.now()
+    expires_at = (now + timedelta(seconds=ttl)).replace(microsecond=0)
+    IssuedToolToken.objects.filter(product=address.product, expires_at__lt=now - EXPIRED_KEPT).delete()
+    issued = IssuedToolToken.objects.create(
+        product=address.product,
+        api_key=api_key,
+        user_id=address.user_id,
+        conversation_id=address.conversation_id,
+        scenario_slug=scenario_slug or "",
+        expires_at=expires_at,
+    )
     payload = {
         "p": address.product.pk,
         "u": address.user_id,
         "c": address.conversation_id,
         "s": scenario_slug,
-        "j": secrets.token_hex(6),
+        "j": issued.pk,
         "e": int(expires_at.timestamp()),
         **({"k": subscription_category} if subscription_category is not None else {}),
     }
-    return TOKEN_PREFIX + signing.dumps(payload, salt=_SALT, compress=True), expires_at
+    token = TOKEN_PREFIX + signing.dumps(payload, salt=_SALT, compress=True)
+    return MintedToolToken(issued.pk, token, expires_at)
 
 
 def tool_token_read(token: str) -> ToolToken | None:
@@ -104,6 +129,42 @@ def tool_token_read(token: str) -> ToolToken | None:
     if expires_at <= timezone.now():
         return None
     return ToolToken(claims["p"], claims["u"], claims["c"], claims["s"], claims["j"], expires_at, claims.get("k"))
+
+
+def tool_token_authenticate(token: str) -> tuple[ToolToken, Product] | None:
+    """The claims and product of a valid token, or None: forged, expired, revoked, or its key revoked.
+
+    One query (the token's row by primary key, joined to its key and its product) on every request a token
+    makes: revoking the token or its key takes effect from the next request on.
+    """
+    claims = tool_token_read(token)
+    if claims is None:
+        return None
+    issued = (
+        IssuedToolToken.objects.select_related("product")
+        .filter(pk=claims.token_id, product_id=claims.product_id, revoked_at__isnull=True)
+        .filter(api_key__revoked_at__isnull=True)
+        .first()
+    )
+    return None if issued is None else (claims, issued.product)
+
+
+def tool_token_revoke(*, product: Product, token_id: str) -> IssuedToolToken:
+    """Revoke one of the product's tokens (again: nothing changes); another product's token is not found."""
+    issued = IssuedToolToken.objects.filter(product=product, pk=token_id).first()
+    if issued is None:
+        raise NotFound(f"no tool token {token_id!r}")
+    if issued.revoked_at is None:
+        IssuedToolToken.objects.filter(pk=issued.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        issued.refresh_from_db(fields=["revoked_at"])
+    return issued
+
+
+def tool_tokens_revoke_all(*, product: Product) -> int:
+    """Revoke every token of the product that still works (not revoked, not expired); answer how many."""
+    now = timezone.now()
+    live = IssuedToolToken.objects.filter(product=product, revoked_at__isnull=True, expires_at__gt=now)
+    return live.update(revoked_at=now)
 
 
 def tools_available(*, product: Product, token: ToolToken | None) -> list[dict]:

@@ -46,7 +46,8 @@ def make_scenario(api, slug: str, **fields) -> None:
 def test_a_token_expires_after_15_minutes_by_default_in_iso_utc(alice):
     before = timezone.now()
     body = mint(alice)
-    assert set(body) == {"token", "expiresAt"} and body["token"].startswith("mht_")
+    assert set(body) == {"id", "token", "expiresAt"} and body["token"].startswith("mht_")
+    assert body["id"].startswith("ttk_")
     expires = parse_utc(body["expiresAt"])
     assert dt.timedelta(minutes=14, seconds=58) <= expires - before <= dt.timedelta(minutes=15, seconds=1)
 

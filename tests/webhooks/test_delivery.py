@@ -223,6 +223,19 @@ def test_a_target_that_became_private_is_refused_at_delivery_time(alice, receive
     assert WebhookDelivery.objects.get().status == PENDING  # retried later, refused again while it stays private
 
 
+def test_a_name_rebound_to_a_shared_address_is_refused_at_delivery_time(alice, receiver, settings, monkeypatch):
+    from memories.webhooks import targets
+
+    register(alice, receiver, ["memory.updated"])
+    settings.WEBHOOK_ALLOW_PRIVATE = False  # the name now resolves to the cloud metadata address
+    monkeypatch.setattr(targets.socket, "getaddrinfo", lambda *a, **k: [(2, 1, 6, "", ("100.100.100.200", 80))])
+    write_memory(alice)
+    assert receiver.received == []
+    attempt = WebhookAttempt.objects.get()
+    assert attempt.outcome == "refused" and "100.100.100.200" in attempt.error
+    assert "WEBHOOK_ALLOW_PRIVATE" in attempt.error
+
+
 def test_a_rolled_back_write_delivers_nothing(alice, receiver):
     register(alice, receiver, ["memory.updated"])
     assert_envelope(alice.put(MEMORY, {"expectedRevision": 5, "memory": {}}), 409)

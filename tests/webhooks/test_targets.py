@@ -26,6 +26,20 @@ from memoryhub.errors import InvalidRequest
         ("::ffff:127.0.0.1", False),
         ("0.0.0.0", False),
         ("224.0.0.1", False),
+        ("100.64.0.1", False),  # shared address space (carrier-grade NAT)
+        ("100.100.100.200", False),  # a cloud metadata address inside it
+        ("fec0::1", False),  # site-local, deprecated: Python still calls it global
+        ("2002:7f00:1::", False),  # 6to4 wrapping 127.0.0.1
+        ("2002:a9fe:a9fe::1", False),  # 6to4 wrapping 169.254.169.254
+        ("2002:5db8:d822::1", True),  # 6to4 wrapping a public address
+        ("64:ff9b::7f00:1", False),  # NAT64 of 127.0.0.1
+        ("64:ff9b::6464:64c8", False),  # NAT64 of 100.100.100.200
+        ("64:ff9b::5db8:d822", True),  # NAT64 of a public address
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", False),  # Teredo, client 127.0.0.1
+        ("::ffff:100.100.100.200", False),
+        ("::127.0.0.1", False),  # IPv4-compatible (deprecated): reserved
+        ("192.0.2.1", False),  # documentation
+        ("2001:db8::1", False),
     ],
 )
 def test_public_addresses(address, public):
@@ -46,6 +60,15 @@ def test_a_name_is_pinned_to_its_checked_address_and_keeps_its_host_header(setti
     assert sender._host_header(target) == "localhost:8080"
     urls = {sender._pinned_url(target, address) for address in target.addresses}
     assert urls <= {"http://127.0.0.1:8080/hook", "http://[::1]:8080/hook"}
+
+
+def test_a_name_resolving_to_a_wrapped_loopback_is_refused_and_names_the_setting(settings, monkeypatch):
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    monkeypatch.setattr(targets.socket, "getaddrinfo", lambda *a, **k: [(10, 1, 6, "", ("2002:7f00:1::", 443, 0, 0))])
+    with pytest.raises(targets.TargetRefused) as refused:
+        targets.check("https://hooks.example.com/in")
+    assert refused.value.details["addresses"] == ["2002:7f00:1::"]
+    assert "WEBHOOK_ALLOW_PRIVATE" in refused.value.message
 
 
 def test_a_name_that_does_not_resolve_is_refused(settings):

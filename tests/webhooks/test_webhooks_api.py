@@ -97,6 +97,12 @@ def test_overlap_out_of_range_is_400(alice):
         "http://169.254.169.254/latest/meta-data",
         "http://[::1]/hook",
         "http://0.0.0.0/hook",
+        "http://100.100.100.200/latest/meta-data",
+        "http://100.64.0.1/hook",
+        "http://[fec0::1]/hook",
+        "http://[2002:7f00:1::]/hook",
+        "http://[64:ff9b::a9fe:a9fe]/hook",
+        "http://[::ffff:100.100.100.200]/hook",
     ],
 )
 def test_a_private_target_is_refused_without_the_setting(alice, settings, url):

@@ -55,6 +55,30 @@ class ToolTokenSerializer(StrictSerializer):
     )
 
 
+class ToolTokenStateSerializer(serializers.Serializer):
+    """A minted tool token as the revocation endpoints show it (never the token itself)."""
+
+    id = serializers.CharField(help_text="ttk_…: names the token for revocation; tool writes record it as their actor")
+    userId = serializers.CharField()
+    conversationId = serializers.CharField()
+    scenarioId = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    expiresAt = serializers.DateTimeField()
+    revokedAt = serializers.DateTimeField(allow_null=True, help_text="set once revoked: the token is refused (401)")
+
+
+class ToolTokenMintedSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="ttk_…: POST /v1/tool-tokens/{id}/revoke revokes this token")
+    token = serializers.CharField(
+        help_text="mht_…: shown once; valid until expiresAt while neither it nor its key is revoked"
+    )
+    expiresAt = serializers.DateTimeField()
+
+
+class ToolTokensRevokedSerializer(serializers.Serializer):
+    revoked = serializers.IntegerField(help_text="how many of the product's live tokens were revoked now")
+
+
 class ToolCallSerializer(StrictSerializer):
     name = StrictCharField(max_length=64)
     arguments = serializers.JSONField()

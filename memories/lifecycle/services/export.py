@@ -33,6 +33,12 @@ TASK = "lifecycle.export"
 FORMAT = "memoryhub-export"
 FORMAT_VERSION = 1
 SKIPPED_APPS = {"lifecycle", "webhooks"}  # the export and erasure jobs themselves; messages sent about the user
+# Credentials, not the user's data: erased with the user, never exported (nor imported: they name a key).
+SKIPPED_MODELS = {"memories.IssuedToolToken"}
+
+
+def exported(model: type[models.Model]) -> bool:
+    return model._meta.app_label not in SKIPPED_APPS and model._meta.label not in SKIPPED_MODELS
 
 
 def ttl() -> timedelta:
@@ -94,7 +100,7 @@ def export_run(*, export_id: str, progress: Callable[[int], None] | None = None)
 
 def exported_rows(product: Any, user_id: str) -> dict[type[models.Model], set[Any]]:
     rows = user_rows(product, user_id)
-    return {m: pks for m, pks in rows.items() if m._meta.app_label not in SKIPPED_APPS}
+    return {m: pks for m, pks in rows.items() if exported(m)}
 
 
 def write_export(path, product: Any, user_id: str, *, progress: Callable[[int], None] | None = None) -> dict[str, int]:

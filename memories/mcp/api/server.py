@@ -59,7 +59,8 @@ def tool_token_auth(request: HttpRequest) -> HttpResponse | None:
             raise
         return JsonResponse(outage, status=HTTPStatus.SERVICE_UNAVAILABLE)
     if caller is None:
-        return _challenge("invalid_token", "the tool token is invalid or expired (product API keys are not accepted)")
+        message = "the tool token is invalid, expired or revoked (product API keys are not accepted)"
+        return _challenge("invalid_token", message)
     if refused is not None:
         return refused
     request.mcp_caller = caller  # type: ignore[attr-defined]
