@@ -4,5 +4,7 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from memoryhub.unread_body import DrainUnreadBody
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
-application = get_wsgi_application()
+application = DrainUnreadBody(get_wsgi_application())
