@@ -60,8 +60,9 @@ IMPORTABLE_KINDS: frozenset[str] = frozenset(
     }
 )
 # Owner models an export may carry that are never restored: bookkeeping of the service, not the user's data.
-# (A run-once record would pre-seed a replay; a tool token is a credential; a Hinos claim id is a handle shared with a remote service; a quota
-# lock is a lock; lifecycle jobs and webhook messages describe this product's own operations.)
+# (A run-once record would pre-seed a replay; a tool token is a credential (exports leave it out too); a Hinos
+# claim id is a handle shared with a remote service; a quota lock is a lock; lifecycle jobs and webhook messages
+# describe this product's own operations.)
 NEVER_IMPORTED_OWNER_KINDS: frozenset[str] = frozenset(
     {
         "memories.RunOnceRecord",
