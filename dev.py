@@ -167,7 +167,10 @@ def cmd_superuser(noinput: bool = False) -> None:
     py = ensure_venv()
     if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
         sys.exit("[dev] migrate failed")
-    # --noinput: Django reads DJANGO_SUPERUSER_USERNAME, DJANGO_SUPERUSER_EMAIL and DJANGO_SUPERUSER_PASSWORD.
+    # --noinput: Django reads DJANGO_SUPERUSER_USERNAME, DJANGO_SUPERUSER_EMAIL and DJANGO_SUPERUSER_PASSWORD,
+    # and would take the password unvalidated: check it first (memories/management/commands/).
+    if noinput and manage(py, "check_superuser_password").returncode:
+        sys.exit(1)
     sys.exit(manage(py, "createsuperuser", *(["--noinput"] if noinput else [])).returncode)
 
 

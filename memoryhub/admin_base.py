@@ -40,7 +40,7 @@ def log_actions(user, objs, message: str, *, flag: int = CHANGE) -> None:
     """One admin LogEntry per object (the admin's "Recent actions" and each object's history), by `user`."""
     objs = list(objs)
     if objs:
-        LogEntry.objects.log_actions(user.pk, objs, flag, change_message=message, single_object=len(objs) == 1)
+        LogEntry.objects.log_actions(user.pk, objs, flag, change_message=message)
 
 
 def console_link(url_name: str, pk: int, label: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -54,6 +55,7 @@ METRICS_ALLOWED_NETWORKS = env_networks(
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
+    "axes",  # admin login throttling (AXES_* below)
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
@@ -91,6 +93,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # answers a locked-out login with 429 (AXES_LOCKOUT_TEMPLATE)
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -300,7 +303,27 @@ SPECTACULAR_SETTINGS = {
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": MAX_ROW_ID}},  # converters.py
 }
 
-AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+_VALIDATION = "django.contrib.auth.password_validation"
+AUTH_PASSWORD_VALIDATORS: list[dict[str, object]] = [
+    {"NAME": f"{_VALIDATION}.UserAttributeSimilarityValidator"},
+    {"NAME": f"{_VALIDATION}.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": f"{_VALIDATION}.CommonPasswordValidator"},
+    {"NAME": f"{_VALIDATION}.NumericPasswordValidator"},
+]
+
+# Admin login throttling (docs/production.md, "Admin logins"): django-axes counts failed logins in the database
+# (the same on SQLite and PostgreSQL, whatever the cache), per client address and per username. The limit-th
+# failure locks that address or that username out for the cool-off; failing again meanwhile does not extend it,
+# so an attacker cannot keep an operator locked out beyond the cool-off by guessing on.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("ADMIN_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("ADMIN_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "admin/locked_out.html"
+ADMIN_LOGIN_TRUSTED_PROXIES = env_int("ADMIN_LOGIN_TRUSTED_PROXIES", 0, minimum=0)
+AXES_CLIENT_IP_CALLABLE = "memoryhub.login_throttle.client_address"
 LANGUAGE_CODE = "en-us"
 # The console and the admin speak English and Simplified Chinese (docs/console.md); compiled catalogues in locale/.
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]

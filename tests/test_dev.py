@@ -13,7 +13,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from memories.models import ApiKey, Product
 from memories.services.products import api_key_authenticate
@@ -141,6 +141,31 @@ def test_createsuperuser_noinput_takes_the_documented_variables(monkeypatch):
     call_command("createsuperuser", "--noinput", stdout=io.StringIO())
     user = get_user_model().objects.get(username="ops")
     assert user.is_superuser and user.check_password("a long enough password 42")
+
+
+def test_superuser_noinput_stops_before_creating_when_the_password_check_fails(monkeypatch):
+    dev = load_dev()
+    calls = []
+    answers = {"check_superuser_password": 1}
+    monkeypatch.setattr(dev, "ensure_venv", lambda: Path(sys.executable))
+    monkeypatch.setattr(
+        dev, "manage", lambda py, *a, **k: calls.append(a) or subprocess.CompletedProcess(a, answers.get(a[0], 0))
+    )
+    monkeypatch.setattr(sys, "argv", ["dev.py", "superuser", "--noinput"])
+    with pytest.raises(SystemExit) as stop:
+        dev.main()
+    assert stop.value.code == 1 and ("check_superuser_password",) in calls
+    assert not [c for c in calls if c[0] == "createsuperuser"]
+
+
+@pytest.mark.parametrize("weak", ["1", "12345678901234", "password1234", "ops-ops-ops-1"])
+def test_the_password_check_refuses_what_the_validators_refuse(monkeypatch, weak):
+    monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "ops-ops-ops-1")
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", weak)
+    with pytest.raises(CommandError, match="DJANGO_SUPERUSER_PASSWORD: "):
+        call_command("check_superuser_password")
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "a long enough password 42")
+    call_command("check_superuser_password")  # the documented example passes
 
 
 def test_the_key_file_lives_next_to_the_database(monkeypatch, tmp_path):

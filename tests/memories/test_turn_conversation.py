@@ -98,8 +98,7 @@ def test_a_prepared_turn_links_its_conversation_row_and_the_products_conversatio
 
 
 def test_the_conversation_admin_links_to_its_turns_only(alice, client):
-    User.objects.create_superuser("ops", "ops@example.com", "pw")
-    client.login(username="ops", password="pw")
+    client.force_login(User.objects.create_superuser("ops", "ops@example.com", "pw"))  # login() has no request
     alice.post("/v1/scenarios", {"id": "gate", "name": "Gate", "template": "{{userMessage}}"})
     turns = {
         conv: alice.post(
