@@ -25,7 +25,7 @@ from functools import lru_cache
 from urllib.parse import unquote
 
 import re2
-from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.exceptions import SchemaError
 from referencing.exceptions import Unresolvable
 
@@ -56,6 +56,18 @@ _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported to the caller, not to stderr
 
 
+def _is_re2_regex(instance: object) -> bool:
+    if isinstance(instance, str):
+        re2.compile(instance, _OPTIONS)
+    return True
+
+
+# The metaschema's formats, with "regex" meaning what the patterns will run on (RE2, so \p{L} is fine).
+_FORMATS = FormatChecker(formats=())
+_FORMATS.checkers = {**Draft202012Validator.FORMAT_CHECKER.checkers}
+_FORMATS.checks("regex", raises=re2.error)(_is_re2_regex)
+
+
 class SchemaRefused(Exception):
     """A schema that cannot be saved; `path` is the JSON pointer of the offending place."""
 
@@ -80,12 +92,12 @@ def check_user_schema(schema: object, *, max_bytes: int = MAX_SCHEMA_BYTES) -> N
         raise SchemaRefused("/", f"larger than {max_bytes} bytes")
     if json_depth(schema) > MAX_SCHEMA_DEPTH:
         raise SchemaRefused("/", f"nested deeper than {MAX_SCHEMA_DEPTH} levels")
+    graph = _Graph(schema)
+    graph.walk()  # first: its messages say why a pattern or a $ref is refused
     try:
-        Draft202012Validator.check_schema(schema)
+        Draft202012Validator.check_schema(schema, format_checker=_FORMATS)
     except SchemaError as exc:
         raise SchemaRefused(_pointer(exc.absolute_path), f"invalid JSON Schema: {exc.message}") from None
-    graph = _Graph(schema)
-    graph.walk()
     graph.check_loops()
 
 
@@ -240,10 +252,17 @@ def _compiled(pattern: str) -> re2._Regexp:
         regex = re2.compile(pattern, _OPTIONS)
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise SchemaUnusable(f"pattern {pattern!r} cannot run in linear time (RE2: {reason})") from None
+        raise SchemaUnusable(f"pattern {_quoted(pattern)} cannot run in linear time (RE2: {reason})") from None
     if regex.programsize > MAX_PROGRAM_SIZE:
-        raise SchemaUnusable(f"pattern {pattern!r} is too large (RE2 program size {regex.programsize})")
+        limit = MAX_PROGRAM_SIZE
+        raise SchemaUnusable(
+            f"pattern {_quoted(pattern)} is too large (RE2 program size {regex.programsize} > {limit})"
+        )
     return regex
+
+
+def _quoted(text: str) -> str:
+    return repr(text) if len(text) <= 60 else f"{text[:60]!r}…"
 
 
 _work: ContextVar[list[int] | None] = ContextVar("schema_pattern_work", default=None)

@@ -69,6 +69,15 @@ def test_a_matching_value_still_passes_the_pattern(alice):
     assert response.status_code == 200, response.json()
 
 
+def test_patterns_speak_re2_unicode_classes_are_written_with_p(alice):
+    # As in JSON Schema (ECMA-262), \w, \d and \s are ASCII; \p{…} names a script or a category.
+    response, _ = _tool_write(alice, _object(scene={"type": "string", "pattern": "^\\p{Han}+$"}), {"scene": "城门"})
+    assert response.status_code == 200, response.json()
+    token = mint(alice, scenarioId="strict")["token"]
+    refused = call(token, "update_memory", {"expectedRevision": 1, "memory": {"scene": "gate"}})
+    assert "does not match" in assert_envelope(refused, 422, "rejected_by_policy")["message"]
+
+
 def test_a_value_too_long_to_match_fails_the_pattern_and_names_its_path(alice):
     memory = {"scene": "a" * 10_001}
     response, _ = _tool_write(alice, _object(scene={"type": "string", "pattern": "^a+$"}), memory)
