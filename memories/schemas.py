@@ -27,7 +27,6 @@ from urllib.parse import unquote
 import re2
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.exceptions import SchemaError
-from referencing.exceptions import Unresolvable
 
 from memories.validation import json_depth
 from memoryhub.errors import InvalidRequest, RejectedByPolicy
@@ -162,6 +161,8 @@ class _Graph:
         target = unquote(ref[1:])
         if _resolve(self.root, target) is _MISSING:
             raise SchemaRefused(where, f"$ref {ref!r} does not resolve within this schema")
+        if not isinstance(_resolve(self.root, target), (dict, bool)):
+            raise SchemaRefused(where, f"$ref {ref!r} names a value that is not a schema")
         return target
 
     def check_loops(self) -> None:
@@ -357,7 +358,9 @@ def schema_errors(schema: dict, instance: object) -> list[ValidationError]:
     token = _work.set([0])
     try:
         return list(_validator(json.dumps(schema, sort_keys=True)).iter_errors(instance))
-    except (RecursionError, Unresolvable, re2.error) as exc:  # a schema stored before the rules above
+    except SchemaUnusable:
+        raise
+    except Exception as exc:  # a schema stored before the rules above can break jsonschema in any way
         raise SchemaUnusable(f"the schema cannot be applied ({exc.__class__.__name__})") from None
     finally:
         _work.reset(token)

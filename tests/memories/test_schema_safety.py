@@ -108,6 +108,7 @@ UNRUNNABLE = [
     ("looping $defs", {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}, "/$defs/a"),
     ("remote $ref", {"$ref": "https://example.com/s.json"}, "/$ref"),
     ("unresolvable $ref", {"$ref": "#/$defs/missing"}, "/$ref"),
+    ("$ref to a non-schema", {"$ref": "#/type", "type": "object"}, "/$ref"),
     ("another dialect", _object(a={"$schema": "http://json-schema.org/draft-07/schema#"}), "/properties/a/$schema"),
     ("$dynamicRef", {"$dynamicRef": "#meta"}, "/$dynamicRef"),
     ("unevaluatedProperties with patternProperties", {"patternProperties": {"a": {}}, "unevaluatedProperties": False},
@@ -150,8 +151,13 @@ def test_the_admin_refuses_a_product_schema_it_cannot_run(admin_client, db):
 
 @pytest.mark.parametrize(
     "schema",
-    [{"$ref": "#"}, _object(scene={"pattern": "(?=a)"}), {"$ref": "https://example.com/s.json"}],
-    ids=["looping", "lookahead", "remote"],
+    [
+        {"$ref": "#"},
+        _object(scene={"pattern": "(?=a)"}),
+        {"$ref": "https://example.com/s.json"},
+        {"type": "object", "$ref": "#/type"},
+    ],
+    ids=["looping", "lookahead", "remote", "non-schema"],
 )
 def test_a_write_under_a_stored_schema_it_cannot_run_is_422_not_500(alice, schema):
     make_scenario(alice, "old")
