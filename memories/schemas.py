@@ -8,6 +8,8 @@ more than a bounded amount of CPU:
   one too large is refused when the schema is saved, naming its JSON pointer;
 - a string longer than MAX_MATCHED_CHARS is never handed to a pattern (it fails the pattern instead), and one
   check spends at most MAX_PATTERN_WORK units (program size x characters) in RE2;
+- one check evaluates at most MAX_SCHEMA_STEPS keywords within MAX_SCHEMA_SECONDS: anyOf/oneOf over nested
+  values is otherwise exponential in the value's depth;
 - `$ref` must be a JSON pointer into the schema itself ("#" or "#/…") that resolves, and references may not
   loop back without descending into the value (or fan out past MAX_IN_PLACE_SUBSCHEMAS per value);
 - only draft 2020-12 is spoken: `$schema` naming another dialect, nested `$id`, `$dynamicRef` and
@@ -18,9 +20,10 @@ Pure Python, no Django: the longterm kinds call it too.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
@@ -35,6 +38,8 @@ MAX_PATTERN_CHARS = 1000
 MAX_PROGRAM_SIZE = 10_000  # RE2's compiled size; e.g. "^[a-z]+$" is 4, "[a-z]{1,1000}" 2,003
 MAX_MATCHED_CHARS = 10_000
 MAX_PATTERN_WORK = 50_000_000  # program size x characters per check: about 0.5 s for the worst patterns
+MAX_SCHEMA_STEPS = 100_000  # keyword evaluations per check: a 64 KB document with a plain schema needs a few thousand
+MAX_SCHEMA_SECONDS = 2  # and at most this long, whatever the steps cost
 MAX_SCHEMA_DEPTH = 32
 MAX_SCHEMA_BYTES = 65_536
 MAX_IN_PLACE_SUBSCHEMAS = 1000
@@ -266,17 +271,40 @@ def _quoted(text: str) -> str:
     return repr(text) if len(text) <= 60 else f"{text[:60]!r}…"
 
 
-_work: ContextVar[list[int] | None] = ContextVar("schema_pattern_work", default=None)
+@dataclass
+class _Budget:
+    """What one check may still spend; keyword evaluations also bound anyOf/oneOf's exponential back-tracking."""
+
+    pattern_work: int = MAX_PATTERN_WORK
+    steps: int = MAX_SCHEMA_STEPS
+    deadline: float = field(default_factory=lambda: time.monotonic() + MAX_SCHEMA_SECONDS)
+
+
+_budget: ContextVar[_Budget | None] = ContextVar("schema_budget", default=None)
 
 
 def _search(pattern: str, text: str) -> bool:
     regex = _compiled(pattern)
-    spent = _work.get()
-    if spent is not None:
-        spent[0] += regex.programsize * max(len(text), 1)
-        if spent[0] > MAX_PATTERN_WORK:
+    budget = _budget.get()
+    if budget is not None:
+        budget.pattern_work -= regex.programsize * max(len(text), 1)
+        if budget.pattern_work < 0:
             raise SchemaUnusable("the schema's patterns would take too long on this value")
     return regex.search(text) is not None
+
+
+def _counted(keyword: Callable) -> Callable:
+    def run(validator, value, instance, schema):
+        budget = _budget.get()
+        if budget is not None:
+            budget.steps -= 1
+            if budget.steps < 0:
+                raise SchemaUnusable(f"the schema would take more than {MAX_SCHEMA_STEPS} steps on this value")
+            if budget.steps % 256 == 0 and time.monotonic() > budget.deadline:  # steps deep in errors cost more
+                raise SchemaUnusable(f"the schema would take more than {MAX_SCHEMA_SECONDS} s on this value")
+        return keyword(validator, value, instance, schema)
+
+    return run
 
 
 def _too_long(text: str) -> str:
@@ -333,9 +361,14 @@ def _additional_properties(validator, additional, instance, schema):
             yield ValidationError(f"Additional properties are not allowed ({unexpected} {verb} unexpected)")
 
 
+_RE2_KEYWORDS = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
 UserSchemaValidator = validators.extend(
     Draft202012Validator,
-    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+    {name: _counted(keyword) for name, keyword in {**Draft202012Validator.VALIDATORS, **_RE2_KEYWORDS}.items()},
 )
 
 
@@ -355,7 +388,7 @@ def _without_dialect(schema: object) -> object:
 
 def schema_errors(schema: dict, instance: object) -> list[ValidationError]:
     """Every error of `instance` against a user schema; SchemaUnusable when the schema cannot judge it."""
-    token = _work.set([0])
+    token = _budget.set(_Budget())
     try:
         return list(_validator(json.dumps(schema, sort_keys=True)).iter_errors(instance))
     except SchemaUnusable:
@@ -363,7 +396,7 @@ def schema_errors(schema: dict, instance: object) -> list[ValidationError]:
     except Exception as exc:  # a schema stored before the rules above can break jsonschema in any way
         raise SchemaUnusable(f"the schema cannot be applied ({exc.__class__.__name__})") from None
     finally:
-        _work.reset(token)
+        _budget.reset(token)
 
 
 # ----------------------------------------------------------------------------------------- memorySchema

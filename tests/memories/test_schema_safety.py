@@ -94,6 +94,31 @@ def test_patterns_that_would_cost_too_much_on_a_value_are_refused(alice):
     assert "take too long" in error["message"] and elapsed < FAST
 
 
+def test_anyof_over_nested_values_stops_at_the_step_budget(alice):
+    # Each level fails its first branch deep down and retries the second: 2^depth evaluations without a budget.
+    schema = {
+        "type": "object",
+        "properties": {
+            "tree": {"$ref": "#/$defs/node"},
+        },
+        "$defs": {
+            "node": {
+                "anyOf": [
+                    {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 0},
+                    {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                    {"type": "integer"},
+                ]
+            }
+        },
+    }
+    tree: object = "leaf"
+    for _ in range(24):
+        tree = [tree]
+    response, elapsed = _tool_write(alice, schema, {"tree": tree})
+    error = assert_envelope(response, 422, "rejected_by_policy")
+    assert "would take more than" in error["message"] and elapsed < 30  # 100,000 steps or 2 s, whichever first
+
+
 # --- refused when saved ------------------------------------------------------------------------------------
 
 
