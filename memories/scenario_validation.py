@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
+
 from memories.schemas import validate_schema_definition
 from memoryhub.errors import DomainError
 from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import SourceConfig
 from memoryhub.runtimes.registry import BUILTIN_VARIABLES, DEFAULT_RUNTIME
-from memoryhub.runtimes.rendering import template_placeholders
+from memoryhub.runtimes.rendering import PLACEHOLDER, template_placeholders
 
 SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 CORE_FIELDS = {
@@ -151,6 +153,13 @@ def _check_agent_ref(where: str, agent_ref: str, registered: registry.Source, er
 
 def _check_template(template: object, sources: list[SourceConfig], errors: dict[str, str]) -> None:
     if not isinstance(template, str):
+        return
+    if len(template) > settings.TEMPLATE_MAX_CHARS:
+        errors["template"] = f"longer than {settings.TEMPLATE_MAX_CHARS} characters"
+        return
+    uses = sum(1 for _ in PLACEHOLDER.finditer(template))
+    if uses > settings.TEMPLATE_MAX_PLACEHOLDERS:
+        errors["template"] = f"{uses} placeholders; the limit is {settings.TEMPLATE_MAX_PLACEHOLDERS}"
         return
     configured = {s.variable for s in sources}
     unknown = [name for name in template_placeholders(template) if name not in configured | set(BUILTIN_VARIABLES)]

@@ -8,6 +8,8 @@ more than a bounded amount of CPU:
   one too large is refused when the schema is saved, naming its JSON pointer;
 - a string longer than MAX_MATCHED_CHARS is never handed to a pattern (it fails the pattern instead), and one
   check spends at most MAX_PATTERN_WORK units (program size x characters) in RE2;
+- one check evaluates at most MAX_SCHEMA_STEPS keywords within MAX_SCHEMA_SECONDS: anyOf/oneOf over nested
+  values is otherwise exponential in the value's depth;
 - `$ref` must be a JSON pointer into the schema itself ("#" or "#/…") that resolves, and references may not
   loop back without descending into the value (or fan out past MAX_IN_PLACE_SUBSCHEMAS per value);
 - only draft 2020-12 is spoken: `$schema` naming another dialect, nested `$id`, `$dynamicRef` and
@@ -18,16 +20,16 @@ Pure Python, no Django: the longterm kinds call it too.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
 import re2
-from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.exceptions import SchemaError
-from referencing.exceptions import Unresolvable
 
 from memories.validation import json_depth
 from memoryhub.errors import InvalidRequest, RejectedByPolicy
@@ -36,6 +38,8 @@ MAX_PATTERN_CHARS = 1000
 MAX_PROGRAM_SIZE = 10_000  # RE2's compiled size; e.g. "^[a-z]+$" is 4, "[a-z]{1,1000}" 2,003
 MAX_MATCHED_CHARS = 10_000
 MAX_PATTERN_WORK = 50_000_000  # program size x characters per check: about 0.5 s for the worst patterns
+MAX_SCHEMA_STEPS = 100_000  # keyword evaluations per check: a 64 KB document with a plain schema needs a few thousand
+MAX_SCHEMA_SECONDS = 2  # and at most this long, whatever the steps cost
 MAX_SCHEMA_DEPTH = 32
 MAX_SCHEMA_BYTES = 65_536
 MAX_IN_PLACE_SUBSCHEMAS = 1000
@@ -54,6 +58,18 @@ REFUSED_KEYWORDS = ("$dynamicRef", "$recursiveRef")
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported to the caller, not to stderr
+
+
+def _is_re2_regex(instance: object) -> bool:
+    if isinstance(instance, str):
+        re2.compile(instance, _OPTIONS)
+    return True
+
+
+# The metaschema's formats, with "regex" meaning what the patterns will run on (RE2, so \p{L} is fine).
+_FORMATS = FormatChecker(formats=())
+_FORMATS.checkers = {**Draft202012Validator.FORMAT_CHECKER.checkers}
+_FORMATS.checks("regex", raises=re2.error)(_is_re2_regex)
 
 
 class SchemaRefused(Exception):
@@ -80,12 +96,12 @@ def check_user_schema(schema: object, *, max_bytes: int = MAX_SCHEMA_BYTES) -> N
         raise SchemaRefused("/", f"larger than {max_bytes} bytes")
     if json_depth(schema) > MAX_SCHEMA_DEPTH:
         raise SchemaRefused("/", f"nested deeper than {MAX_SCHEMA_DEPTH} levels")
+    graph = _Graph(schema)
+    graph.walk()  # first: its messages say why a pattern or a $ref is refused
     try:
-        Draft202012Validator.check_schema(schema)
+        Draft202012Validator.check_schema(schema, format_checker=_FORMATS)
     except SchemaError as exc:
         raise SchemaRefused(_pointer(exc.absolute_path), f"invalid JSON Schema: {exc.message}") from None
-    graph = _Graph(schema)
-    graph.walk()
     graph.check_loops()
 
 
@@ -150,6 +166,8 @@ class _Graph:
         target = unquote(ref[1:])
         if _resolve(self.root, target) is _MISSING:
             raise SchemaRefused(where, f"$ref {ref!r} does not resolve within this schema")
+        if not isinstance(_resolve(self.root, target), (dict, bool)):
+            raise SchemaRefused(where, f"$ref {ref!r} names a value that is not a schema")
         return target
 
     def check_loops(self) -> None:
@@ -240,23 +258,53 @@ def _compiled(pattern: str) -> re2._Regexp:
         regex = re2.compile(pattern, _OPTIONS)
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise SchemaUnusable(f"pattern {pattern!r} cannot run in linear time (RE2: {reason})") from None
+        raise SchemaUnusable(f"pattern {_quoted(pattern)} cannot run in linear time (RE2: {reason})") from None
     if regex.programsize > MAX_PROGRAM_SIZE:
-        raise SchemaUnusable(f"pattern {pattern!r} is too large (RE2 program size {regex.programsize})")
+        limit = MAX_PROGRAM_SIZE
+        raise SchemaUnusable(
+            f"pattern {_quoted(pattern)} is too large (RE2 program size {regex.programsize} > {limit})"
+        )
     return regex
 
 
-_work: ContextVar[list[int] | None] = ContextVar("schema_pattern_work", default=None)
+def _quoted(text: str) -> str:
+    return repr(text) if len(text) <= 60 else f"{text[:60]!r}…"
+
+
+@dataclass
+class _Budget:
+    """What one check may still spend; keyword evaluations also bound anyOf/oneOf's exponential back-tracking."""
+
+    pattern_work: int = MAX_PATTERN_WORK
+    steps: int = MAX_SCHEMA_STEPS
+    deadline: float = field(default_factory=lambda: time.monotonic() + MAX_SCHEMA_SECONDS)
+
+
+_budget: ContextVar[_Budget | None] = ContextVar("schema_budget", default=None)
 
 
 def _search(pattern: str, text: str) -> bool:
     regex = _compiled(pattern)
-    spent = _work.get()
-    if spent is not None:
-        spent[0] += regex.programsize * max(len(text), 1)
-        if spent[0] > MAX_PATTERN_WORK:
+    budget = _budget.get()
+    if budget is not None:
+        budget.pattern_work -= regex.programsize * max(len(text), 1)
+        if budget.pattern_work < 0:
             raise SchemaUnusable("the schema's patterns would take too long on this value")
     return regex.search(text) is not None
+
+
+def _counted(keyword: Callable) -> Callable:
+    def run(validator, value, instance, schema):
+        budget = _budget.get()
+        if budget is not None:
+            budget.steps -= 1
+            if budget.steps < 0:
+                raise SchemaUnusable(f"the schema would take more than {MAX_SCHEMA_STEPS} steps on this value")
+            if budget.steps % 256 == 0 and time.monotonic() > budget.deadline:  # steps deep in errors cost more
+                raise SchemaUnusable(f"the schema would take more than {MAX_SCHEMA_SECONDS} s on this value")
+        return keyword(validator, value, instance, schema)
+
+    return run
 
 
 def _too_long(text: str) -> str:
@@ -313,9 +361,14 @@ def _additional_properties(validator, additional, instance, schema):
             yield ValidationError(f"Additional properties are not allowed ({unexpected} {verb} unexpected)")
 
 
+_RE2_KEYWORDS = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
 UserSchemaValidator = validators.extend(
     Draft202012Validator,
-    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+    {name: _counted(keyword) for name, keyword in {**Draft202012Validator.VALIDATORS, **_RE2_KEYWORDS}.items()},
 )
 
 
@@ -335,13 +388,15 @@ def _without_dialect(schema: object) -> object:
 
 def schema_errors(schema: dict, instance: object) -> list[ValidationError]:
     """Every error of `instance` against a user schema; SchemaUnusable when the schema cannot judge it."""
-    token = _work.set([0])
+    token = _budget.set(_Budget())
     try:
         return list(_validator(json.dumps(schema, sort_keys=True)).iter_errors(instance))
-    except (RecursionError, Unresolvable, re2.error) as exc:  # a schema stored before the rules above
+    except SchemaUnusable:
+        raise
+    except Exception as exc:  # a schema stored before the rules above can break jsonschema in any way
         raise SchemaUnusable(f"the schema cannot be applied ({exc.__class__.__name__})") from None
     finally:
-        _work.reset(token)
+        _budget.reset(token)
 
 
 # ----------------------------------------------------------------------------------------- memorySchema

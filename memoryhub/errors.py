@@ -38,6 +38,12 @@ class PayloadTooLarge(DomainError):
     code = "request_too_large"
 
 
+class PromptTooLarge(DomainError):
+    """The rendered prompt would be over the size limit (checked before it is built)."""
+
+    code = "prompt_too_large"
+
+
 class RejectedByPolicy(DomainError):
     """Well-formed, but refused by a rule (schema, admission, reused key)."""
 

@@ -276,6 +276,13 @@ HINOS_MEMORY_URL = env_url("HINOS_MEMORY_URL", ("http", "https"))
 HINOS_MEMORY_TIMEOUT_MS = env_int("HINOS_MEMORY_TIMEOUT_MS", 10000, minimum=1)
 HINOS_MEMORY_TOKEN = env_str("HINOS_MEMORY_TOKEN")
 
+# --- Prompt templates (docs/contract.md "Prompt size limits"): far above any real prompt, so a template
+# repeating {{userMessage}} cannot make one prepare build, store and return hundreds of megabytes.
+TEMPLATE_MAX_CHARS = env_int("MEMORYHUB_TEMPLATE_MAX_CHARS", 100_000, minimum=1)
+TEMPLATE_MAX_PLACEHOLDERS = env_int("MEMORYHUB_TEMPLATE_MAX_PLACEHOLDERS", 100, minimum=1)
+PROMPT_MAX_CHARS = env_int("MEMORYHUB_PROMPT_MAX_CHARS", 2_000_000, minimum=1)
+INSPECTOR_PROMPT_MAX_CHARS = env_int("MEMORYHUB_INSPECTOR_PROMPT_MAX_CHARS", 200_000, minimum=1)
+
 # --- API
 TOOL_TOKEN_DEFAULT_TTL_SECONDS = 15 * 60
 IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 48, minimum=24)

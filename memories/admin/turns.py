@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext as _
 
 from memories.console.admin_filters import JobStateFilter
 from memories.models import Conversation, Event, MemorySource, Message, Scenario, ScenarioVersion, Turn
@@ -207,7 +209,11 @@ class TurnAdmin(ReadOnlyAdmin):
 
     @admin.display(description="prompt the model was given")
     def prompt_shown(self, obj) -> str:
-        return pre(obj.prompt)
+        limit = settings.INSPECTOR_PROMPT_MAX_CHARS
+        if len(obj.prompt) <= limit:
+            return pre(obj.prompt)
+        hidden = len(obj.prompt) - limit
+        return pre(obj.prompt[:limit] + "\n" + _("… %(hidden)s more characters not shown") % {"hidden": hidden})
 
     @admin.display(description="sources (status, revision/version)")
     def sources_table(self, obj) -> str:

@@ -33,7 +33,14 @@ PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
 
 
 class TurnPrepareView(APIView):
-    @extend_schema(request=TurnPrepareSerializer, responses={201: dict}, operation_id="turns_prepare")
+    @extend_schema(
+        request=TurnPrepareSerializer,
+        responses={201: dict},
+        operation_id="turns_prepare",
+        description="Recall every source and render the scenario's template. A rendered prompt over "
+        "MEMORYHUB_PROMPT_MAX_CHARS (default 2,000,000 characters) is refused before it is built: "
+        "413 prompt_too_large with details.characters and details.limit, and no turn is recorded.",
+    )
     def post(self, request, user_id: str, conversation_id: str):
         address = conversation_address(request, user_id, conversation_id)
         data = validated(TurnPrepareSerializer, request.data)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 
 from diaries.models import DiaryPlanRecord
@@ -38,10 +39,12 @@ class Segment:
 
 @dataclass(frozen=True)
 class PromptView:
-    prompt: str
+    prompt: str  # what is shown: the stored prompt, cut at settings.INSPECTOR_PROMPT_MAX_CHARS
     segments: list[Segment]
     exact: bool  # the spans reproduce the stored prompt exactly
     problem: str = ""  # why the spans are not shown, when they are not
+    length: int = 0  # the stored prompt's length
+    hidden: int = 0  # characters past the display cap, not shown
 
 
 @dataclass(frozen=True)
@@ -169,15 +172,34 @@ def render_segments(template: str, values: dict[str, str]) -> list[Segment]:
 
 
 def prompt_view(turn: Turn) -> PromptView:
+    """The prompt's spans, cut at the display cap (a page of hundreds of megabytes helps no operator)."""
+    return _clipped(_whole_view(turn), settings.INSPECTOR_PROMPT_MAX_CHARS)
+
+
+def _whole_view(turn: Turn) -> PromptView:
     template, problem = turn_template(turn)
     whole = [Segment(turn.prompt, 0, len(turn.prompt))]
     if template is None:
         return PromptView(turn.prompt, whole, exact=False, problem=problem)
     segments = render_segments(template, turn_values(turn))
-    if "".join(s.text for s in segments) != turn.prompt:
+    if not _reproduces(segments, turn.prompt):
         reason = _("re-rendering the scenario version's template does not reproduce the stored prompt")
         return PromptView(turn.prompt, whole, exact=False, problem=reason)
     return PromptView(turn.prompt, segments, exact=True)
+
+
+def _reproduces(segments: list[Segment], prompt: str) -> bool:
+    # Compared in place: joining the segments would copy the whole prompt once more.
+    end = segments[-1].end if segments else 0
+    return end == len(prompt) and all(prompt.startswith(s.text, s.start) for s in segments)
+
+
+def _clipped(view: PromptView, limit: int) -> PromptView:
+    length = len(view.prompt)
+    if length <= limit:
+        return replace(view, length=length)
+    kept = [replace(s, text=s.text[: limit - s.start], end=min(s.end, limit)) for s in view.segments if s.start < limit]
+    return replace(view, prompt=view.prompt[:limit], segments=kept, length=length, hidden=length - limit)
 
 
 def _colours(turn: Turn, prompt: PromptView) -> dict[str, int]:
@@ -255,7 +277,8 @@ def compare_with_previous(turn: Turn) -> Comparison:
         return Comparison(None, [], prompt_changed=False)
     old, new = turn_values(previous), turn_values(turn)
     changes = [_change(name, old, new) for name in dict.fromkeys([*new, *old])]
-    lines = line_diff(previous.prompt, turn.prompt)
+    limit = settings.INSPECTOR_PROMPT_MAX_CHARS  # the diff, like the prompt, covers what is shown
+    lines = line_diff(previous.prompt[:limit], turn.prompt[:limit])
     return Comparison(previous, changes, prompt_changed=previous.prompt != turn.prompt, prompt_lines=lines)
 
 

@@ -14,6 +14,7 @@ it); `memoryIngest: best_effort` completes the turn anyway, `required` fails the
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 
 from memoryhub.clients.errors import UpstreamError, UpstreamProtocolError
@@ -93,7 +94,7 @@ class HinosRuntime:
 
 def _render_system(context: TurnContext, variables: dict[str, str]) -> str:
     values = {**variables, HINOS_VARIABLE: "", "userMessage": context.user_message}
-    return render_template(context.scenario.template, values)
+    return render_template(context.scenario.template, values, max_chars=settings.PROMPT_MAX_CHARS)
 
 
 def _prepare(context: TurnContext, *, system: str) -> HinosPrepared:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -131,7 +132,8 @@ def _history(address: ConversationAddress, *, before_round: int) -> list[dict]:
 def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext, recall, replaces) -> Turn:
     configured = [s.variable for s in context.sources]
     used = set(template_placeholders(scenario.template))
-    prompt = render_template(scenario.template, {**recall.variables, "userMessage": context.user_message})
+    values = {**recall.variables, "userMessage": context.user_message}
+    prompt = render_template(scenario.template, values, max_chars=settings.PROMPT_MAX_CHARS)
     # The durable record of what the model saw, committed before the answer (one INSERT; docs/performance.md).
     turn = Turn(
         product=context.product,

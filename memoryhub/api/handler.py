@@ -44,6 +44,7 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     errors.DomainError: 400,
     errors.MemoryTooLarge: 413,
     errors.PayloadTooLarge: 413,
+    errors.PromptTooLarge: 413,
     errors.RejectedByPolicy: 422,
     errors.Forbidden: 403,
     errors.NotFound: 404,

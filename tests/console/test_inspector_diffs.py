@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from memories.console.diffs import json_diff, line_diff, table_diff
 from memories.console.inspector import render_segments
-from memoryhub.runtimes.rendering import render_template
+from memoryhub.runtimes.rendering import render_template, rendered_length
 
 COLUMNS = ["日期", "时间", "地点"]
 
@@ -68,7 +68,7 @@ def test_a_json_diff_is_independent_of_key_order_and_keeps_non_ascii():
 )
 def test_segments_render_exactly_what_the_renderer_renders(template, values):
     segments = render_segments(template, values)
-    rendered = render_template(template, values)
+    rendered = render_template(template, values, max_chars=10**9)
     assert "".join(s.text for s in segments) == rendered
     for segment in segments:
         assert rendered[segment.start : segment.end] == segment.text
@@ -91,7 +91,8 @@ PIECES = st.one_of(
 )
 def test_segments_always_reproduce_the_renderer_and_place_each_value_at_its_offsets(template, values):
     segments = render_segments(template, values)
-    rendered = render_template(template, values)
+    rendered = render_template(template, values, max_chars=10**9)
+    assert rendered_length(template, values) == len(rendered)  # the size limit's count, before building
     assert "".join(s.text for s in segments) == rendered
     assert all(rendered[s.start : s.end] == s.text for s in segments)
     assert [s.start for s in segments] == sorted(s.start for s in segments)

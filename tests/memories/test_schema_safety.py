@@ -69,6 +69,15 @@ def test_a_matching_value_still_passes_the_pattern(alice):
     assert response.status_code == 200, response.json()
 
 
+def test_patterns_speak_re2_unicode_classes_are_written_with_p(alice):
+    # As in JSON Schema (ECMA-262), \w, \d and \s are ASCII; \p{…} names a script or a category.
+    response, _ = _tool_write(alice, _object(scene={"type": "string", "pattern": "^\\p{Han}+$"}), {"scene": "城门"})
+    assert response.status_code == 200, response.json()
+    token = mint(alice, scenarioId="strict")["token"]
+    refused = call(token, "update_memory", {"expectedRevision": 1, "memory": {"scene": "gate"}})
+    assert "does not match" in assert_envelope(refused, 422, "rejected_by_policy")["message"]
+
+
 def test_a_value_too_long_to_match_fails_the_pattern_and_names_its_path(alice):
     memory = {"scene": "a" * 10_001}
     response, _ = _tool_write(alice, _object(scene={"type": "string", "pattern": "^a+$"}), memory)
@@ -85,6 +94,31 @@ def test_patterns_that_would_cost_too_much_on_a_value_are_refused(alice):
     assert "take too long" in error["message"] and elapsed < FAST
 
 
+def test_anyof_over_nested_values_stops_at_the_step_budget(alice):
+    # Each level fails its first branch deep down and retries the second: 2^depth evaluations without a budget.
+    schema = {
+        "type": "object",
+        "properties": {
+            "tree": {"$ref": "#/$defs/node"},
+        },
+        "$defs": {
+            "node": {
+                "anyOf": [
+                    {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 0},
+                    {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                    {"type": "integer"},
+                ]
+            }
+        },
+    }
+    tree: object = "leaf"
+    for _ in range(24):
+        tree = [tree]
+    response, elapsed = _tool_write(alice, schema, {"tree": tree})
+    error = assert_envelope(response, 422, "rejected_by_policy")
+    assert "would take more than" in error["message"] and elapsed < 30  # 100,000 steps or 2 s, whichever first
+
+
 # --- refused when saved ------------------------------------------------------------------------------------
 
 
@@ -99,6 +133,7 @@ UNRUNNABLE = [
     ("looping $defs", {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}, "/$defs/a"),
     ("remote $ref", {"$ref": "https://example.com/s.json"}, "/$ref"),
     ("unresolvable $ref", {"$ref": "#/$defs/missing"}, "/$ref"),
+    ("$ref to a non-schema", {"$ref": "#/type", "type": "object"}, "/$ref"),
     ("another dialect", _object(a={"$schema": "http://json-schema.org/draft-07/schema#"}), "/properties/a/$schema"),
     ("$dynamicRef", {"$dynamicRef": "#meta"}, "/$dynamicRef"),
     ("unevaluatedProperties with patternProperties", {"patternProperties": {"a": {}}, "unevaluatedProperties": False},
@@ -141,8 +176,13 @@ def test_the_admin_refuses_a_product_schema_it_cannot_run(admin_client, db):
 
 @pytest.mark.parametrize(
     "schema",
-    [{"$ref": "#"}, _object(scene={"pattern": "(?=a)"}), {"$ref": "https://example.com/s.json"}],
-    ids=["looping", "lookahead", "remote"],
+    [
+        {"$ref": "#"},
+        _object(scene={"pattern": "(?=a)"}),
+        {"$ref": "https://example.com/s.json"},
+        {"type": "object", "$ref": "#/type"},
+    ],
+    ids=["looping", "lookahead", "remote", "non-schema"],
 )
 def test_a_write_under_a_stored_schema_it_cannot_run_is_422_not_500(alice, schema):
     make_scenario(alice, "old")

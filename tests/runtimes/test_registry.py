@@ -166,5 +166,5 @@ def test_placeholders_are_listed_once_in_order_of_first_use():
 
 
 def test_rendering_substitutes_in_one_pass_and_blanks_unknown_placeholders():
-    rendered = render_template("{{a}} | {{ b }} | {{c}}", {"a": "{{b}}", "b": "B"})
+    rendered = render_template("{{a}} | {{ b }} | {{c}}", {"a": "{{b}}", "b": "B"}, max_chars=100)
     assert rendered == "{{b}} | B | "  # recalled text is never re-interpreted as a template

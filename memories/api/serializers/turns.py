@@ -13,7 +13,12 @@ class ScenarioSerializer(serializers.Serializer):
     name = serializers.CharField()
     memoryRuntime = serializers.ChoiceField([], required=False)  # the registered runtimes: see get_fields
     memorySources = serializers.ListField(child=serializers.DictField(), required=False)
-    template = serializers.CharField(required=False, allow_blank=True)
+    template = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="{{variable}} placeholders; at most MEMORYHUB_TEMPLATE_MAX_CHARS characters (default 100,000) "
+        "and MEMORYHUB_TEMPLATE_MAX_PLACEHOLDERS placeholders counted with repeats (default 100).",
+    )
     memoryIngest = serializers.ChoiceField(["best_effort", "required"], required=False)
     commitOn = serializers.ChoiceField(["completed", "accepted"], required=False)
     toolUpdates = serializers.BooleanField(required=False)
