@@ -80,6 +80,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
+    "memoryhub.api.bodies.LengthRequiredMiddleware",  # a chunked body is 411, not read as empty
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.security.ContentSecurityPolicyMiddleware",  # /admin/ only (CONTENT_SECURITY_POLICY)
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off
