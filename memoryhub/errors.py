@@ -88,6 +88,12 @@ class RevisionConflict(Conflict):
         self.current = current
 
 
+class RequestTimedOut(DomainError):
+    """The request ran past the server's timeout (gunicorn's `worker_abort` raises it inside the request)."""
+
+    code = "request_timeout"
+
+
 class InternalInconsistency(DomainError):
     """The store answered something impossible (e.g. a commit that did not yield old + 1)."""
 

@@ -49,12 +49,39 @@ if _OWN_METRICS_DIR:
 METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 
 
+PER_WORKER_LIMITS = (
+    "REDIS_URL is not set: with %d workers the rate limits are counted per worker (the local-memory cache is "
+    "per process), so a key gets up to %d times its limit. Set REDIS_URL to share them (docs/production.md)."
+)
+
+
 def on_starting(server) -> None:
     """Samples of an earlier run would be added to this one's: start from an empty directory."""
+    if server.cfg.workers > 1 and not os.environ.get("REDIS_URL", "").strip():
+        server.log.warning(PER_WORKER_LIMITS, server.cfg.workers, server.cfg.workers)
     METRICS_DIR.mkdir(parents=True, exist_ok=True)
     for entry in METRICS_DIR.iterdir():
         if entry.is_file() and entry.suffix == ".db":
             entry.unlink()
+
+
+def worker_abort(worker) -> None:
+    """A request past `timeout`: answer it with the envelope, not gunicorn's HTML 500.
+
+    The arbiter sends SIGABRT to a worker whose request has run `timeout` seconds; gunicorn calls this hook from
+    the signal handler, inside the request, and would then exit with SystemExit, which its sync worker answers
+    with an HTML page. Raising a domain error instead unwinds the request through Django (the transaction rolls
+    back; DRF's handler or handler500 writes `503 request_timeout`); the worker then leaves its loop, as after
+    the abort, and the arbiter starts a new one. A request blocked in C code that never returns to Python (or
+    one that swallows the exception) is still killed by the arbiter's SIGKILL a second later.
+    """
+    from memoryhub.errors import RequestTimedOut
+
+    timeout = worker.cfg.timeout
+    raise RequestTimedOut(
+        f"the request took longer than the server's timeout ({timeout} s); its open transaction was rolled back",
+        details={"timeoutSeconds": timeout},
+    )
 
 
 def child_exit(server, worker) -> None:

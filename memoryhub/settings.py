@@ -82,6 +82,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
+    "memoryhub.api.bodies.LengthRequiredMiddleware",  # a chunked body is 411, not read as empty
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.security.ContentSecurityPolicyMiddleware",  # /admin/ only (CONTENT_SECURITY_POLICY)
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off
@@ -286,7 +287,13 @@ INSPECTOR_PROMPT_MAX_CHARS = env_int("MEMORYHUB_INSPECTOR_PROMPT_MAX_CHARS", 200
 # --- API
 TOOL_TOKEN_DEFAULT_TTL_SECONDS = 15 * 60
 IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 48, minimum=24)
-RATE_LIMIT_PER_KEY = env_str("MEMORYHUB_RATE_LIMIT", "6000/min")
+RATE_LIMIT_PER_KEY = env_str("MEMORYHUB_RATE_LIMIT", "6000/min")  # each key or tool token
+# All of a product's keys and tool tokens together: a second key or a minted token adds nothing to it.
+RATE_LIMIT_PER_PRODUCT = env_str("MEMORYHUB_RATE_LIMIT_PER_PRODUCT", RATE_LIMIT_PER_KEY)
+# Failed authentications (unknown, revoked or malformed keys and tokens) per client address (REMOTE_ADDR); "off".
+RATE_LIMIT_AUTH_FAILURES = env_str("MEMORYHUB_AUTH_FAILURE_LIMIT", "60/min")
+if RATE_LIMIT_AUTH_FAILURES == "off":
+    RATE_LIMIT_AUTH_FAILURES = None
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memories.api.authentication.ProductKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["memoryhub.api.authentication.IsProductClient"],
@@ -294,7 +301,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.StrictJSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "memoryhub.api.negotiation.JSONFirstContentNegotiation",
     "DEFAULT_THROTTLE_CLASSES": ["memoryhub.api.throttling.PerKeyRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"per_key": RATE_LIMIT_PER_KEY},
+    "DEFAULT_THROTTLE_RATES": {
+        "per_key": RATE_LIMIT_PER_KEY,
+        "per_product": RATE_LIMIT_PER_PRODUCT,
+        "auth_failures": RATE_LIMIT_AUTH_FAILURES,
+    },
     "EXCEPTION_HANDLER": "memoryhub.api.handler.envelope_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

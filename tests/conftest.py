@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from memoryhub import faults
+from memoryhub.api import auth_failures
 from memoryhub.runtimes import registry
 from tests.support.api import ProductApi
 from tests.support.services import MARKERS, REQUIRE_SERVICES, service_missing
@@ -36,6 +37,7 @@ def pytest_runtest_setup(item):
 @pytest.fixture(autouse=True)
 def _clear_cache():
     cache.clear()
+    auth_failures.reset()  # this process's blocked addresses and verified keys
     yield
 
 

@@ -11,25 +11,38 @@ from rest_framework.exceptions import AuthenticationFailed
 import memoryhub.api.schema  # noqa: F401  registers the OpenAPI security schemes for the classes below
 from memories.services.products import KeySnapshot, api_key_authenticate, api_key_snapshot, hash_key
 from memories.services.tools import TOKEN_PREFIX, tool_token_authenticate
+from memoryhub.api import auth_failures
 from memoryhub.api.authentication import ProductClient, bearer_token
 
 
 class ProductKeyAuthentication(BaseAuthentication):
     def authenticate(self, request):
+        try:
+            return self._authenticate(request)
+        except AuthenticationFailed:
+            auth_failures.failed(request)  # 429 instead, once the address is over its limit
+            raise
+
+    def _authenticate(self, request):
         token = bearer_token(request)
         if token is None:
             return None
+        digest = hash_key(token)
         if _write_checks_key(request):
-            known = _snapshots.get(hash_key(token))
+            known = _snapshots.get(digest)
             if known is not None:  # no lookup: the write checks the key in its own statement
                 return _client(known.api_key, known), known.api_key
+            auth_failures.refuse_if_blocked(request, digest)
             snapshot = _remember(token)  # one query, as the lookup: the key with its row versions
             if snapshot is None:
                 raise AuthenticationFailed("unknown or revoked API key")
+            auth_failures.verified(digest)
             return _client(snapshot.api_key), snapshot.api_key
+        auth_failures.refuse_if_blocked(request, digest)
         api_key = api_key_authenticate(token)
         if api_key is None:
             raise AuthenticationFailed("unknown or revoked API key")
+        auth_failures.verified(digest)
         return _client(api_key), api_key
 
     def authenticate_header(self, request) -> str:
@@ -43,10 +56,14 @@ class ToolTokenAuthentication(BaseAuthentication):
         token = bearer_token(request)
         if token is None or not token.startswith(TOKEN_PREFIX):
             return None
+        digest = hash_key(token)
+        auth_failures.refuse_if_blocked(request, digest)
         found = tool_token_authenticate(token)
         if found is None:
+            auth_failures.failed(request)
             raise AuthenticationFailed("the tool token is invalid, expired or revoked")
         claims, product = found
+        auth_failures.verified(digest)
         return ProductClient(product, "tool", claims.token_id, {"token": claims}), claims
 
     def authenticate_header(self, request) -> str:

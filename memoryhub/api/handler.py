@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import redis.exceptions
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
@@ -50,6 +51,7 @@ STATUS_BY_ERROR: dict[type[Exception], int] = {
     errors.NotFound: 404,
     errors.Conflict: 409,
     errors.InternalInconsistency: 500,
+    errors.RequestTimedOut: 503,
     UpstreamError: 502,
     UpstreamTimeout: 504,
     DependencyUnavailable: 503,
@@ -156,6 +158,11 @@ def json_404(request, exception=None) -> JsonResponse:
 
 
 def json_500(request) -> JsonResponse:
+    # Django calls this inside its `except`: a domain error raised outside DRF (a request past gunicorn's
+    # timeout, memoryhub/gunicorn.conf.py) still answers its own status and code.
+    exc = sys.exc_info()[1]
+    if isinstance(exc, errors.DomainError):
+        return JsonResponse(envelope(exc.code, exc.message, exc.details), status=status_for(exc))
     return JsonResponse(envelope("internal_error", "internal error"), status=500)
 
 

@@ -1,4 +1,5 @@
-"""Per-key rate limits (R5): a sliding window estimated from two fixed windows, one cache round trip."""
+"""Rate limits (R5): per key or token and per product, each a sliding window estimated from two fixed windows,
+all counted in one cache round trip. Failed authentication is throttled by address (auth_failures.py)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ from .authentication import ProductClient
 
 
 class PerKeyRateThrottle(SimpleRateThrottle):
-    """At most `num_requests` per `duration` per key; a refused request does not count.
+    """At most `num_requests` per `duration` per key or tool token, and per product over all of its keys and
+    tokens (the `per_product` rate; minting tokens does not escape it); a refused request does not count.
 
     DRF's SimpleRateThrottle keeps every request's timestamp in one cache entry and rewrites it on each
     request: two round trips, and a list as long as the rate to unpickle and pickle (6,000 floats at the
     default rate). Here each window of `duration` seconds has a counter; the count over the sliding window
     ending now is the current window's count plus the previous window's, weighted by the share of it the
-    sliding window still covers. One round trip (a Redis pipeline), constant size.
+    sliding window still covers. One round trip (a Redis pipeline) for both counters, constant size.
     """
 
     scope = "per_key"
+    product_scope = "per_product"
 
     def get_cache_key(self, request, view):
         if not isinstance(request.user, ProductClient):
@@ -33,25 +36,45 @@ class PerKeyRateThrottle(SimpleRateThrottle):
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
-        window, elapsed = divmod(self.timer(), self.duration)
-        current_key, previous_key = f"{self.key}:{int(window)}", f"{self.key}:{int(window) - 1}"
+        limits = [(self.key, self.num_requests, self.duration)]
+        product_rate = self.THROTTLE_RATES.get(self.product_scope)
+        if product_rate:
+            product_requests, product_duration = self.parse_rate(product_rate)
+            product_key = self.cache_format % {"scope": self.product_scope, "ident": request.user.product.pk}
+            limits.append((product_key, product_requests, product_duration))
+        now = self.timer()
+        windows = [_Window(key, limit, duration, now) for key, limit, duration in limits]
         scopes, writes = getattr(view, "working_set_scopes", None), getattr(view, "working_set_writes", None)
-        current, previous, request.working_set_prefetch, request.working_set_invalidated = _count(
-            current_key,  # current includes this request
-            previous_key,
-            ttl=2 * self.duration,
+        counts, request.working_set_prefetch, request.working_set_invalidated = _count(
+            windows,
             scopes=scopes(request) if scopes else (),
             invalidations=writes(request) if writes else (),
         )
-        remaining = 1 - elapsed / self.duration  # share of the previous window still inside the sliding one
-        if previous * remaining + current <= self.num_requests:
+        waits = [window.wait(*count) for window, count in zip(windows, counts, strict=True)]
+        if not any(waits):
             return True
-        _uncount(current_key)
-        self._wait = _wait(current - 1, previous, elapsed, self.num_requests, self.duration)
+        _uncount([window.current_key for window in windows])
+        self._wait = max(wait for wait in waits if wait)
         return False
 
     def wait(self) -> float | None:
         return getattr(self, "_wait", None)
+
+
+class _Window:
+    """One limit's two fixed windows at time `now`: the current one (counting this request) and the previous."""
+
+    def __init__(self, key: str, limit: int, duration: int, now: float) -> None:
+        window, self.elapsed = divmod(now, duration)
+        self.current_key, self.previous_key = f"{key}:{int(window)}", f"{key}:{int(window) - 1}"
+        self.limit, self.duration, self.ttl = limit, duration, 2 * duration
+
+    def wait(self, current: int, previous: int) -> float | None:
+        """None if this request fits, else the seconds until one more would."""
+        remaining = 1 - self.elapsed / self.duration  # share of the previous window still inside the sliding one
+        if previous * remaining + current <= self.limit:
+            return None
+        return _wait(current - 1, previous, self.elapsed, self.limit, self.duration)
 
 
 def _wait(current: int, previous: int, elapsed: float, limit: int, duration: float) -> float:
@@ -64,10 +87,8 @@ def _wait(current: int, previous: int, elapsed: float, limit: int, duration: flo
     return max(duration - elapsed + later, 1.0)
 
 
-def _count(
-    current_key: str, previous_key: str, *, ttl: int, scopes=(), invalidations=()
-) -> tuple[int, int, dict, list[str]]:
-    """Count this request in the current window; return (current, previous) counts, the entries read and
+def _count(windows: list[_Window], *, scopes=(), invalidations=()) -> tuple[list[tuple[int, int]], dict, list[str]]:
+    """Count this request in every window's current count; return each (current, previous), the entries read and
     the keys invalidated.
 
     With Redis, the working-set entries the view declares (`view.working_set_scopes(request)`, read by the
@@ -77,27 +98,37 @@ def _count(
     `working_set.invalidated_ahead`): a memory PUT pays one cache round trip, not two.
     """
     client = _redis_client()
-    if client is None:
-        cache.add(current_key, 0, ttl)
-        return cache.incr(current_key), int(cache.get(previous_key) or 0), {}, []
-    current_name, previous_name = cache.make_key(current_key), cache.make_key(previous_key)
+    if client is None:  # the local-memory cache: per process (docs/production.md#rate-limits)
+        counts = []
+        for window in windows:
+            cache.add(window.current_key, 0, window.ttl)
+            counts.append((cache.incr(window.current_key), int(cache.get(window.previous_key) or 0)))
+        return counts, {}, []
     pipeline = client.pipeline(transaction=False)
-    pipeline.incr(current_name)
-    pipeline.expire(current_name, ttl)
-    pipeline.get(previous_name)
+    for window in windows:
+        current_name = cache.make_key(window.current_key)
+        pipeline.incr(current_name)
+        pipeline.expire(current_name, window.ttl)
+        pipeline.get(cache.make_key(window.previous_key))
     invalidated = working_set.queue_invalidations(pipeline, invalidations)
     decode = working_set.queue_reads(pipeline, scopes)
-    current, _, previous, *replies = pipeline.execute()
-    reads = replies[len(invalidated) :]
-    return int(current), int(previous or 0), decode(reads[0] if reads else None), invalidated
+    replies = pipeline.execute()
+    counted, rest = replies[: 3 * len(windows)], replies[3 * len(windows) :]
+    counts = [(int(counted[i]), int(counted[i + 2] or 0)) for i in range(0, len(counted), 3)]
+    reads = rest[len(invalidated) :]
+    return counts, decode(reads[0] if reads else None), invalidated
 
 
-def _uncount(current_key: str) -> None:
+def _uncount(current_keys: list[str]) -> None:
     client = _redis_client()
     if client is None:
-        cache.decr(current_key)
-    else:
-        client.decr(cache.make_key(current_key))
+        for key in current_keys:
+            cache.decr(key)
+        return
+    pipeline = client.pipeline(transaction=False)
+    for key in current_keys:
+        pipeline.decr(cache.make_key(key))
+    pipeline.execute()
 
 
 def _redis_client():

@@ -267,8 +267,8 @@ def test_on_redis_a_warm_prepare_makes_one_cache_round_trip(alice, gate, monkeyp
     trips = redis_trips(monkeypatch)
     turn = prepare(alice)
     assert json_source(turn)["cached"] is True
-    # the rate limiter's counter and every entry the prepare reads
-    assert trips == ["pipeline INCRBY EXPIRE GET MGET"], trips
+    # the rate limiter's counters (the key's, then the product's) and every entry the prepare reads
+    assert trips == ["pipeline INCRBY EXPIRE GET INCRBY EXPIRE GET MGET"], trips
 
 
 @pytest.mark.requires_redis
@@ -276,8 +276,8 @@ def test_on_redis_a_memory_put_invalidates_in_the_rate_limiters_round_trip(alice
     prepare(alice), prepare(alice)
     trips = redis_trips(monkeypatch)
     write(alice, 0, {"v": 1})
-    # the counter and the entry's tombstone, before the compare-and-set; the write sends nothing more
-    assert trips == ["pipeline INCRBY EXPIRE GET SET"], trips
+    # the counters (key, product) and the entry's tombstone, before the compare-and-set; the write sends nothing more
+    assert trips == ["pipeline INCRBY EXPIRE GET INCRBY EXPIRE GET SET"], trips
     turn = prepare(alice)
     assert json_source(turn)["cached"] is False and '{"v":1}' in turn["prompt"]
 
@@ -292,7 +292,7 @@ def test_on_redis_a_refused_put_writes_no_tombstone(alice, gate, monkeypatch):
         nested = [nested]
     too_deep = {"expectedRevision": 0, "memory": {"a": nested}}
     assert_envelope(alice.put(f"{CONV}/memory", too_deep), 400, "invalid_memory")
-    assert trips == ["pipeline INCRBY EXPIRE GET"] * 2, trips
+    assert trips == ["pipeline INCRBY EXPIRE GET INCRBY EXPIRE GET"] * 2, trips
     assert json_source(prepare(alice))["cached"] is True
 
 

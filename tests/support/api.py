@@ -33,9 +33,10 @@ class ProductApi:
         return self.client.delete(path, **kwargs)
 
 
-def client_for(key: str) -> APIClient:
+def client_for(key: str, **environ: str) -> APIClient:
+    """A client sending `key` as its bearer token (and `environ`, e.g. REMOTE_ADDR) with every request."""
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}", **environ)
     return client
 
 

@@ -18,8 +18,11 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django_mcpz.server import MCPServer, ToolError
+from rest_framework.exceptions import Throttled
 
 from memories.mcp.services import TOOLS, Caller, McpTool, caller_from_token, tool_offered, tool_run
+from memories.services.products import hash_key
+from memoryhub.api import auth_failures
 from memoryhub.api.authentication import ProductClient
 from memoryhub.api.handler import dependency_outage
 from memoryhub.api.throttling import PerKeyRateThrottle
@@ -50,9 +53,17 @@ def tool_token_auth(request: HttpRequest) -> HttpResponse | None:
     credential = credential.strip()
     if scheme.lower() != "bearer" or not credential:
         return _challenge(None, "a tool token is required: Authorization: Bearer <tool token>")
+    digest = hash_key(credential)
     try:
+        auth_failures.refuse_if_blocked(request, digest)  # an address over its failed-authentication limit
         caller = caller_from_token(credential)
+        if caller is None:
+            auth_failures.failed(request)
+        else:
+            auth_failures.verified(digest)
         refused = None if caller is None else _rate_limited(caller)
+    except Throttled as exc:
+        return _too_many(exc.wait)
     except Exception as exc:
         outage = dependency_outage(exc)  # C3: Redis or the database down is a clear 503, never a 500
         if outage is None:
@@ -73,7 +84,11 @@ def _rate_limited(caller: Caller) -> HttpResponse | None:
     client = ProductClient(caller.product, "tool", caller.token.token_id)
     if throttle.allow_request(SimpleNamespace(user=client), None):
         return None
-    wait = math.ceil(throttle.wait() or 1)
+    return _too_many(throttle.wait())
+
+
+def _too_many(wait_seconds: float | None) -> HttpResponse:
+    wait = math.ceil(wait_seconds or 1)
     body = {"error": {"code": "rate_limited", "message": f"too many requests; retry in {wait} s", "details": {}}}
     response = JsonResponse(body, status=HTTPStatus.TOO_MANY_REQUESTS)
     response["Retry-After"] = str(wait)
