@@ -254,6 +254,10 @@ WEBHOOK_RETRY_MAX_SECONDS = env_int("WEBHOOK_RETRY_MAX_SECONDS", 6 * 3600, minim
 WEBHOOK_RETRY_WINDOW_SECONDS = env_int("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600, minimum=1)
 WEBHOOK_SWEEP_SECONDS = env_int("WEBHOOK_SWEEP_SECONDS", 10, minimum=1)
 WEBHOOK_RETENTION_HOURS = env_int("WEBHOOK_RETENTION_HOURS", 7 * 24, minimum=1)
+# At most this many endpoints per product (422 webhook_limit_reached beyond), and the first attempts of one
+# event, across all its endpoints, get this much time in all: an attempt starting later waits for a retry.
+WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT = env_int("WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT", 20, minimum=1)
+WEBHOOK_EVENT_DEADLINE_SECONDS = env_int("WEBHOOK_EVENT_DEADLINE_SECONDS", 30, minimum=1)
 CELERY_BEAT_SCHEDULE["webhooks-retry-due"] = {"task": "webhooks.retry_due", "schedule": float(WEBHOOK_SWEEP_SECONDS)}
 
 # --- Outbound services (all optional).

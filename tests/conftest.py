@@ -34,6 +34,33 @@ def pytest_runtest_setup(item):
             pytest.skip(reason)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _background_work_settles():
+    """Every test client's request returns once the background work it started has finished.
+
+    Without a broker, webhook deliveries run on background threads after the response (memoryhub.outbox
+    `run_in_background`): the request does not wait for them, the test does, before it reads their outcome
+    (and before its next request: the in-memory SQLite database allows one writer at a time). A request
+    passing `mh_settle=False` returns at once, as the server's response did.
+    """
+    from django.test.client import Client
+
+    from memoryhub import outbox
+
+    original = Client.request
+
+    def request(self, **environ):
+        settle = environ.pop("mh_settle", True)
+        response = original(self, **environ)
+        if settle:
+            outbox.background_wait()
+        return response
+
+    Client.request = request  # type: ignore[method-assign]
+    yield
+    Client.request = original  # type: ignore[method-assign]
+
+
 @pytest.fixture(autouse=True)
 def _clear_cache():
     cache.clear()

@@ -16,6 +16,7 @@ from .services.deliveries import delivery_redeliver
 from .services.endpoints import (
     DEFAULT_OVERLAP_SECONDS,
     endpoint_create,
+    endpoint_room_check,
     endpoint_rotate_secret,
     endpoint_update,
     validate_events,
@@ -42,6 +43,16 @@ class WebhookEndpointForm(forms.ModelForm):
             return validate_events(self.cleaned_data["events"])
         except DomainError as exc:
             raise ValidationError(exc.message) from None
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        product = cleaned.get("product")
+        if self.instance.pk is None and product is not None:  # a new endpoint: is there room for it?
+            try:
+                endpoint_room_check(product)
+            except DomainError as exc:
+                raise ValidationError(exc.message) from None
+        return cleaned
 
 
 @admin.register(WebhookEndpoint)

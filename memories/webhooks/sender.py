@@ -45,7 +45,7 @@ def send(target: Target, *, headers: dict[str, str], body: bytes, timeout_second
         with httpx.Client(timeout=timeout_seconds, follow_redirects=False, trust_env=False) as client:
             response = _connect(client, target, headers, body)
             try:
-                excerpt = _excerpt(response)
+                excerpt = _excerpt(response, started + timeout_seconds)
             finally:
                 response.close()
     except httpx.TimeoutException as exc:
@@ -80,11 +80,12 @@ def _request(
     )
 
 
-def _excerpt(response: httpx.Response) -> str:
+def _excerpt(response: httpx.Response, deadline: float) -> str:
+    """The answer's beginning, read until the attempt's time is up (a receiver trickling bytes cannot hold it)."""
     read = b""
     for chunk in response.iter_bytes():
         read += chunk
-        if len(read) >= EXCERPT_CHARS * 4:
+        if len(read) >= EXCERPT_CHARS * 4 or time.monotonic() >= deadline:
             break
     return read.decode("utf-8", errors="replace")[:EXCERPT_CHARS]
 

@@ -24,3 +24,17 @@ def schedule(task_name: str, kwargs: dict[str, Any], dedup_key: str) -> bool:
     from .services import outbox_schedule
 
     return outbox_schedule(task_name=task_name, kwargs=kwargs, dedup_key=dedup_key)
+
+
+def run_in_background(task_name: str) -> None:
+    """Never run `task_name` inside the request that scheduled it, even when tasks run in-process (no broker)."""
+    from .services import run_in_background as register
+
+    register(task_name)
+
+
+def background_wait(timeout: float = 30.0) -> None:
+    """Wait for the in-process background tasks started so far (tests use it before looking at the results)."""
+    from .services import background_wait as wait
+
+    wait(timeout)

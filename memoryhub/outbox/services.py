@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
 from .models import OutboxMessage, task_id_for
@@ -58,11 +60,60 @@ def outbox_dispatch(pk: int, task_name: str, kwargs: dict[str, Any]) -> bool:
     return True
 
 
+# --- tasks that never run inside the request, even without a broker ---------------------------------------------
+# On the embedded default (no broker) a task runs in-process when its transaction commits, i.e. inside the
+# request that wrote it. A task registered here (outbound HTTP: webhook deliveries) runs on a small pool of
+# background threads instead, so the request answers as soon as its write committed, however slow the
+# receivers are. Its row stays pending until the thread acknowledges it: a lost process leaves it to the relay.
+
+_IN_BACKGROUND: set[str] = set()
+_POOL_SIZE = 4  # one on SQLite, which takes one writer at a time
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_running: set[Future] = set()
+
+
+def run_in_background(task_name: str) -> None:
+    """Never run `task_name` inside the request that scheduled it, even when tasks run in-process."""
+    _IN_BACKGROUND.add(task_name)
+
+
+def background_wait(timeout: float = 30.0) -> None:
+    """Wait for the background tasks started so far (tests, and a process that stops, call this)."""
+    wait(list(_running), timeout=timeout)
+
+
+def _background(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            size = 1 if connection.vendor == "sqlite" else _POOL_SIZE
+            _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="outbox-background")
+        future = _pool.submit(_run_in_thread, pk, task_name, kwargs)
+        _running.add(future)
+    future.add_done_callback(_running.discard)
+
+
+def _run_in_thread(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:
+    from memoryhub.celery import app
+
+    try:
+        result = app.tasks[task_name].apply(kwargs=kwargs, task_id=task_id_for(pk))
+        outbox_acknowledge(pk, result.state)
+    except Exception:  # the row stays pending: the relay sends it again
+        logger.exception("outbox: background task %s (row %s) failed", task_name, pk)
+    finally:
+        connections.close_all()  # this thread's own connections
+
+
 def _send(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:
     from memoryhub.celery import app
 
     task_id = task_id_for(pk)
     if app.conf.task_always_eager:  # the embedded default: run in-process now, like `.delay()` did
+        if task_name in _IN_BACKGROUND:
+            _background(pk, task_name, kwargs)
+            return
         result = app.tasks[task_name].apply(kwargs=kwargs, task_id=task_id)
         outbox_acknowledge(pk, result.state)
         return

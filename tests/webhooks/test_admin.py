@@ -37,6 +37,15 @@ def test_a_private_url_is_refused_by_the_form_without_the_setting(admin_client, 
     assert not WebhookEndpoint.objects.exists()
 
 
+def test_the_form_refuses_an_endpoint_over_the_products_limit(admin_client, alice, receiver, settings):
+    settings.WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT = 1
+    register(alice, receiver)
+    form = {"product": alice.product.pk, "url": receiver.url, "events": '["*"]', "description": ""}
+    response = admin_client.post("/admin/webhooks/webhookendpoint/add/", form)
+    assert response.status_code == 200 and "WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT" in response.content.decode()
+    assert WebhookEndpoint.objects.count() == 1
+
+
 def test_deliveries_show_their_attempts_and_can_be_redelivered(admin_client, alice, receiver):
     register(alice, receiver, ["memory.updated"])
     alice.put(MEMORY, {"expectedRevision": 0, "memory": {}})

@@ -34,6 +34,10 @@ from .serializers import (
 
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
 REFUSED = OpenApiResponse(description="webhook_target_refused: the host resolves to a non-public address")
+REFUSED_OR_FULL = OpenApiResponse(
+    description="webhook_target_refused: the host resolves to a non-public address; webhook_limit_reached: the "
+    "product has WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT endpoints already (details.limit)"
+)
 
 
 def endpoint_to_dict(endpoint: WebhookEndpoint) -> dict:
@@ -84,10 +88,11 @@ class WebhookListView(APIView):
 
     @extend_schema(
         request=WebhookWriteSerializer,
-        responses={201: WebhookWithSecretSerializer, 422: REFUSED},
+        responses={201: WebhookWithSecretSerializer, 422: REFUSED_OR_FULL},
         operation_id="webhooks_create",
         description="Register an endpoint. The answer carries its signing secret (whsec_…): store it, it is "
-        "never shown again (rotate it to get a new one).",
+        "never shown again (rotate it to get a new one). Events are delivered after the write that raised them "
+        "has answered, never inside it.",
     )
     def post(self, request):
         data = validated(WebhookWriteSerializer, request.data)

@@ -97,20 +97,33 @@ def delivery_attempt(*, delivery_pk: int, attempt: int, trigger: str = "auto") -
     if not claimed:
         return None  # delivered, given up, gone, or this attempt was made by a duplicate job
     delivery = WebhookDelivery.objects.select_related("message", "endpoint").get(pk=delivery_pk)
-    result = _send(delivery, now)
+    result = _send(delivery, now, _time_left(delivery, attempt, trigger, now))
     return _record(delivery, attempt + 1, trigger, result)
 
 
-def _send(delivery: WebhookDelivery, now: datetime) -> sender.SendResult:
+def _time_left(delivery: WebhookDelivery, attempt: int, trigger: str, now: datetime) -> float:
+    """The timeout of this attempt: WEBHOOK_TIMEOUT_MS, and for a first attempt no more than what is left of
+    the event's WEBHOOK_EVENT_DEADLINE_SECONDS (shared by all its endpoints: slow ones cannot add up)."""
+    timeout = settings.WEBHOOK_TIMEOUT_MS / 1000
+    if attempt > 0 or trigger != "auto":
+        return timeout
+    deadline = delivery.message.created_at + timedelta(seconds=settings.WEBHOOK_EVENT_DEADLINE_SECONDS)
+    return min(timeout, (deadline - now).total_seconds())
+
+
+def _send(delivery: WebhookDelivery, now: datetime, timeout: float) -> sender.SendResult:
     if not delivery.endpoint.enabled:  # disabled after the event: nothing goes out; retried in case it comes back
         return sender.SendResult("refused", None, 0, error="the endpoint is disabled")
     try:
         target = targets.check(delivery.endpoint.url)  # again now: the name may resolve elsewhere (rebinding)
     except targets.TargetRefused as exc:
         return sender.SendResult("refused", None, 0, error=exc.message[:500])
+    if timeout <= 0:  # nothing sent: the retry (after the backoff) has its own timeout
+        error = "the event's delivery deadline (WEBHOOK_EVENT_DEADLINE_SECONDS) passed before this attempt"
+        return sender.SendResult("timeout", None, 0, error=error)
     body = json.dumps(delivery.message.payload, separators=(",", ":"), ensure_ascii=False).encode()
     headers = signed_headers(delivery, body, now)
-    return sender.send(target, headers=headers, body=body, timeout_seconds=settings.WEBHOOK_TIMEOUT_MS / 1000)
+    return sender.send(target, headers=headers, body=body, timeout_seconds=timeout)
 
 
 def signed_headers(delivery: WebhookDelivery, body: bytes, now: datetime) -> dict[str, str]:

@@ -6,13 +6,14 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories.models import Product
-from memoryhub.errors import InvalidRequest, NotFound
+from memoryhub.errors import InvalidRequest, NotFound, RejectedByPolicy
 from memoryhub.events import EVENT_TYPES
 
 from .. import signing, targets
@@ -22,6 +23,12 @@ from ..selectors import endpoint_get
 ALL_EVENTS = "*"
 DEFAULT_OVERLAP_SECONDS = 24 * 3600
 MAX_OVERLAP_SECONDS = 7 * 24 * 3600
+
+
+class EndpointLimitReached(RejectedByPolicy):
+    """The product has WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT endpoints already: every event fans out to each."""
+
+    code = "webhook_limit_reached"
 
 
 def validate_events(events: object) -> list[str]:
@@ -48,14 +55,31 @@ def endpoint_create(
 ) -> WebhookEndpoint:
     """A new endpoint with a fresh secret; the caller shows `endpoint.secret` once, never again."""
     targets.check(url)
+    events = validate_events(events)
     with transaction.atomic():  # the endpoint and the product's endpoint counter (post_save) commit together
+        endpoint_room_check(product, lock=True)
         return WebhookEndpoint.objects.create(
             product=product,
             url=url,
-            events=validate_events(events),
+            events=events,
             enabled=enabled,
             description=description,
             secret=signing.new_secret(),
+        )
+
+
+def endpoint_room_check(product: Product, *, lock: bool = False) -> None:
+    """EndpointLimitReached if the product has WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT endpoints (the admin form asks
+    early; endpoint_create asks again with `lock`, under the product row: two concurrent registrations cannot
+    both take the last place)."""
+    if lock:
+        Product.objects.select_for_update(no_key=True).filter(pk=product.pk).values_list("pk").first()
+    limit = settings.WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT
+    if WebhookEndpoint.objects.filter(product=product).count() >= limit:
+        raise EndpointLimitReached(
+            f"this product has {limit} webhook endpoints, the most allowed (WEBHOOK_MAX_ENDPOINTS_PER_PRODUCT):"
+            " delete one first",
+            details={"limit": limit},
         )
 
 
