@@ -52,6 +52,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
+    "memoryhub.api.query_text.StorableQueryMiddleware",  # a NUL in a query string is 400 (docs/contract.md)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off
     "memoryhub.db_routing.ReplicaReadsMiddleware",  # GET requests may read the replica (DATABASE_REPLICA_URL)
