@@ -37,6 +37,8 @@ def _refused(response, path: str) -> dict:
         ('{"a": {"b\\u0000": 1}}', "/memory/a/b\\u0000"),
         ('{"list": [1, "ok", "\\ud800x"]}', "/memory/list/2"),
         ('{"a": "\\udc00"}', "/memory/a"),
+        (r'{"a": "\\ud83d\ude00"}', "/memory/a"),  # a backslash, then "ud83d", then a lone low surrogate
+        (r'{"ok": "\ud83d\ude00", "a": ["\ud83d\ude00\ude00"]}', "/memory/a/0"),
         ('{"a": 1e400}', "/memory/a"),
         ('{"a": [-1E+999]}', "/memory/a/0"),
         ('{"a": 1%s.0}' % ("0" * 400), "/memory/a"),
