@@ -83,6 +83,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
     "memoryhub.api.bodies.LengthRequiredMiddleware",  # a chunked body is 411, not read as empty
+    "memoryhub.api.query_text.StorableQueryMiddleware",  # a NUL in a query string is 400 (docs/contract.md)
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.security.ContentSecurityPolicyMiddleware",  # /admin/ only (CONTENT_SECURITY_POLICY)
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off

@@ -143,7 +143,8 @@ def parse_table_edits(reply: str) -> ParseResult:
     skipped: list[SkippedCall] = []
     unclosed = False
     closed = 0
-    text = reply if isinstance(reply, str) else ""
+    # NUL is no text any store keeps (PostgreSQL refuses it): dropped, whether written raw or as \u0000.
+    text = reply.replace("\x00", "") if isinstance(reply, str) else ""
     visible, drafts = _split_reasoning(text)
     for draft in drafts:
         found, bad = _scan(draft, _OUTSIDE)
@@ -503,7 +504,7 @@ def _read_unicode_escape(text: str, pos: int, out: list[str]) -> int:
     if 0xD800 <= code < 0xE000:
         # A lone surrogate cannot be stored as UTF-8; keep the escape as the model wrote it.
         out.append(text[pos : pos + 6])
-    else:
+    elif code:  # \u0000 is dropped, like a raw NUL (parse_table_edits)
         out.append(chr(code))
     return 6
 

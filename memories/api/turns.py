@@ -19,6 +19,7 @@ from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
+from memoryhub.identifiers import ID_PATTERN
 from memoryhub.timefmt import iso
 
 from .serializers.turns import (
@@ -69,8 +70,8 @@ class TurnPrepareView(APIView):
             user_id, conversation_id = self.kwargs["user_id"], self.kwargs["conversation_id"]
         except Exception:
             return []
-        if not isinstance(slug, str):
-            return []
+        if not isinstance(slug, str) or not ID_PATTERN.fullmatch(slug):
+            return []  # not an id (a lone surrogate would not even make a cache key): `post` refuses it
         address = ConversationAddress(request.user.product, user_id, conversation_id)
         request.turn_prepare_scopes = (address, slug, turn_prepare_scopes(address, slug))
         return request.turn_prepare_scopes[2]

@@ -10,7 +10,7 @@ down in docs/contract.md ("Turns: memoryWrite").
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from memories.models import Turn
 from memories.services.events import event_emit_for_turn
@@ -64,4 +64,8 @@ def memory_write_finish(*, turn_pk: int, work: str, failure: str | None = None) 
 
 
 def failure_reason(exc: BaseException) -> str:
+    """The reason a client reads in `memoryWrite`. A database error's text quotes SQL and stored values: the
+    client gets its class only (the worker's log keeps the whole error)."""
+    if isinstance(exc, DatabaseError):
+        return f"{type(exc).__name__}: the database refused the operation"
     return f"{type(exc).__name__}: {exc}"[:500]

@@ -132,7 +132,7 @@ def _describe_drf(exc: drf.APIException) -> tuple[int, dict, dict]:
         headers["WWW-Authenticate"] = "Bearer"
     if isinstance(exc.detail, (dict, list)):
         return exc.status_code, envelope(code, "the request is invalid", {"fields": _flatten(exc.detail)}), headers
-    return exc.status_code, envelope(code, str(exc.detail)), headers
+    return exc.status_code, envelope(code, str(exc.detail), getattr(exc, "details", None)), headers
 
 
 def _flatten(detail: object, prefix: str = "") -> dict[str, str]:

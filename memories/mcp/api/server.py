@@ -22,6 +22,7 @@ from rest_framework.exceptions import Throttled
 
 from memories.mcp.services import TOOLS, Caller, McpTool, caller_from_token, tool_offered, tool_run
 from memories.services.products import hash_key
+from memoryhub import json_text
 from memoryhub.api import auth_failures
 from memoryhub.api.authentication import ProductClient
 from memoryhub.api.handler import dependency_outage
@@ -113,6 +114,7 @@ def _handler(tool: McpTool) -> Callable[[HttpRequest, dict], dict[str, Any]]:
         if not tool_offered(caller, tool):  # the library checks too; this keeps the refusal next to the call
             raise ToolError(f"forbidden: {tool.name} is not available to this token")
         try:
+            json_text.check_storable(arguments)  # NUL, lone surrogates, 1e400: refused as the REST API does
             return tool_run(caller, tool, arguments)
         except (DomainError, UpstreamError) as exc:
             raise _as_tool_error(exc) from None
