@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import statistics
 import sys
 import time
@@ -83,6 +84,7 @@ def drop_database(url: str) -> None:
 def setup_django(url: str) -> None:
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # settings refuse to start without one
     os.environ["MEMORYHUB_RATE_LIMIT"] = "1000000000/s"  # measure the write, not the rate limiter refusing it
     sys.path.insert(0, str(ROOT))
     import django

@@ -37,6 +37,7 @@ import itertools
 import json
 import os
 import random
+import secrets
 import shutil
 import statistics
 import sys
@@ -438,6 +439,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # settings refuse to start without one
     results, ok = [], True
     modes = [args.connections] if args.side_by_side else [[c] for c in args.connections]
     runs = [(w, m) for _ in range(args.repeat) for w in args.workers for m in modes]

@@ -34,6 +34,7 @@ import json
 import os
 import random
 import re
+import secrets
 import statistics
 import subprocess
 import sys
@@ -325,6 +326,7 @@ def setup_django(database_url: str, embedding_url: str, redis_url: str | None) -
             "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         }
     )
+    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # settings refuse to start without one
     os.environ.pop("QDRANT_URL", None)
     if redis_url:
         os.environ["REDIS_URL"] = redis_url

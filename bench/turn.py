@@ -22,6 +22,7 @@ import cProfile
 import io
 import os
 import pstats
+import secrets
 import statistics
 import sys
 import time
@@ -31,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # settings refuse to start without one
 os.environ.setdefault("MEMORYHUB_RATE_LIMIT", "100000000/min")  # the benchmark is not a rate-limit test
 
 import django  # noqa: E402

@@ -44,6 +44,7 @@ def test_a_completion_in_the_embedded_mode_prints_no_broker_message(tmp_path):
         "PYTHONPATH": str(settings.BASE_DIR),
         "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         "MEMORYHUB_VAR_DIR": str(tmp_path),  # a fresh embedded installation: SQLite, no broker
+        "SECRET_KEY": "probe",  # as `dev.py serve` passes it (a server refuses to start without one)
     }
     result = subprocess.run(
         [sys.executable, "-c", PROBE], cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120
