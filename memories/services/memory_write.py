@@ -67,5 +67,5 @@ def failure_reason(exc: BaseException) -> str:
     """The reason a client reads in `memoryWrite`. A database error's text quotes SQL and stored values: the
     client gets its class only (the worker's log keeps the whole error)."""
     if isinstance(exc, DatabaseError):
-        return f"{type(exc).__name__}: the database refused the operation"
+        return f"{type(exc).__name__}: a database error (its text is in the worker's log)"
     return f"{type(exc).__name__}: {exc}"[:500]

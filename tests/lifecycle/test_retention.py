@@ -44,6 +44,8 @@ def test_defaults_keep_everything_and_patch_changes_only_what_it_names(alice, bo
     assert again == {**EVERYTHING, "memoryRevisionsKeep": 5}
     assert bob.get("/v1/product").json()["retention"] == EVERYTHING
     assert_envelope(alice.patch("/v1/product", {"retention": {"eventsDays": 0}}), 400, "invalid_request")
+    for huge in (1_000_001, 10**20):  # SQLite could not bind 10**20 (500); a day count overflowed timedelta
+        assert_envelope(alice.patch("/v1/product", {"retention": {"eventsDays": huge}}), 400, "invalid_request")
     assert_envelope(alice.patch("/v1/product", {"retention": {"bogus": 1}}), 400, "invalid_request")
 
 

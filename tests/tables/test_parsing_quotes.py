@@ -93,7 +93,7 @@ def test_the_example_no_longer_drops_the_call_or_the_next_one() -> None:
 TRICKY = "\"'“”‘’＂「」,，:：;；{}()（）[]\\/ \t\n\u3000-#0123"
 CELL_TEXT = st.one_of(
     st.text(alphabet=st.sampled_from(TRICKY) | st.sampled_from("ab守卫说明天见"), max_size=30),
-    st.text(max_size=30),
+    st.text(st.characters(exclude_characters="\x00"), max_size=30),  # NUL is dropped (test_unstorable_cells.py)
 ).filter(lambda text: not re.search(r"<\s*/?\s*(tableEdit|think)", text, re.IGNORECASE))
 COLUMNS = ["日期", "人物", "事件", "地点"]
 

@@ -10,16 +10,16 @@ from rest_framework.views import APIView
 from memoryhub.errors import InvalidRequest
 from memoryhub.timefmt import iso
 
-from ..services.retention import FIELDS, retention_get, retention_to_dict, retention_update
+from ..services.retention import FIELDS, MAX_LIMIT, retention_get, retention_to_dict, retention_update
 
 
 class RetentionSerializer(serializers.Serializer):
-    memoryRevisionsKeep = serializers.IntegerField(allow_null=True, min_value=1, required=False)
-    memoryRevisionsDays = serializers.IntegerField(allow_null=True, min_value=1, required=False)
-    eventsDays = serializers.IntegerField(allow_null=True, min_value=1, required=False)
-    turnPromptsDays = serializers.IntegerField(allow_null=True, min_value=1, required=False)
-    tableVersionsKeep = serializers.IntegerField(allow_null=True, min_value=1, required=False)
-    stateVersionsKeep = serializers.IntegerField(allow_null=True, min_value=1, required=False)
+    memoryRevisionsKeep = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_LIMIT, required=False)
+    memoryRevisionsDays = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_LIMIT, required=False)
+    eventsDays = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_LIMIT, required=False)
+    turnPromptsDays = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_LIMIT, required=False)
+    tableVersionsKeep = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_LIMIT, required=False)
+    stateVersionsKeep = serializers.IntegerField(allow_null=True, min_value=1, max_value=MAX_LIMIT, required=False)
 
 
 class ProductSerializer(serializers.Serializer):
@@ -55,8 +55,9 @@ class ProductView(APIView):
         request=ProductPatchSerializer,
         responses=ProductSerializer,
         operation_id="product_update",
-        description="Change retention settings: each a whole number ≥ 1, or null to keep everything. Settings "
-        "not named stay. A beat task prunes in batches and never deletes the current version of anything.",
+        description="Change retention settings: each a whole number from 1 to 1,000,000, or null to keep "
+        "everything. Settings not named stay. A beat task prunes in batches and never deletes the current "
+        "version of anything.",
     )
     def patch(self, request):
         body = request.data

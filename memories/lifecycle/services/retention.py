@@ -18,6 +18,9 @@ from ..models import ProductRetention
 
 logger = logging.getLogger(__name__)
 BATCH = 500
+# Above it a column (PositiveIntegerField) or a day count (timedelta) would overflow: a 500, not a 400.
+MAX_LIMIT = 1_000_000
+
 FIELDS = {
     "memoryRevisionsKeep": "memory_revisions_keep",
     "memoryRevisionsDays": "memory_revisions_days",
@@ -43,8 +46,10 @@ def retention_update(*, product: Any, changes: dict[str, int | None]) -> Product
     for name, value in changes.items():
         if name not in FIELDS:
             raise InvalidRequest(f"unknown retention setting {name!r}", details={"field": f"retention.{name}"})
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise InvalidRequest(f"{name} must be a whole number ≥ 1 or null", details={"field": f"retention.{name}"})
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT):
+            raise InvalidRequest(
+                f"{name} must be a whole number from 1 to {MAX_LIMIT} or null", details={"field": f"retention.{name}"}
+            )
         setattr(retention, FIELDS[name], value)
     retention.save()
     return retention
