@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -11,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, connections, transaction
+from django.db import DatabaseError, OperationalError, connection, connections, transaction
 from django.utils import timezone
 
 from .models import OutboxMessage, task_id_for
@@ -94,16 +95,30 @@ def _background(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:
     future.add_done_callback(_running.discard)
 
 
+# SQLite (the embedded default) takes one writer at a time, and a shared-cache database answers "locked" at once
+# instead of waiting: a background task that meets the request's own write waits and runs again.
+_LOCKED_RETRIES = 40
+_LOCKED_PAUSE_SECONDS = 0.05
+
+
 def _run_in_thread(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:
     from memoryhub.celery import app
 
     try:
-        result = app.tasks[task_name].apply(kwargs=kwargs, task_id=task_id_for(pk))
+        for attempt in range(_LOCKED_RETRIES + 1):
+            result = app.tasks[task_name].apply(kwargs=kwargs, task_id=task_id_for(pk))
+            if not (result.failed() and _sqlite_locked(result.result)) or attempt == _LOCKED_RETRIES:
+                break
+            time.sleep(_LOCKED_PAUSE_SECONDS * (attempt + 1))
         outbox_acknowledge(pk, result.state)
     except Exception:  # the row stays pending: the relay sends it again
         logger.exception("outbox: background task %s (row %s) failed", task_name, pk)
     finally:
         connections.close_all()  # this thread's own connections
+
+
+def _sqlite_locked(error: object) -> bool:
+    return connection.vendor == "sqlite" and isinstance(error, OperationalError) and "locked" in str(error)
 
 
 def _send(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:

@@ -39,7 +39,7 @@ def _eager(monkeypatch, settings, tmp_path) -> None:
 
 
 def export_file(records: list[dict], header: dict = HEADER) -> bytes:
-    lines = [json.dumps(header)] + [json.dumps(r, default=str) for r in records]
+    lines = [json.dumps(header)] + [json.dumps(r, default=str).replace('"__1e400__"', "1e400") for r in records]
     return gzip.compress(("\n".join(lines) + "\n").encode())
 
 
@@ -149,17 +149,28 @@ def test_values_the_api_refuses_are_skipped_with_a_reason(bob, django_capture_on
     deep = {**doc, "conversation_id": "c3", "memory": {"a": json.loads("[" * 40 + "]" * 40)}}
     bad_id = {**doc, "conversation_id": "not an id!"}
     nul = {**doc, "conversation_id": "c4", "memory": {"t": "a\x00b"}}
+    infinite = {**doc, "conversation_id": "c6", "memory": {"n": "__1e400__"}}  # a double's overflow
     zero = {**doc, "conversation_id": "c5", "revision": 0}
     message = {"conversation_id": "c1", "round": 1, "role": "nobody", "content": "hi"}
     file = export_file(
-        [record("memories.MemoryDocument", d, record_id=n) for n, d in enumerate([doc, big, deep, bad_id, nul, zero])]
+        [
+            record("memories.MemoryDocument", d, record_id=n)
+            for n, d in enumerate([doc, big, deep, bad_id, nul, zero, infinite])
+        ]
         + [record("memories.Message", message)]
     )
     report = run_import(bob, django_capture_on_commit_callbacks, file)
     assert report["imported"] == {"memories.MemoryDocument": 1}, report
-    assert report["skipped"] == {"memories.MemoryDocument": 5, "memories.Message": 1}
+    assert report["skipped"] == {"memories.MemoryDocument": 6, "memories.Message": 1}
     reasons = "\n".join(report["reasons"])
-    for expected in ("65536", "nested", "conversation_id must be", "NUL", "at least 1", "role"):
+    for expected in (
+        "65536",
+        "nested",
+        "conversation_id must be",
+        "memory/t: a string contains U+0000",
+        "at least 1",
+        "role",
+    ):
         assert expected in reasons, (expected, reasons)
     assert "INSERT" not in reasons and "Error" not in reasons
     assert bob.get(f"/v1/users/{USER}/conversations/c1/memory").json() == {"revision": 1, "memory": {"ok": True}}

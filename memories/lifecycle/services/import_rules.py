@@ -24,6 +24,7 @@ from memories.longterm.selectors import kind_spec
 from memories.longterm.services.embedding_index import IndexInUse, index_in_use
 from memories.schemas import check_memory_against_schema
 from memories.validation import json_depth, validate_memory, validate_revision
+from memoryhub import json_text
 from memoryhub.errors import DomainError
 from memoryhub.identifiers import validate_identifier
 from memoryhub.runtimes.registry import SectionInvalid
@@ -115,7 +116,7 @@ def _check_field(model_field: models.Field, value: Any) -> None:
         if not model_field.null:
             raise RecordRefused(f"{name} may not be null")
         return
-    _check_strings(name, value)
+    _check_storable(name, value)
     if isinstance(model_field, models.JSONField) and json_depth(value) > MAX_JSON_DEPTH:
         raise RecordRefused(f"{name} is nested deeper than {MAX_JSON_DEPTH} levels")
     if model_field.choices and value not in {choice for choice, _ in model_field.flatchoices}:
@@ -141,15 +142,12 @@ def _strings(value: Any) -> Iterator[str]:
             stack.extend(node)
 
 
-def _check_strings(name: str, value: Any) -> None:
-    """NUL and lone surrogates are refused by the API's parser and by PostgreSQL: never stored."""
-    for text in _strings(value):
-        if "\x00" in text:
-            raise RecordRefused(f"{name} contains a NUL character")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise RecordRefused(f"{name} contains a lone surrogate") from None
+def _check_storable(name: str, value: Any) -> None:
+    """What the API's parser refuses (NUL, lone surrogates, numbers beyond a double) is never stored either."""
+    found = json_text.first_unstorable(value)
+    if found is not None:
+        path, problem = found
+        raise RecordRefused(f"{name}{path}: {problem}")
 
 
 def _api_check(check: Callable[[], object]) -> None:
