@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.support.http_server import Reply, StubHttpServer
-from tests.support.processes import GUNICORN, ROOT, free_port, stop_process_group, wait_for
+from tests.support.processes import GUNICORN, ROOT, free_port, healthz_answers, stop_process_group, wait_for
 
 TIMEOUT = 3  # gunicorn's --timeout
 UNSET = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DATABASE_REPLICA_URL", "MEMORYHUB_REQUIRE_SERVICES")
@@ -51,17 +51,10 @@ def server(tmp_path_factory, slow_hinos):
         process = subprocess.Popen(args, cwd=ROOT, env=env, stderr=errors, stdout=errors, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: _answers(base), timeout=60, message="gunicorn to answer /healthz")
+        wait_for(lambda: healthz_answers(base), timeout=60, message="gunicorn to answer /healthz")
         yield {"url": base, "key": key, "log": log}
     finally:
         stop_process_group(process)
-
-
-def _answers(base: str) -> bool:
-    try:
-        return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def envelope_of(response: httpx.Response, status: int, code: str) -> dict:
@@ -90,7 +83,7 @@ def test_a_request_past_the_timeout_answers_the_envelope(server):
     error = envelope_of(answer, 503, "request_timeout")
     assert error["details"] == {"timeoutSeconds": TIMEOUT}
     assert TIMEOUT - 0.5 <= elapsed < 3 * TIMEOUT
-    wait_for(lambda: _answers(server["url"]), timeout=30, message="the replaced worker")
+    wait_for(lambda: healthz_answers(server["url"]), timeout=30, message="the replaced worker")
 
 
 def test_a_chunked_body_is_411_and_changes_nothing(server):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.processes import GUNICORN, ROOT, free_port, stop_process_group, wait_for
+from tests.support.processes import GUNICORN, ROOT, free_port, healthz_answers, stop_process_group, wait_for
 
 # What the embedded default sees with nothing set: no service, no key, no marker.
 UNSET = ("SECRET_KEY", "DEBUG", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "MEMORYHUB_ONE_OFF_COMMAND")
@@ -101,7 +101,7 @@ def test_dev_serve_workers_accept_each_others_tool_tokens(monkeypatch, tmp_path)
     assert started, "serve did not start gunicorn"
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: _answers(base), timeout=60, message="dev.py serve --workers 2")
+        wait_for(lambda: healthz_answers(base), timeout=60, message="dev.py serve --workers 2")
         key = dev.dev_key(Path(sys.executable), False)
         minted = httpx.post(
             f"{base}/v1/users/u1/conversations/c1/tool-tokens",
@@ -125,10 +125,3 @@ def test_dev_serve_workers_accept_each_others_tool_tokens(monkeypatch, tmp_path)
     finally:
         for process in started:
             stop_process_group(process)
-
-
-def _answers(base: str) -> bool:
-    try:
-        return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False

@@ -86,16 +86,21 @@ class WebServer:
         return f"http://127.0.0.1:{self.port}"
 
     def answers(self) -> bool:
-        import httpx
-
         assert self.process.poll() is None, "the web server exited"
-        try:
-            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return healthz_answers(self.url)
 
     def stop(self) -> None:
         stop_process_group(self.process)
+
+
+def healthz_answers(base_url: str) -> bool:
+    """Does the server at `base_url` answer `/healthz` with 200 yet?"""
+    import httpx
+
+    try:
+        return httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def start_web_server(env: dict[str, str] | None = None, *, workers: int = 2, timeout: int = 30) -> WebServer:
