@@ -212,6 +212,10 @@ OUTBOX_RELAY_INTERVAL_SECONDS = env_int("OUTBOX_RELAY_INTERVAL_SECONDS", 10, min
 OUTBOX_REDISPATCH_AFTER_SECONDS = env_int("OUTBOX_REDISPATCH_AFTER_SECONDS", 60, minimum=1)
 OUTBOX_BACKOFF_MAX_SECONDS = env_int("OUTBOX_BACKOFF_MAX_SECONDS", 3600, minimum=1)
 OUTBOX_RETENTION_HOURS = env_int("OUTBOX_RETENTION_HOURS", 48, minimum=1)
+# Without a broker, outbound work (webhook deliveries) runs on background threads after the response. Not an
+# environment setting: only a test wrapped in one uncommitted transaction turns it off (tests/conftest.py), as
+# no other connection could see or write that test's rows.
+OUTBOX_BACKGROUND_THREADS = True
 # Long-term memories past their expiresAt leave every read at once; this sweep deletes their rows and vectors.
 LONGTERM_EXPIRY_SWEEP_SECONDS = env_int("LONGTERM_EXPIRY_SWEEP_SECONDS", 300, minimum=1)
 # One queue per kind of background work, so each can get its own worker pool (docs/scaling.md); a worker

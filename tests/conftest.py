@@ -62,6 +62,26 @@ def _background_work_settles():
 
 
 @pytest.fixture(autouse=True)
+def _background_threads_only_with_committed_data(request, settings):
+    """A test inside one uncommitted transaction (`db`) runs outbound work in its request, as a broker-less
+    process did before: a background thread's own connection could neither see nor lock past that transaction.
+    Transactional tests (and live servers) keep the threads, as production does."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = bool(marker and marker.kwargs.get("transaction")) or bool(
+        {"transactional_db", "live_server"} & set(request.fixturenames)
+    )
+    settings.OUTBOX_BACKGROUND_THREADS = transactional
+    if not transactional:
+        yield
+        return
+    from memoryhub import outbox
+
+    request.getfixturevalue("transactional_db")  # set up first, so flushed only after this wait
+    yield
+    outbox.background_wait()  # work started outside a client request (or with mh_settle=False) ends here
+
+
+@pytest.fixture(autouse=True)
 def _clear_cache():
     cache.clear()
     auth_failures.reset()  # this process's blocked addresses and verified keys

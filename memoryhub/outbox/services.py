@@ -97,7 +97,7 @@ def _background(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:
 
 # SQLite (the embedded default) takes one writer at a time, and a shared-cache database answers "locked" at once
 # instead of waiting: a background task that meets the request's own write waits and runs again.
-_LOCKED_RETRIES = 40
+_LOCKED_RETRIES = 20  # at most about 10 s of pauses in all
 _LOCKED_PAUSE_SECONDS = 0.05
 
 
@@ -126,7 +126,7 @@ def _send(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:
 
     task_id = task_id_for(pk)
     if app.conf.task_always_eager:  # the embedded default: run in-process now, like `.delay()` did
-        if task_name in _IN_BACKGROUND:
+        if task_name in _IN_BACKGROUND and settings.OUTBOX_BACKGROUND_THREADS:
             _background(pk, task_name, kwargs)
             return
         result = app.tasks[task_name].apply(kwargs=kwargs, task_id=task_id)
