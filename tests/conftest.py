@@ -62,23 +62,24 @@ def _background_work_settles():
 
 
 @pytest.fixture(autouse=True)
-def _background_threads_only_with_committed_data(request, settings):
+def _background_threads_only_with_committed_data(request):
     """A test inside one uncommitted transaction (`db`) runs outbound work in its request, as a broker-less
     process did before: a background thread's own connection could neither see nor lock past that transaction.
-    Transactional tests (and live servers) keep the threads, as production does."""
+    Transactional tests (and live servers) keep the threads, as production does, and wait for them."""
+    from django.test import override_settings
+
+    from memoryhub import outbox
+
     marker = request.node.get_closest_marker("django_db")
     transactional = bool(marker and marker.kwargs.get("transaction")) or bool(
         {"transactional_db", "live_server"} & set(request.fixturenames)
     )
-    settings.OUTBOX_BACKGROUND_THREADS = transactional
-    if not transactional:
+    if transactional:  # (not the `settings` fixture: some tests name a parameter `settings`)
+        request.getfixturevalue("transactional_db")  # set up first, so flushed only after the wait below
+    with override_settings(OUTBOX_BACKGROUND_THREADS=transactional):
         yield
-        return
-    from memoryhub import outbox
-
-    request.getfixturevalue("transactional_db")  # set up first, so flushed only after this wait
-    yield
-    outbox.background_wait()  # work started outside a client request (or with mh_settle=False) ends here
+        if transactional:
+            outbox.background_wait()  # work started outside a client request (or with mh_settle=False)
 
 
 @pytest.fixture(autouse=True)
