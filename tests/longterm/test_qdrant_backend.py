@@ -19,6 +19,7 @@ from memoryhub.clients.embeddings import get_embedder
 from tests.longterm.support import (
     EN_DETAIL,
     PREFERENCE_EN,
+    PREFERENCE_ZH,
     ZH_LANGUAGE,
     create,
     memories_url,
@@ -163,3 +164,31 @@ def test_a_qdrant_that_answers_503_fails_the_write_and_nothing_is_stored(alice, 
     finally:
         stub.stop()
         reset_qdrant_clients()
+
+
+def test_an_imported_memory_is_written_to_qdrant_and_found(
+    alice, qdrant, django_capture_on_commit_callbacks, monkeypatch, settings, tmp_path
+):
+    from tests.compact.support import eager_celery
+    from tests.lifecycle.test_import_allow_list import export_file, record
+
+    eager_celery(monkeypatch)
+    settings.EXPORT_DIR = str(tmp_path / "exports")
+    data = {
+        "kind": "preference",
+        "content": PREFERENCE_ZH["content"],
+        "evidence": PREFERENCE_ZH["evidence"],
+        "source": PREFERENCE_ZH["source"],
+        "version": 1,
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        started = alice.client.post(
+            "/v1/users/u1/imports",
+            export_file([record("longterm.LongTermMemory", data)]),
+            content_type="application/gzip",
+        )
+    assert started.status_code == 202
+    row = LongTermMemory.objects.get(product=alice.product)
+    assert point(qdrant, row.pk) is not None  # the vector lives in Qdrant, written by the import
+    body = search(alice, "请用简洁的中文回复我", "semantic").json()
+    assert [r["id"] for r in body["results"]] == [row.memory_id]

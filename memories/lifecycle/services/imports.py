@@ -122,8 +122,8 @@ def _restore(model: type[models.Model], record: dict, context: ImportContext, id
             values[field.name] = context.user_id
         elif field.name in data:
             values[field.name] = _value(field, data[field.name])
+    context.after_save.clear()  # hooks are per record: check_record adds this record's own
     check_record(model, values, context)
-    context.after_save.clear()
     try:
         with transaction.atomic():
             row = model(**values)
