@@ -207,10 +207,10 @@ def test_tool_tokens_issue_use_revoke(hub: MemoryHub, user_id: str) -> None:
     minted = hub.tool_tokens.issue(user_id, "c1", ttl_seconds=600)
     assert minted["token"].startswith("mht_") and minted["id"].startswith("ttk_")
     tools = hub.tools(minted["token"])
-    names = [tool.get("name") or tool.get("function", {}).get("name") for tool in tools.list()["tools"]]
-    assert "get_memory" in names or names, names
-    answer = tools.call("get_memory", {})
-    assert isinstance(answer["details"], dict)
+    assert [tool["function"]["name"] for tool in tools.list()["tools"]] == ["get_memory", "update_memory"]
+    assert tools.call("get_memory")["details"] == {"revision": 0, "memory": None}
+    assert tools.call("update_memory", {"expectedRevision": 0, "memory": {"n": 1}})["details"] == {"revision": 1}
+    assert hub.memory(user_id, "c1").get().memory == {"n": 1}
     state = hub.tool_tokens.revoke(minted["id"])
     assert state["revokedAt"] is not None and state["userId"] == user_id
     with pytest.raises(errors.Unauthenticated):
