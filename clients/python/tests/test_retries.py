@@ -155,3 +155,19 @@ async def test_async_retries(scripted: Scripted) -> None:
     async with AsyncMemoryHub(_url(scripted), "mhk_x_y", retry=FAST) as hub:
         assert await hub.memory("u", "c").put(expected_revision=1, memory={}) == 2
     assert len(scripted.seen) == 2
+
+
+def test_every_code_the_server_raises_has_a_class() -> None:
+    """Every envelope code in the server's source (`code = "…"`, `code="…"`, `"code": "…"`) is mapped."""
+    import re
+
+    from conftest import REPO
+
+    pattern = re.compile(r"""(?:\bcode\s*=\s*|"code":\s*)"([a-z_]+)\"""")
+    found: set[str] = set()
+    for package in ("memoryhub", "memories", "diaries", "tables"):
+        for path in (REPO / package).rglob("*.py"):
+            if "migrations" not in path.parts:
+                found |= set(pattern.findall(path.read_text(encoding="utf-8")))
+    assert len(found) > 30, found
+    assert found <= errors.KNOWN_CODES, sorted(found - errors.KNOWN_CODES)
