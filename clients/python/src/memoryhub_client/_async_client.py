@@ -1,0 +1,658 @@
+"""The async client. `_sync_client.py` is generated from this file by `scripts/unasync.py`: edit here only."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
+from typing import Any, Literal, cast
+
+import httpx
+
+from . import models as m
+from ._core import (
+    Call,
+    RetryPolicy,
+    answer,
+    auth_headers,
+    body,
+    new_key,
+    retry_after,
+    seg,
+    status_retryable,
+    transport_error_retryable,
+)
+from .errors import MemoryHubConnectionError
+
+
+class AsyncMemoryHub:
+    """memoryhub's public API. `api_key` is a product key (`mhk_…`); for `/v1/tools` use `tools(tool_token)`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        retry: RetryPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.retry = retry or RetryPolicy(max_retries=max_retries)
+        self._owns_client = http_client is None
+        self._http = http_client or httpx.AsyncClient(timeout=timeout)
+        self.kinds = AsyncKinds(self)
+        self.scenarios = AsyncScenarios(self)
+        self.webhooks = AsyncWebhooks(self)
+        self.tool_tokens = AsyncToolTokens(self)
+        self.lifecycle = AsyncLifecycle(self)
+        self.product = AsyncProductSettings(self)
+
+    async def __aenter__(self) -> AsyncMemoryHub:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._http.aclose()
+
+    # -- the areas ------------------------------------------------------------------------------------------------
+
+    def conversation(self, user_id: str, conversation_id: str) -> AsyncConversation:
+        return AsyncConversation(self, user_id, conversation_id)
+
+    def memory(self, user_id: str, conversation_id: str) -> AsyncMemoryDocumentClient:
+        """The conversation's JSON memory document (compare-and-set on `revision`)."""
+        return AsyncMemoryDocumentClient(self, f"/v1/users/{seg(user_id)}/conversations/{seg(conversation_id)}")
+
+    def memories(self, user_id: str) -> AsyncLongTermMemories:
+        """The user's long-term memories (any kind)."""
+        return AsyncLongTermMemories(self, user_id)
+
+    def tasks(self, user_id: str) -> AsyncTasks:
+        return AsyncTasks(self, user_id)
+
+    def tools(self, tool_token: str) -> AsyncTools:
+        """`/v1/tools` and `/v1/tools/call`, authenticated by a tool token (never by the product key)."""
+        return AsyncTools(self, tool_token)
+
+    # -- the transport --------------------------------------------------------------------------------------------
+
+    async def _request(self, call: Call, *, token: str | None = None) -> Any:
+        headers = {**auth_headers(token or self._api_key), **call.headers}
+        url = self.base_url + call.path
+        kwargs = {**_kwargs(call), "headers": headers}
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(call.method, url, **kwargs)
+            except httpx.TransportError as exc:
+                if attempt < self.retry.max_retries and transport_error_retryable(exc, call):
+                    await asyncio.sleep(self.retry.delay(attempt))
+                    attempt += 1
+                    continue
+                raise MemoryHubConnectionError(f"{call.method} {call.path}: {exc!r}") from exc
+            if attempt < self.retry.max_retries and status_retryable(response.status_code, call):
+                await asyncio.sleep(self.retry.delay(attempt, retry_after(response)))
+                attempt += 1
+                continue
+            return answer(response, call)
+
+    async def _iterate(self, call: Call, *, token: str | None = None) -> AsyncIterator[Any]:
+        """Every item of a keyset-paginated list, following `next` (docs/contract.md#lists-and-paging)."""
+        while True:
+            page = await self._request(call, token=token)
+            for item in page["results"]:
+                yield item
+            if not page.get("next"):
+                return
+            call = replace(call, params={**call.params, "cursor": page["next"]})
+
+
+def _kwargs(call: Call) -> dict[str, Any]:
+    from ._core import request_kwargs
+
+    return request_kwargs(call)
+
+
+def _get(path: str, **params: Any) -> Call:
+    return Call("GET", path, params=params, idempotent=True)
+
+
+class _Area:
+    def __init__(self, hub: AsyncMemoryHub) -> None:
+        self._hub = hub
+
+
+class AsyncMemoryDocumentClient(_Area):
+    def __init__(self, hub: AsyncMemoryHub, conversation_path: str) -> None:
+        super().__init__(hub)
+        self._path = conversation_path + "/memory"
+
+    async def get(self) -> m.MemoryDocument:
+        data = await self._hub._request(_get(self._path))
+        return m.MemoryDocument(revision=data["revision"], memory=data["memory"])
+
+    async def put(
+        self, *, expected_revision: int, memory: Mapping[str, Any], idempotency_key: str | None = None
+    ) -> int:
+        """Replace the document if its revision is still `expected_revision`; the new revision.
+
+        Raises RevisionConflict (`current_revision`) when another writer won: re-read and decide again. An
+        Idempotency-Key is generated when none is given, so a retry after a lost answer never writes twice.
+        """
+        call = Call(
+            "PUT",
+            self._path,
+            json={"expectedRevision": expected_revision, "memory": memory},
+            headers={"Idempotency-Key": idempotency_key or new_key()},
+            idempotent=True,
+        )
+        return cast(int, (await self._hub._request(call))["revision"])
+
+    async def revisions(self, *, limit: int | None = None, cursor: str | None = None) -> m.Page[m.MemoryRevision]:
+        return cast("m.Page[m.MemoryRevision]", await self._hub._request(_revisions(self._path, limit, cursor)))
+
+    def iter_revisions(self, *, limit: int | None = None) -> AsyncIterator[m.MemoryRevision]:
+        return self._hub._iterate(_revisions(self._path, limit, None))
+
+
+def _revisions(path: str, limit: int | None, cursor: str | None) -> Call:
+    return _get(path + "/revisions", limit=limit, cursor=cursor)
+
+
+class AsyncConversation(_Area):
+    """One conversation of one user: its memory document, turns, history, tables, state, story, diaries."""
+
+    def __init__(self, hub: AsyncMemoryHub, user_id: str, conversation_id: str) -> None:
+        super().__init__(hub)
+        self.user_id, self.conversation_id = user_id, conversation_id
+        self._path = f"/v1/users/{seg(user_id)}/conversations/{seg(conversation_id)}"
+        self.memory = AsyncMemoryDocumentClient(hub, self._path)
+
+    # turns
+    async def prepare_turn(
+        self,
+        *,
+        scenario_id: str,
+        user_message: str,
+        subscription_category: str | None = None,
+        request_id: str | None = None,
+        replaces_turn_id: int | None = None,
+    ) -> m.PreparedTurn:
+        payload = body(
+            scenarioId=scenario_id,
+            userMessage=user_message,
+            subscriptionCategory=subscription_category,
+            requestId=request_id,
+            replacesTurnId=replaces_turn_id,
+        )
+        return cast(m.PreparedTurn, await self._hub._request(Call("POST", self._path + "/turns", json=payload)))
+
+    async def get_turn(self, turn_id: int) -> m.Turn:
+        return cast(m.Turn, await self._hub._request(_get(f"{self._path}/turns/{seg(turn_id)}")))
+
+    async def complete_turn(self, turn_id: int, *, assistant_message: str) -> m.Completion:
+        """Store the reply (and commit, with commitOn "completed"). The same reply again answers the committed
+        turn without doing anything twice, so this call is retried like a read."""
+        call = Call(
+            "POST",
+            f"{self._path}/turns/{seg(turn_id)}/complete",
+            json={"assistantMessage": assistant_message},
+            idempotent=True,
+        )
+        return cast(m.Completion, await self._hub._request(call))
+
+    async def accept_turn(self, turn_id: int) -> m.Completion:
+        call = Call("POST", f"{self._path}/turns/{seg(turn_id)}/accept", json={})
+        return cast(m.Completion, await self._hub._request(call))
+
+    # history
+    async def messages(self, *, limit: int | None = None, cursor: str | None = None) -> m.Page[m.Message]:
+        call = _get(self._path + "/messages", limit=limit, cursor=cursor)
+        return cast("m.Page[m.Message]", await self._hub._request(call))
+
+    def iter_messages(self, *, limit: int | None = None) -> AsyncIterator[m.Message]:
+        return self._hub._iterate(_get(self._path + "/messages", limit=limit))
+
+    async def events(
+        self, *, type: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> m.Page[m.Event]:
+        call = _get(self._path + "/events", type=type, limit=limit, cursor=cursor)
+        return cast("m.Page[m.Event]", await self._hub._request(call))
+
+    def iter_events(self, *, type: str | None = None, limit: int | None = None) -> AsyncIterator[m.Event]:
+        return self._hub._iterate(_get(self._path + "/events", type=type, limit=limit))
+
+    async def diaries(
+        self, *, order: Literal["asc", "desc"] | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> m.Page[m.DiaryEntry]:
+        call = _get(self._path + "/diaries", order=order, limit=limit, cursor=cursor)
+        return cast("m.Page[m.DiaryEntry]", await self._hub._request(call))
+
+    def iter_diaries(
+        self, *, order: Literal["asc", "desc"] | None = None, limit: int | None = None
+    ) -> AsyncIterator[m.DiaryEntry]:
+        return self._hub._iterate(_get(self._path + "/diaries", order=order, limit=limit))
+
+    async def compactions(self, *, limit: int | None = None, cursor: str | None = None) -> m.Page[m.Compaction]:
+        call = _get(self._path + "/compactions", limit=limit, cursor=cursor)
+        return cast("m.Page[m.Compaction]", await self._hub._request(call))
+
+    # tables
+    async def tables(self) -> m.TableList:
+        return cast(m.TableList, await self._hub._request(_get(self._path + "/tables")))
+
+    async def get_table(self, table_id: int) -> m.Table:
+        return cast(m.Table, await self._hub._request(_get(f"{self._path}/tables/{seg(table_id)}")))
+
+    async def replace_table(self, table_id: int, *, expected_version: int, rows: list[Any]) -> m.Table:
+        call = Call(
+            "PUT", f"{self._path}/tables/{seg(table_id)}", json={"expectedVersion": expected_version, "rows": rows}
+        )
+        return cast(m.Table, await self._hub._request(call))
+
+    def iter_table_versions(self, table_id: int, *, limit: int | None = None) -> AsyncIterator[m.TableVersion]:
+        return self._hub._iterate(_get(f"{self._path}/tables/{seg(table_id)}/versions", limit=limit))
+
+    # conversation state
+    async def state(self, *, scenario: str | None = None, view: str | None = None) -> m.State:
+        return cast(m.State, await self._hub._request(_get(self._path + "/state", scenario=scenario, view=view)))
+
+    async def submit_state_candidate(
+        self,
+        *,
+        scenario_id: str,
+        base_revision: int,
+        text: str | None = None,
+        upsert: list[Mapping[str, Any]] | None = None,
+        delete: list[Mapping[str, Any]] | None = None,
+        operation_id: str | None = None,
+    ) -> m.Committed:
+        payload = body(
+            scenarioId=scenario_id,
+            baseRevision=base_revision,
+            text=text,
+            upsert=upsert,
+            delete=delete,
+            operationId=operation_id or new_key(),
+        )
+        call = Call("POST", self._path + "/state/candidates", json=payload, idempotent=True)
+        return cast(m.Committed, await self._hub._request(call))
+
+    def iter_state_revisions(self, *, limit: int | None = None) -> AsyncIterator[m.StateRevision]:
+        return self._hub._iterate(_get(self._path + "/state/revisions", limit=limit))
+
+    # story
+    async def story(self) -> m.Story:
+        return cast(m.Story, await self._hub._request(_get(self._path + "/story")))
+
+    async def settle_story(
+        self,
+        *,
+        expected_version: int,
+        anchor_message_id: int,
+        set_facts: Mapping[str, Any] | None = None,
+        unset_facts: list[str] | None = None,
+        append_events: list[Mapping[str, Any]] | None = None,
+        narrative: Any = None,
+        operation_id: str | None = None,
+    ) -> m.Story:
+        payload = body(
+            expectedVersion=expected_version,
+            anchorMessageId=anchor_message_id,
+            setFacts=set_facts,
+            unsetFacts=unset_facts,
+            appendEvents=append_events,
+            narrative=narrative,
+            operationId=operation_id or new_key(),
+        )
+        call = Call("POST", self._path + "/story/settlements", json=payload, idempotent=True)
+        return cast(m.Story, await self._hub._request(call))
+
+    def iter_story_versions(self, *, limit: int | None = None) -> AsyncIterator[m.StoryVersion]:
+        return self._hub._iterate(_get(self._path + "/story/versions", limit=limit))
+
+    # tool tokens and erasure
+    async def issue_tool_token(
+        self,
+        *,
+        scenario_id: str | None = None,
+        ttl_seconds: int | None = None,
+        subscription_category: str | None = None,
+    ) -> m.ToolTokenMinted:
+        """A short-lived token for model-facing tools (`/v1/tools`, `/mcp`), bound to this conversation."""
+        payload = body(scenarioId=scenario_id, ttlSeconds=ttl_seconds, subscriptionCategory=subscription_category)
+        call = Call("POST", self._path + "/tool-tokens", json=payload)
+        return cast(m.ToolTokenMinted, await self._hub._request(call))
+
+    async def erase(self) -> m.ErasureStarted:
+        return cast(m.ErasureStarted, await self._hub._request(Call("DELETE", self._path, idempotent=True)))
+
+
+class AsyncLongTermMemories(_Area):
+    def __init__(self, hub: AsyncMemoryHub, user_id: str) -> None:
+        super().__init__(hub)
+        self.user_id = user_id
+        self._path = f"/v1/users/{seg(user_id)}/memories"
+
+    async def create(
+        self,
+        *,
+        kind: str,
+        content: Mapping[str, Any],
+        evidence: str,
+        source: str,
+        consent: bool,
+        operation_id: str | None = None,
+        expires_at: str | None = None,
+    ) -> m.Memory:
+        """Propose a memory; admission may refuse it (RejectedByPolicy with `reason`). An operationId is generated
+        when none is given, so retries replay the first result."""
+        payload = body(
+            kind=kind,
+            content=dict(content),
+            evidence=evidence,
+            source=source,
+            consent=consent,
+            operationId=operation_id or new_key(),
+            expiresAt=expires_at,
+        )
+        return cast(m.Memory, await self._hub._request(Call("POST", self._path, json=payload, idempotent=True)))
+
+    async def get(self, memory_id: str) -> m.Memory:
+        return cast(m.Memory, await self._hub._request(_get(f"{self._path}/{seg(memory_id)}")))
+
+    async def update(
+        self,
+        memory_id: str,
+        *,
+        expected_version: int,
+        content: Mapping[str, Any] | None = None,
+        evidence: str | None = None,
+        source: str | None = None,
+        consent: bool | None = None,
+        operation_id: str | None = None,
+        expires_at: str | None = None,
+        clear_expiry: bool = False,
+    ) -> m.Memory:
+        payload = body(
+            expectedVersion=expected_version,
+            content=dict(content) if content is not None else None,
+            evidence=evidence,
+            source=source,
+            consent=consent,
+            operationId=operation_id or new_key(),
+            expiresAt=expires_at,
+        )
+        if clear_expiry:
+            payload["expiresAt"] = None
+        call = Call("PATCH", f"{self._path}/{seg(memory_id)}", json=payload, idempotent=True)
+        return cast(m.Memory, await self._hub._request(call))
+
+    async def delete(self, memory_id: str, *, expected_version: int | None = None) -> None:
+        params = {"expectedVersion": expected_version}
+        await self._hub._request(Call("DELETE", f"{self._path}/{seg(memory_id)}", params=params))
+
+    async def list(
+        self,
+        *,
+        kind: str | None = None,
+        include_superseded: bool = False,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> m.Page[m.Memory]:
+        call = _get(self._path, kind=kind, include="superseded" if include_superseded else None, limit=limit)
+        call.params["cursor"] = cursor
+        return cast("m.Page[m.Memory]", await self._hub._request(call))
+
+    def iter(
+        self, *, kind: str | None = None, include_superseded: bool = False, limit: int | None = None
+    ) -> AsyncIterator[m.Memory]:
+        include = "superseded" if include_superseded else None
+        return self._hub._iterate(_get(self._path, kind=kind, include=include, limit=limit))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        mode: Literal["keyword", "semantic"] = "semantic",
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> m.SearchPage:
+        payload = body(query=query, mode=mode, limit=limit, cursor=cursor)
+        call = Call("POST", self._path + "/search", json=payload, idempotent=True)
+        return cast(m.SearchPage, await self._hub._request(call))
+
+    async def iter_search(
+        self, query: str, *, mode: Literal["keyword", "semantic"] = "semantic", limit: int | None = None
+    ) -> AsyncIterator[m.SearchResult]:
+        cursor: str | None = None
+        while True:
+            page = await self.search(query, mode=mode, limit=limit, cursor=cursor)
+            for result in page["results"]:
+                yield result
+            cursor = page["next"]
+            if not cursor:
+                return
+
+
+class AsyncTasks(_Area):
+    """Task checkpoints and reports (docs/long-term-memories.md, section 7)."""
+
+    def __init__(self, hub: AsyncMemoryHub, user_id: str) -> None:
+        super().__init__(hub)
+        self._path = f"/v1/users/{seg(user_id)}/tasks"
+
+    async def get(self, task_id: str) -> m.Task:
+        return cast(m.Task, await self._hub._request(_get(f"{self._path}/{seg(task_id)}")))
+
+    async def checkpoint(
+        self, task_id: str, stage: str, *, data: Any, input: Any = None, operation_id: str | None = None
+    ) -> m.CheckpointResult:
+        payload = body(data=data, input=input, operationId=operation_id or new_key())
+        call = Call("PUT", f"{self._path}/{seg(task_id)}/checkpoints/{seg(stage)}", json=payload, idempotent=True)
+        return cast(m.CheckpointResult, await self._hub._request(call))
+
+    async def publish_report(self, task_id: str, *, data: Any, operation_id: str | None = None) -> m.ReportResult:
+        payload = body(data=data, operationId=operation_id or new_key())
+        call = Call("PUT", f"{self._path}/{seg(task_id)}/report", json=payload, idempotent=True)
+        return cast(m.ReportResult, await self._hub._request(call))
+
+
+class AsyncKinds(_Area):
+    """Product-defined long-term memory kinds (`/v1/memory-kinds`)."""
+
+    async def list(self) -> m.KindList:
+        return cast(m.KindList, await self._hub._request(_get("/v1/memory-kinds")))
+
+    async def get(self, name: str) -> m.Kind:
+        return cast(m.Kind, await self._hub._request(_get(f"/v1/memory-kinds/{seg(name)}")))
+
+    async def create(
+        self,
+        *,
+        name: str,
+        content_schema: Mapping[str, Any],
+        description: str | None = None,
+        stated_fields: builtins.list[str] | None = None,
+        searchable: bool | None = None,
+        text_field: str | None = None,
+        max_per_user: int | None = None,
+        default_ttl_days: int | None = None,
+    ) -> m.Kind:
+        payload = body(
+            name=name,
+            contentSchema=dict(content_schema),
+            description=description,
+            statedFields=stated_fields,
+            searchable=searchable,
+            textField=text_field,
+            maxPerUser=max_per_user,
+            defaultTtlDays=default_ttl_days,
+        )
+        return cast(m.Kind, await self._hub._request(Call("POST", "/v1/memory-kinds", json=payload)))
+
+    async def update(self, name: str, **fields: Any) -> m.Kind:
+        """PATCH with the API's own field names (`description`, `contentSchema`, `statedFields`, …)."""
+        call = Call("PATCH", f"/v1/memory-kinds/{seg(name)}", json=fields)
+        return cast(m.Kind, await self._hub._request(call))
+
+    async def delete(self, name: str, *, cascade: bool = False) -> None:
+        params = {"cascade": True if cascade else None}
+        await self._hub._request(Call("DELETE", f"/v1/memory-kinds/{seg(name)}", params=params))
+
+
+class AsyncScenarios(_Area):
+    async def create(self, scenario: m.ScenarioRequest) -> m.Scenario:
+        return cast(m.Scenario, await self._hub._request(Call("POST", "/v1/scenarios", json=dict(scenario))))
+
+    async def get(self, scenario_id: str) -> m.Scenario:
+        return cast(m.Scenario, await self._hub._request(_get(f"/v1/scenarios/{seg(scenario_id)}")))
+
+    async def replace(self, scenario: m.ScenarioRequest) -> m.Scenario:
+        """A new version of the scenario (turns keep the version they used)."""
+        call = Call("PUT", f"/v1/scenarios/{seg(scenario['id'])}", json=dict(scenario))
+        return cast(m.Scenario, await self._hub._request(call))
+
+    async def patch(self, scenario_id: str, **fields: Any) -> m.Scenario:
+        call = Call("PATCH", f"/v1/scenarios/{seg(scenario_id)}", json=fields)
+        return cast(m.Scenario, await self._hub._request(call))
+
+    async def delete(self, scenario_id: str) -> None:
+        await self._hub._request(Call("DELETE", f"/v1/scenarios/{seg(scenario_id)}"))
+
+    async def list(self, *, limit: int | None = None, cursor: str | None = None) -> m.Page[m.Scenario]:
+        call = _get("/v1/scenarios", limit=limit, cursor=cursor)
+        return cast("m.Page[m.Scenario]", await self._hub._request(call))
+
+    def iter(self, *, limit: int | None = None) -> AsyncIterator[m.Scenario]:
+        return self._hub._iterate(_get("/v1/scenarios", limit=limit))
+
+    def iter_versions(self, scenario_id: str, *, limit: int | None = None) -> AsyncIterator[m.Scenario]:
+        return self._hub._iterate(_get(f"/v1/scenarios/{seg(scenario_id)}/versions", limit=limit))
+
+
+class AsyncWebhooks(_Area):
+    async def create(
+        self, *, url: str, events: list[str], enabled: bool | None = None, description: str | None = None
+    ) -> m.WebhookWithSecret:
+        payload = body(url=url, events=events, enabled=enabled, description=description)
+        return cast(m.WebhookWithSecret, await self._hub._request(Call("POST", "/v1/webhooks", json=payload)))
+
+    async def list(self, *, limit: int | None = None, cursor: str | None = None) -> m.Page[m.Webhook]:
+        call = _get("/v1/webhooks", limit=limit, cursor=cursor)
+        return cast("m.Page[m.Webhook]", await self._hub._request(call))
+
+    def iter(self, *, limit: int | None = None) -> AsyncIterator[m.Webhook]:
+        return self._hub._iterate(_get("/v1/webhooks", limit=limit))
+
+    async def get(self, endpoint_id: int) -> m.Webhook:
+        return cast(m.Webhook, await self._hub._request(_get(f"/v1/webhooks/{seg(endpoint_id)}")))
+
+    async def update(self, endpoint_id: int, **fields: Any) -> m.Webhook:
+        call = Call("PATCH", f"/v1/webhooks/{seg(endpoint_id)}", json=fields)
+        return cast(m.Webhook, await self._hub._request(call))
+
+    async def delete(self, endpoint_id: int) -> None:
+        await self._hub._request(Call("DELETE", f"/v1/webhooks/{seg(endpoint_id)}"))
+
+    async def rotate_secret(self, endpoint_id: int, *, overlap_seconds: int | None = None) -> m.WebhookWithSecret:
+        call = Call("POST", f"/v1/webhooks/{seg(endpoint_id)}/rotate-secret", json=body(overlapSeconds=overlap_seconds))
+        return cast(m.WebhookWithSecret, await self._hub._request(call))
+
+    def iter_deliveries(self, endpoint_id: int, *, limit: int | None = None) -> AsyncIterator[m.Delivery]:
+        return self._hub._iterate(_get(f"/v1/webhooks/{seg(endpoint_id)}/deliveries", limit=limit))
+
+    async def redeliver(self, endpoint_id: int, delivery_id: int) -> m.Delivery:
+        path = f"/v1/webhooks/{seg(endpoint_id)}/deliveries/{seg(delivery_id)}/redeliver"
+        return cast(m.Delivery, await self._hub._request(Call("POST", path, json={})))
+
+
+class AsyncToolTokens(_Area):
+    async def issue(
+        self,
+        user_id: str,
+        conversation_id: str,
+        *,
+        scenario_id: str | None = None,
+        ttl_seconds: int | None = None,
+        subscription_category: str | None = None,
+    ) -> m.ToolTokenMinted:
+        return await self._hub.conversation(user_id, conversation_id).issue_tool_token(
+            scenario_id=scenario_id, ttl_seconds=ttl_seconds, subscription_category=subscription_category
+        )
+
+    async def revoke(self, token_id: str) -> m.ToolTokenState:
+        call = Call("POST", f"/v1/tool-tokens/{seg(token_id)}/revoke", json={}, idempotent=True)
+        return cast(m.ToolTokenState, await self._hub._request(call))
+
+    async def revoke_all(self) -> m.ToolTokensRevoked:
+        call = Call("POST", "/v1/tool-tokens/revoke-all", json={}, idempotent=True)
+        return cast(m.ToolTokensRevoked, await self._hub._request(call))
+
+
+class AsyncTools(_Area):
+    def __init__(self, hub: AsyncMemoryHub, tool_token: str) -> None:
+        super().__init__(hub)
+        self._token = tool_token
+
+    async def list(self) -> m.ToolList:
+        return cast(m.ToolList, await self._hub._request(_get("/v1/tools"), token=self._token))
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> m.ToolCallResult:
+        """Run one tool; never retried on a lost answer (a write tool is not idempotent)."""
+        request = Call("POST", "/v1/tools/call", json={"name": name, "arguments": dict(arguments or {})})
+        return cast(m.ToolCallResult, await self._hub._request(request, token=self._token))
+
+
+class AsyncLifecycle(_Area):
+    """Export, import and erasure (docs/data-lifecycle.md)."""
+
+    async def export_user(self, user_id: str) -> m.ExportStarted:
+        call = Call("POST", f"/v1/users/{seg(user_id)}/exports", json={})
+        return cast(m.ExportStarted, await self._hub._request(call))
+
+    async def get_export(self, export_id: str) -> m.Export:
+        return cast(m.Export, await self._hub._request(_get(f"/v1/exports/{seg(export_id)}")))
+
+    async def download_export(self, export_id: str) -> bytes:
+        """The export file (gzip JSON Lines); ExportNotReady until it is done."""
+        call = Call("GET", f"/v1/exports/{seg(export_id)}/download", idempotent=True, raw=True)
+        return cast(bytes, await self._hub._request(call))
+
+    async def import_user(self, user_id: str, export_file: bytes) -> m.ImportStarted:
+        call = Call(
+            "POST",
+            f"/v1/users/{seg(user_id)}/imports",
+            content=export_file,
+            headers={"Content-Type": "application/gzip"},
+        )
+        return cast(m.ImportStarted, await self._hub._request(call))
+
+    async def get_import(self, import_id: str) -> m.Import:
+        return cast(m.Import, await self._hub._request(_get(f"/v1/imports/{seg(import_id)}")))
+
+    async def erase_user(self, user_id: str) -> m.ErasureStarted:
+        call = Call("DELETE", f"/v1/users/{seg(user_id)}", idempotent=True)
+        return cast(m.ErasureStarted, await self._hub._request(call))
+
+    async def erase_conversation(self, user_id: str, conversation_id: str) -> m.ErasureStarted:
+        return await self._hub.conversation(user_id, conversation_id).erase()
+
+    async def get_erasure(self, erasure_id: str) -> m.Erasure:
+        return cast(m.Erasure, await self._hub._request(_get(f"/v1/erasures/{seg(erasure_id)}")))
+
+
+class AsyncProductSettings(_Area):
+    async def get(self) -> m.Product:
+        return cast(m.Product, await self._hub._request(_get("/v1/product")))
+
+    async def update(self, *, retention: Mapping[str, int | None]) -> m.Product:
+        call = Call("PATCH", "/v1/product", json={"retention": dict(retention)})
+        return cast(m.Product, await self._hub._request(call))

@@ -1,0 +1,248 @@
+"""`MemoryHubVectorStore`: a LangChain vector store over long-term memories of a product-defined searchable kind.
+
+What is stored (docs/clients.md, "LangChain"): each Document is one long-term memory of `kind` for `user_id`,
+with content `{"docId": <the Document's id>, "text": <page_content>, "metadata": <metadata>}`. The kind's
+`textField` is `text`, so memoryhub embeds the page content with its own embedder (the `embedding` given to
+LangChain is kept but not used: memoryhub never takes vectors from clients). Every write goes through
+admission like any memory: consent is given by the product backend that configures this store, and the
+evidence is the fixed statement `ATTESTATION`; a document with a secret in it is refused (RejectedByPolicy).
+
+Ids are the Document ids (generated when absent), not memoryhub's `mem_…` ids. memoryhub has no lookup of a
+memory by a content field, so `get_by_ids`, `delete` and an upsert list the user's memories of the kind
+(keyset pages of 200): fine for the hundreds of documents per user memoryhub is built for, linear beyond.
+Metadata filters (`filter={"k": v}`) are applied by the client to the semantic results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from ._async_client import AsyncMemoryHub
+from ._sync_client import MemoryHub
+from .errors import Conflict, NotFound
+from .models import Memory, SearchResult
+
+ATTESTATION = "I keep notes here."
+DEFAULT_KIND = "langchain_document"
+CONTENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "docId": {"type": "string", "minLength": 1, "maxLength": 256},
+        "text": {"type": "string"},
+        "metadata": {"type": "object"},
+    },
+    "required": ["docId", "text"],
+    "additionalProperties": False,
+}
+PAGE = 200
+
+
+def _document(memory: Memory | SearchResult) -> Document:
+    content = memory["content"]
+    return Document(id=content["docId"], page_content=content["text"], metadata=dict(content.get("metadata") or {}))
+
+
+def _matches(document: Document, where: dict[str, Any] | None) -> bool:
+    return not where or all(document.metadata.get(k) == v for k, v in where.items())
+
+
+def _proposal(doc_id: str, document: Document) -> dict[str, Any]:
+    content = {"docId": doc_id, "text": document.page_content, "metadata": dict(document.metadata)}
+    return {"content": content, "evidence": ATTESTATION, "source": ATTESTATION, "consent": True}
+
+
+def _ids_for(documents: Sequence[Document], ids: Sequence[str | None] | None) -> list[str]:
+    given = list(ids) if ids is not None else [d.id for d in documents]
+    # 16 hex digits (64 random bits): admission reads 20+ character random strings as leaked tokens.
+    return [i or uuid.uuid4().hex[:16] for i in given]
+
+
+class MemoryHubVectorStore(VectorStore):
+    """Documents of one user (`user_id`) as long-term memories of `kind` (created on first use if absent)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        user_id: str,
+        kind: str = DEFAULT_KIND,
+        embedding: Embeddings | None = None,
+        create_kind: bool = True,
+    ) -> None:
+        self.base_url, self._api_key, self.user_id, self.kind = base_url, api_key, user_id, kind
+        self._embedding = embedding
+        self._hub = MemoryHub(base_url, api_key)
+        if create_kind:
+            ensure_kind(self._hub, kind)
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        return self._embedding
+
+    def _async_hub(self) -> AsyncMemoryHub:
+        # One client per call: an httpx.AsyncClient belongs to the event loop it was first used in.
+        return AsyncMemoryHub(self.base_url, self._api_key)
+
+    # -- reads ---------------------------------------------------------------------------------------------------
+
+    def _all(self) -> list[Memory]:
+        return list(self._hub.memories(self.user_id).iter(kind=self.kind, limit=PAGE))
+
+    async def _aall(self) -> list[Memory]:
+        async with self._async_hub() as hub:
+            return [memory async for memory in hub.memories(self.user_id).iter(kind=self.kind, limit=PAGE)]
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return _pick(self._all(), ids)
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return _pick(await self._aall(), ids)
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        found: list[tuple[Document, float]] = []
+        for result in self._hub.memories(self.user_id).iter_search(query, mode="semantic", limit=min(max(k, 10), 50)):
+            if _take(result, self.kind, filter, found) and len(found) >= k:
+                break
+        return found[:k]
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        found: list[tuple[Document, float]] = []
+        async with self._async_hub() as hub:
+            search = hub.memories(self.user_id).iter_search(query, mode="semantic", limit=min(max(k, 10), 50))
+            async for result in search:
+                if _take(result, self.kind, filter, found) and len(found) >= k:
+                    break
+        return found[:k]
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in self.similarity_search_with_score(query, k, **kwargs)]
+
+    async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [doc for doc, _ in await self.asimilarity_search_with_score(query, k, **kwargs)]
+
+    def _select_relevance_score_fn(self) -> Any:
+        return lambda score: (score + 1.0) / 2.0  # memoryhub's score is the cosine similarity, in [-1, 1]
+
+    # -- writes --------------------------------------------------------------------------------------------------
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        ids = _ids_for(documents, kwargs.get("ids"))
+        existing = {m["content"]["docId"]: m for m in self._all()}
+        memories = self._hub.memories(self.user_id)
+        for doc_id, document in zip(ids, documents):
+            current = existing.get(doc_id)
+            if current is None:
+                existing[doc_id] = memories.create(kind=self.kind, **_proposal(doc_id, document))
+            else:
+                proposal = _proposal(doc_id, document)
+                existing[doc_id] = memories.update(current["id"], expected_version=current["version"], **proposal)
+        return ids
+
+    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        ids = _ids_for(documents, kwargs.get("ids"))
+        existing = {m["content"]["docId"]: m for m in await self._aall()}
+        async with self._async_hub() as hub:
+            memories = hub.memories(self.user_id)
+            for doc_id, document in zip(ids, documents):
+                current = existing.get(doc_id)
+                proposal = _proposal(doc_id, document)
+                if current is None:
+                    existing[doc_id] = await memories.create(kind=self.kind, **proposal)
+                else:
+                    version = current["version"]
+                    existing[doc_id] = await memories.update(current["id"], expected_version=version, **proposal)
+        return ids
+
+    def add_texts(
+        self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
+    ) -> list[str]:
+        texts = list(texts)
+        metas = metadatas or [{} for _ in texts]
+        return self.add_documents([Document(page_content=t, metadata=m) for t, m in zip(texts, metas)], **kwargs)
+
+    async def aadd_texts(
+        self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
+    ) -> list[str]:
+        texts = list(texts)
+        metas = metadatas or [{} for _ in texts]
+        return await self.aadd_documents([Document(page_content=t, metadata=m) for t, m in zip(texts, metas)], **kwargs)
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Delete these documents (every document of the store with `ids=None`); missing ids are ignored."""
+        memories = self._hub.memories(self.user_id)
+        for memory in _selected(self._all(), ids):
+            with contextlib.suppress(NotFound):  # deleted concurrently: the goal is reached
+                memories.delete(memory["id"], expected_version=memory["version"])
+        return True
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        selected = _selected(await self._aall(), ids)
+        async with self._async_hub() as hub:
+            for memory in selected:
+                with contextlib.suppress(NotFound):
+                    await hub.memories(self.user_id).delete(memory["id"], expected_version=memory["version"])
+        return True
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> MemoryHubVectorStore:
+        """`base_url`, `api_key` and `user_id` (and optionally `kind`) are keyword arguments."""
+        store = cls(embedding=embedding, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+
+def ensure_kind(hub: MemoryHub, kind: str) -> None:
+    """Define the store's kind for the product if it does not exist (searchable, `textField: text`)."""
+    try:
+        hub.kinds.get(kind)
+        return
+    except NotFound:
+        pass
+    with contextlib.suppress(Conflict):  # created concurrently ("already exists")
+        hub.kinds.create(
+            name=kind,
+            description="LangChain documents (memoryhub_client.langchain)",
+            content_schema=CONTENT_SCHEMA,
+            searchable=True,
+            text_field="text",
+        )
+
+
+def _pick(memories: list[Memory], ids: Sequence[str]) -> list[Document]:
+    by_id = {m["content"]["docId"]: m for m in memories}
+    return [_document(by_id[i]) for i in ids if i in by_id]
+
+
+def _selected(memories: list[Memory], ids: list[str] | None) -> list[Memory]:
+    wanted = None if ids is None else set(ids)
+    return [m for m in memories if wanted is None or m["content"]["docId"] in wanted]
+
+
+def _take(result: SearchResult, kind: str, where: dict[str, Any] | None, found: list[tuple[Document, float]]) -> bool:
+    if result["kind"] != kind:
+        return False
+    document = _document(result)
+    if not _matches(document, where):
+        return False
+    found.append((document, float(result["score"])))
+    return True

@@ -1,0 +1,496 @@
+"""Request and response bodies as TypedDicts, named after the OpenAPI components (`GET /api/schema/`).
+
+The client's tests compare every TypedDict named in `SCHEMA_COMPONENTS` with the live server's schema
+(same property names, same required ones). Bodies the schema leaves untyped today (turns, tables, tools,
+messages, events) are typed from what the views send; `UNTYPED_IN_SCHEMA` lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, NotRequired, TypedDict, TypeVar
+
+T = TypeVar("T")
+JSON = Any  # a JSON value: the server's documents and contents are the product's own shapes
+
+
+@dataclass(frozen=True)
+class MemoryDocument:
+    """A conversation's JSON memory document: `{revision: 0, memory: None}` while nothing is stored."""
+
+    revision: int
+    memory: dict[str, JSON] | None
+
+
+class Page(TypedDict, Generic[T]):
+    results: list[T]
+    next: str | None
+
+
+class MemoryRevision(TypedDict):
+    revision: int
+    memory: JSON
+    actor: dict[str, JSON]
+    createdAt: str
+
+
+class Memory(TypedDict):
+    id: str
+    key: str
+    kind: str
+    content: JSON
+    evidence: str
+    source: str
+    version: int
+    expiresAt: str | None
+    supersededBy: str | None
+    supersededAt: str | None
+    createdAt: str
+    updatedAt: str
+
+
+class SearchResult(Memory):
+    score: float
+
+
+class SearchPage(TypedDict):
+    mode: str
+    query: str
+    results: list[SearchResult]
+    next: str | None
+    embeddingIdentity: NotRequired[str]
+
+
+class Kind(TypedDict):
+    name: str
+    description: str
+    contentSchema: JSON
+    statedFields: list[str]
+    singleValuedFields: list[str]
+    searchable: bool
+    textField: str | None
+    maxPerUser: int | None
+    defaultTtlDays: int | None
+    createdAt: str
+    updatedAt: str
+
+
+class KindList(TypedDict):
+    results: list[Kind]
+
+
+class MemorySource(TypedDict):
+    id: str
+    agentRef: str
+    variable: str
+    kinds: NotRequired[list[str]]
+
+
+class ScenarioRequest(TypedDict):
+    id: str
+    name: str
+    memoryRuntime: NotRequired[Literal["personalization", "axon_go", "axon_shadow", "hinos"]]
+    memorySources: NotRequired[list[MemorySource]]
+    template: NotRequired[str]
+    memoryIngest: NotRequired[Literal["best_effort", "required"]]
+    commitOn: NotRequired[Literal["completed", "accepted"]]
+    toolUpdates: NotRequired[bool]
+    memorySchema: NotRequired[JSON]
+
+
+class Scenario(ScenarioRequest):
+    version: int
+    createdAt: NotRequired[str]  # sent, but not in the schema's Scenario today (NOT_IN_SCHEMA)
+    updatedAt: NotRequired[str]
+
+
+class Stage(TypedDict):
+    stage: str
+    key: str
+    data: JSON
+    committedAt: str
+
+
+class CheckpointResult(Stage):
+    taskId: str
+
+
+class ReportBody(TypedDict):
+    data: JSON
+    publishedAt: str
+
+
+class ReportResult(TypedDict):
+    taskId: str
+    report: ReportBody
+
+
+class Task(TypedDict):
+    taskId: str
+    key: str
+    input: JSON
+    stages: list[Stage]
+    report: ReportBody | None
+
+
+class SourceStatus(TypedDict):
+    id: str
+    agentRef: str
+    variable: str
+    status: str
+    details: dict[str, JSON]
+    cached: bool
+    version: NotRequired[int]
+
+
+class PreparedTurn(TypedDict):
+    """`POST …/turns` (untyped in the schema today: memories/api/serializers/turns.py turn_to_dict)."""
+
+    turnId: int
+    round: int
+    runtime: str
+    scenarioId: str
+    scenarioVersion: int
+    status: str
+    prompt: str
+    variables: dict[str, str]
+    referencedVariables: list[str]
+    unreferencedVariables: list[str]
+    sources: list[SourceStatus]
+    requestId: str | None
+
+
+class MemoryWrite(TypedDict):
+    status: Literal["pending", "done", "failed", "skipped", "committed"]
+    reason: NotRequired[str]
+    work: NotRequired[dict[str, str]]
+
+
+class Completion(TypedDict):
+    """`…/complete`, `…/accept` (untyped in the schema today: completion_to_dict)."""
+
+    turnId: int
+    status: str
+    round: int
+    committed: bool
+    memoryWrite: MemoryWrite
+
+
+class Turn(PreparedTurn):
+    """`GET …/turns/{id}`: the prepared turn, its completion and `runtimeState`."""
+
+    committed: bool
+    memoryWrite: MemoryWrite
+    runtimeState: JSON
+
+
+class Message(TypedDict):
+    id: int
+    turnId: int | None
+    round: int
+    role: str
+    content: str
+    superseded: bool
+    createdAt: str
+
+
+class Event(TypedDict):
+    id: int
+    type: str
+    turnId: int | None
+    details: dict[str, JSON]
+    createdAt: str
+
+
+class DiaryEntry(TypedDict):
+    id: int
+    roundFrom: int
+    roundTo: int
+    kind: str
+    summary: str
+    diary: str
+    summarizer: str
+    subscriptionCategory: str
+    agentRef: str
+    createdAt: str
+
+
+class Table(TypedDict):
+    """A memory table (tables/api.py table_to_dict; untyped in the schema today)."""
+
+    id: int
+    index: int
+    name: str
+    columns: list[JSON]
+    note: str
+    rules: JSON
+    required: bool
+    maxRows: int | None
+    rows: list[JSON]
+    version: int
+    updatedAt: str
+    changed: NotRequired[bool]
+
+
+class TableList(TypedDict):
+    tables: list[Table]
+    memoryTable: str
+    version: int
+
+
+class TableVersion(TypedDict):
+    version: int
+    rows: list[JSON]
+    cause: str
+    actor: str | None
+    turnId: int | None
+    createdAt: str
+
+
+class Record(TypedDict):
+    category: str
+    key: str
+    value: JSON
+    updatedRound: int
+
+
+class State(TypedDict):
+    revision: int
+    text: str
+    records: list[Record]
+
+
+class Committed(TypedDict):
+    revision: int
+
+
+class StateRevision(TypedDict):
+    revision: int
+    text: str
+    records: list[Record]
+    changes: JSON
+    scenarioId: str | None
+    round: int | None
+    actor: str
+    operationId: str | None
+    createdAt: str
+
+
+class StoryEvent(TypedDict):
+    id: str
+    text: str
+    round: int
+    messageId: int
+
+
+class Story(TypedDict):
+    version: int
+    anchorMessageId: int | None
+    worldFacts: JSON
+    events: list[StoryEvent]
+    narrative: JSON
+
+
+class StoryVersion(Story):
+    cause: Literal["settlement", "rollback"]
+    changes: JSON
+    restoredFrom: int | None
+    rolledBack: bool
+    actor: str
+    operationId: str | None
+    createdAt: str
+
+
+class Compaction(TypedDict):
+    id: int
+    version: int
+    previousId: int | None
+    summary: str
+    fromMessageId: int
+    throughMessageId: int
+    messageCount: int
+    roundFrom: int
+    roundTo: int
+    trigger: str
+    turnId: int | None
+    summarizer: str
+    budgetChars: int
+    historyChars: int
+    invalidated: bool
+    invalidatedAt: str | None
+    invalidatedByTurnId: int | None
+    createdAt: str
+
+
+class ToolTokenMinted(TypedDict):
+    id: str
+    token: str
+    expiresAt: str
+
+
+class ToolTokenState(TypedDict):
+    id: str
+    userId: str
+    conversationId: str
+    scenarioId: str | None
+    createdAt: str
+    expiresAt: str
+    revokedAt: str | None
+
+
+class ToolTokensRevoked(TypedDict):
+    revoked: int
+
+
+class ToolList(TypedDict):
+    """`GET /v1/tools` (untyped in the schema today): the tools this token may call, OpenAI function style."""
+
+    tools: list[dict[str, JSON]]
+
+
+class ToolCallResult(TypedDict):
+    """`POST /v1/tools/call` (untyped in the schema today): the tool's answer is in `details`."""
+
+    details: dict[str, JSON]
+
+
+class Webhook(TypedDict):
+    id: int
+    url: str
+    description: str
+    events: list[str]
+    enabled: bool
+    previousSecretExpiresAt: str | None
+    createdAt: str
+    updatedAt: str
+
+
+class WebhookWithSecret(Webhook):
+    secret: str
+
+
+class Attempt(TypedDict):
+    number: int
+    trigger: str
+    outcome: str
+    statusCode: int | None
+    latencyMs: int | None
+    responseExcerpt: str
+    error: str
+    at: str
+
+
+class Delivery(TypedDict):
+    id: int
+    messageId: str
+    type: str
+    status: str
+    attempts: list[Attempt]
+    nextAttemptAt: str | None
+    deliveredAt: str | None
+    payload: JSON
+    createdAt: str
+
+
+class ExportStarted(TypedDict):
+    exportId: str
+    status: str
+
+
+class Export(ExportStarted):
+    counts: dict[str, int]
+    sizeBytes: int | None
+    requestedAt: str
+    finishedAt: str | None
+    expiresAt: str | None
+    downloadUrl: str | None
+
+
+class ImportStarted(TypedDict):
+    importId: str
+    status: str
+
+
+class Import(ImportStarted):
+    report: dict[str, JSON]
+    requestedAt: str
+    finishedAt: str | None
+
+
+class ErasureStarted(TypedDict):
+    erasureId: str
+    status: str
+
+
+class Erasure(ErasureStarted):
+    scope: str
+    counts: dict[str, int]
+    requestedBy: str
+    requestedAt: str
+    finishedAt: str | None
+
+
+class Product(TypedDict):
+    productId: str
+    name: str
+    createdAt: str
+    retention: JSON
+
+
+# TypedDict → the OpenAPI component it must match (checked against the live schema by the tests).
+SCHEMA_COMPONENTS: dict[str, type] = {
+    "MemoryRevision": MemoryRevision,
+    "Memory": Memory,
+    "SearchResult": SearchResult,
+    "SearchPage": SearchPage,
+    "Kind": Kind,
+    "KindList": KindList,
+    "Scenario": Scenario,
+    "ScenarioRequest": ScenarioRequest,
+    "Stage": Stage,
+    "CheckpointResult": CheckpointResult,
+    "ReportBody": ReportBody,
+    "ReportResult": ReportResult,
+    "Task": Task,
+    "DiaryEntry": DiaryEntry,
+    "Record": Record,
+    "State": State,
+    "Committed": Committed,
+    "Revision": StateRevision,
+    "StoryEvent": StoryEvent,
+    "Story": Story,
+    "StoryVersion": StoryVersion,
+    "Compaction": Compaction,
+    "ToolTokenMinted": ToolTokenMinted,
+    "ToolTokenState": ToolTokenState,
+    "ToolTokensRevoked": ToolTokensRevoked,
+    "Webhook": Webhook,
+    "WebhookWithSecret": WebhookWithSecret,
+    "Attempt": Attempt,
+    "Delivery": Delivery,
+    "ExportStarted": ExportStarted,
+    "Export": Export,
+    "ImportStarted": ImportStarted,
+    "Import": Import,
+    "ErasureStarted": ErasureStarted,
+    "Erasure": Erasure,
+    "Product": Product,
+}
+
+# Fields the server sends that the schema's component does not list yet.
+NOT_IN_SCHEMA: dict[str, set[str]] = {"Scenario": {"createdAt", "updatedAt"}}
+
+# operationId → TypedDict for responses the schema does not type yet (checked against live answers instead).
+UNTYPED_IN_SCHEMA: dict[str, type] = {
+    "turns_prepare": PreparedTurn,
+    "turns_get": Turn,
+    "turns_complete": Completion,
+    "turns_accept": Completion,
+    "messages_list": Message,
+    "events_list": Event,
+    "tables_list": TableList,
+    "table_get": Table,
+    "table_versions": TableVersion,
+    "tools_list": ToolList,
+    "tools_call": ToolCallResult,
+}

@@ -1,0 +1,309 @@
+"""The installed client against a live server: documents, long-term memories, scenarios and turns, tools,
+webhooks, lifecycle, errors and pagination, sync and async."""
+
+from __future__ import annotations
+
+import time
+import typing
+import uuid
+from pathlib import Path
+
+import httpx
+import memoryhub_client
+import pytest
+from conftest import REPO, LiveServer
+from memoryhub_client import AsyncMemoryHub, MemoryHub, errors, models
+
+SCENARIO_TEMPLATE = "Memory: {{jsonMemory}}\nUser: {{userMessage}}"
+
+
+def test_the_installed_wheel_is_under_test() -> None:
+    assert REPO not in Path(memoryhub_client.__file__).resolve().parents, memoryhub_client.__file__
+    assert (Path(memoryhub_client.__file__).parent / "py.typed").exists()
+
+
+def test_document_read_write_conflict_reread(hub: MemoryHub, user_id: str) -> None:
+    doc = hub.memory(user_id, "c1")
+    empty = doc.get()
+    assert (empty.revision, empty.memory) == (0, None)
+    assert doc.put(expected_revision=0, memory={"pet": "cat"}) == 1
+    with pytest.raises(errors.RevisionConflict) as conflict:
+        doc.put(expected_revision=0, memory={"pet": "dog"})
+    assert (conflict.value.status, conflict.value.code, conflict.value.current_revision) == (
+        409,
+        "revision_conflict",
+        1,
+    )
+    assert conflict.value.details == {"currentRevision": 1}
+    again = doc.get()
+    assert again == models.MemoryDocument(revision=1, memory={"pet": "cat"})
+    assert doc.put(expected_revision=again.revision, memory={"pet": "dog"}) == 2
+
+
+def test_an_idempotency_key_replays_the_first_answer(hub: MemoryHub, user_id: str) -> None:
+    doc = hub.memory(user_id, "c1")
+    assert doc.put(expected_revision=0, memory={"n": 1}, idempotency_key="k-1") == 1
+    assert doc.put(expected_revision=0, memory={"n": 1}, idempotency_key="k-1") == 1  # replayed, not a conflict
+    with pytest.raises(errors.IdempotencyKeyReused) as reused:
+        doc.put(expected_revision=0, memory={"n": 2}, idempotency_key="k-1")
+    assert reused.value.status == 422
+    assert [r["revision"] for r in doc.iter_revisions()] == [1]
+
+
+def test_revisions_are_paged_newest_first(hub: MemoryHub, user_id: str) -> None:
+    doc = hub.memory(user_id, "c1")
+    for revision in range(5):
+        doc.put(expected_revision=revision, memory={"n": revision})
+    first = doc.revisions(limit=2)
+    assert [r["revision"] for r in first["results"]] == [5, 4] and first["next"]
+    assert [r["revision"] for r in doc.iter_revisions(limit=2)] == [5, 4, 3, 2, 1]
+
+
+def test_errors_are_typed(hub: MemoryHub, live_server: LiveServer, user_id: str) -> None:
+    with pytest.raises(errors.ValidationError) as invalid:
+        hub.memory("not an id!", "c1").get()
+    assert (invalid.value.status, invalid.value.code) == (400, "invalid_id")
+    with pytest.raises(errors.ValidationError) as not_object:
+        hub.memory(user_id, "c1").put(expected_revision=0, memory=typing.cast(typing.Any, [1]))
+    assert not_object.value.status == 400
+    with pytest.raises(errors.NotFound):
+        hub.memories(user_id).get("mem_0000000000000000")
+    with MemoryHub(live_server.url, "mhk_nope_nope") as stranger, pytest.raises(errors.Unauthenticated) as unauth:
+        stranger.memory(user_id, "c1").get()
+    assert unauth.value.status == 401
+    with pytest.raises(errors.RejectedByPolicy) as refused:
+        hub.memories(user_id).create(
+            kind="preference",
+            content={"language": "zh"},
+            evidence="以后请用中文回答",
+            source="以后请用中文回答",
+            consent=False,
+        )
+    assert (refused.value.status, refused.value.reason) == (422, "no_consent")
+
+
+def test_another_products_data_is_not_found(hub: MemoryHub, live_server: LiveServer, user_id: str) -> None:
+    created = hub.memories(user_id).create(
+        kind="preference",
+        content={"detail": "brief"},
+        evidence="Answer briefly.",
+        source="Answer briefly.",
+        consent=True,
+    )
+    with MemoryHub(live_server.url, live_server.other_key) as other, pytest.raises(errors.NotFound):
+        other.memories(user_id).get(created["id"])
+
+
+def test_long_term_memories_create_search_update_delete(hub: MemoryHub, user_id: str) -> None:
+    memories = hub.memories(user_id)
+    first = memories.create(
+        kind="preference",
+        content={"detail": "brief", "text": "short answers"},
+        evidence="Answer briefly.",
+        source="Hi. Answer briefly.",
+        consent=True,
+        operation_id="op-1",
+    )
+    assert first["version"] == 1 and first["kind"] == "preference"
+    replayed = memories.create(
+        kind="preference",
+        content={"detail": "brief", "text": "short answers"},
+        evidence="Answer briefly.",
+        source="Hi. Answer briefly.",
+        consent=True,
+        operation_id="op-1",
+    )
+    assert replayed["id"] == first["id"]
+    found = memories.search("short answers", mode="keyword")
+    assert [r["id"] for r in found["results"]] == [first["id"]]
+    semantic = memories.search("concise replies", mode="semantic")
+    assert semantic["results"][0]["id"] == first["id"] and "embeddingIdentity" in semantic
+    proposal = {"evidence": "Answer briefly.", "source": "Answer briefly.", "consent": True}
+    updated = memories.update(first["id"], expected_version=1, content={"detail": "brief", "text": "brief"}, **proposal)
+    assert updated["version"] == 2
+    with pytest.raises(errors.RevisionConflict) as conflict:
+        memories.update(first["id"], expected_version=1, content={"detail": "brief"}, **proposal)
+    assert conflict.value.current_version == 2
+    assert [m["id"] for m in memories.iter(kind="preference")] == [first["id"]]
+    memories.delete(first["id"], expected_version=2)
+    assert list(memories.iter()) == []
+
+
+def test_kinds_tasks_and_pagination_of_memories(hub: MemoryHub, user_id: str) -> None:
+    name = f"note_{uuid.uuid4().hex[:8]}"
+    kind = hub.kinds.create(
+        name=name,
+        content_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        searchable=True,
+        text_field="text",
+    )
+    assert kind["name"] == name and kind["searchable"] is True
+    assert name in [k["name"] for k in hub.kinds.list()["results"]]
+    for i in range(5):
+        hub.memories(user_id).create(
+            kind=name,
+            content={"text": f"note {i}"},
+            evidence="I keep notes here.",
+            source="I keep notes here.",
+            consent=True,
+        )
+    assert len(list(hub.memories(user_id).iter(kind=name, limit=2))) == 5
+    with pytest.raises(errors.KindInUse):
+        hub.kinds.delete(name)
+    hub.kinds.delete(name, cascade=True)
+    with pytest.raises(errors.NotFound):
+        hub.kinds.get(name)
+    tasks = hub.tasks(user_id)
+    tasks.checkpoint("t1", "collect", data={"done": 1}, input={"p": 1})
+    tasks.publish_report("t1", data={"summary": "ok"})
+    task = tasks.get("t1")
+    assert [s["stage"] for s in task["stages"]] == ["collect"] and task["report"] is not None
+
+
+def _scenario(hub: MemoryHub) -> str:
+    scenario_id = f"s-{uuid.uuid4().hex[:8]}"
+    created = hub.scenarios.create(
+        {
+            "id": scenario_id,
+            "name": "Client test",
+            "memorySources": [{"id": "doc", "agentRef": "json-memory", "variable": "jsonMemory"}],
+            "template": SCENARIO_TEMPLATE,
+        }
+    )
+    assert created["version"] == 1
+    return scenario_id
+
+
+def test_scenarios_turns_history(hub: MemoryHub, user_id: str, live_server: LiveServer) -> None:
+    scenario_id = _scenario(hub)
+    current = {
+        k: v for k, v in hub.scenarios.get(scenario_id).items() if k not in ("version", "createdAt", "updatedAt")
+    }
+    renamed = hub.scenarios.replace({**current, "name": "Renamed"})  # type: ignore[typeddict-item]
+    assert renamed["version"] == 2 and renamed["name"] == "Renamed"
+    assert [v["version"] for v in hub.scenarios.iter_versions(scenario_id, limit=1)] == [2, 1]
+    assert scenario_id in [s["id"] for s in hub.scenarios.iter(limit=1)]
+    conversation = hub.conversation(user_id, "c1")
+    conversation.memory.put(expected_revision=0, memory={"pet": "cat"})
+    turn = conversation.prepare_turn(scenario_id=scenario_id, user_message="hello")
+    assert turn["status"] == "prepared" and "hello" in turn["prompt"]
+    done = conversation.complete_turn(turn["turnId"], assistant_message="hi there")
+    assert done["committed"] is True and done["turnId"] == turn["turnId"]
+    again = conversation.complete_turn(turn["turnId"], assistant_message="hi there")  # a retry: nothing twice
+    assert again["round"] == done["round"]
+    with pytest.raises(errors.TurnStateConflict) as other_reply:
+        conversation.complete_turn(turn["turnId"], assistant_message="another reply")
+    assert other_reply.value.code == "turn_already_completed"
+    assert conversation.get_turn(turn["turnId"])["committed"] is True
+    assert [m["role"] for m in conversation.iter_messages(limit=1)] == ["user", "assistant"]
+    assert "turn.completed" in [e["type"] for e in conversation.iter_events()]
+    assert conversation.tables()["tables"] == []
+    assert conversation.story()["version"] == 0
+    assert conversation.state()["revision"] == 0
+    assert conversation.diaries()["results"] == []
+
+
+def test_tool_tokens_issue_use_revoke(hub: MemoryHub, user_id: str) -> None:
+    minted = hub.tool_tokens.issue(user_id, "c1", ttl_seconds=600)
+    assert minted["token"].startswith("mht_") and minted["id"].startswith("ttk_")
+    tools = hub.tools(minted["token"])
+    assert [tool["function"]["name"] for tool in tools.list()["tools"]] == ["get_memory", "update_memory"]
+    assert tools.call("get_memory")["details"] == {"revision": 0, "memory": None}
+    assert tools.call("update_memory", {"expectedRevision": 0, "memory": {"n": 1}})["details"] == {"revision": 1}
+    assert hub.memory(user_id, "c1").get().memory == {"n": 1}
+    state = hub.tool_tokens.revoke(minted["id"])
+    assert state["revokedAt"] is not None and state["userId"] == user_id
+    with pytest.raises(errors.Unauthenticated):
+        tools.list()
+    hub.tool_tokens.issue(user_id, "c2")
+    assert hub.tool_tokens.revoke_all()["revoked"] >= 1
+
+
+def test_webhooks(hub: MemoryHub) -> None:
+    created = hub.webhooks.create(url="http://127.0.0.1:9/hook", events=["memory.updated"], description="client")
+    assert created["secret"] and created["events"] == ["memory.updated"]
+    assert created["id"] in [w["id"] for w in hub.webhooks.iter(limit=1)]
+    assert hub.webhooks.update(created["id"], enabled=False)["enabled"] is False
+    assert hub.webhooks.rotate_secret(created["id"])["secret"] != created["secret"]
+    assert list(hub.webhooks.iter_deliveries(created["id"])) == []
+    hub.webhooks.delete(created["id"])
+    with pytest.raises(errors.NotFound):
+        hub.webhooks.get(created["id"])
+
+
+def _wait(read: typing.Callable[[], typing.Any], timeout: float = 60) -> typing.Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if value["status"] in ("done", "failed"):
+            return value
+        assert time.monotonic() < deadline, value
+        time.sleep(0.2)
+
+
+def test_lifecycle_export_import_erase(hub: MemoryHub, user_id: str) -> None:
+    hub.memory(user_id, "c1").put(expected_revision=0, memory={"pet": "cat"})
+    started = hub.lifecycle.export_user(user_id)
+    export = _wait(lambda: hub.lifecycle.get_export(started["exportId"]))
+    assert export["status"] == "done", export
+    data = hub.lifecycle.download_export(started["exportId"])
+    assert data[:2] == b"\x1f\x8b"  # gzip
+    erasure_id = hub.lifecycle.erase_user(user_id)["erasureId"]
+    erased = _wait(lambda: hub.lifecycle.get_erasure(erasure_id))
+    assert erased["status"] == "done"
+    assert hub.memory(user_id, "c1").get().revision == 0
+    import_id = hub.lifecycle.import_user(user_id, data)["importId"]
+    imported = _wait(lambda: hub.lifecycle.get_import(import_id))
+    assert imported["status"] == "done", imported
+    assert hub.memory(user_id, "c1").get().memory == {"pet": "cat"}
+
+
+def test_product_settings(hub: MemoryHub) -> None:
+    product = hub.product.get()
+    assert product["productId"].startswith("prd_")
+
+
+def test_typed_models_match_the_served_schema(live_server: LiveServer) -> None:
+    schema = httpx.get(live_server.url + "/api/schema/?format=json", timeout=30).json()
+    components = schema["components"]["schemas"]
+    mismatches = []
+    for name, typed in models.SCHEMA_COMPONENTS.items():
+        component = components[name]
+        hints = typing.get_type_hints(typed)
+        if set(hints) - models.NOT_IN_SCHEMA.get(name, set()) != set(component["properties"]):
+            mismatches.append(f"{name}: client {sorted(hints)} schema {sorted(component['properties'])}")
+        if not set(component.get("required", [])) <= typed.__required_keys__:  # type: ignore[attr-defined]
+            mismatches.append(f"{name}: required {component.get('required')} vs {sorted(typed.__required_keys__)}")  # type: ignore[attr-defined]
+    assert not mismatches, "\n".join(mismatches)
+    operations = {op["operationId"] for path in schema["paths"].values() for op in path.values() if "operationId" in op}
+    assert set(models.UNTYPED_IN_SCHEMA) <= operations
+
+
+async def test_async_client(ahub: AsyncMemoryHub, user_id: str) -> None:
+    doc = ahub.memory(user_id, "c1")
+    assert (await doc.get()).revision == 0
+    assert await doc.put(expected_revision=0, memory={"a": 1}) == 1
+    with pytest.raises(errors.RevisionConflict) as conflict:
+        await doc.put(expected_revision=0, memory={"a": 2})
+    assert conflict.value.current_revision == 1
+    await doc.put(expected_revision=1, memory={"a": 2})
+    await doc.put(expected_revision=2, memory={"a": 3})
+    assert [r["revision"] async for r in doc.iter_revisions(limit=1)] == [3, 2, 1]
+    created = await ahub.memories(user_id).create(
+        kind="preference",
+        content={"detail": "brief"},
+        evidence="Answer briefly.",
+        source="Answer briefly.",
+        consent=True,
+    )
+    assert [r["id"] async for r in ahub.memories(user_id).iter_search("briefly", mode="keyword")] == [created["id"]]
+    with pytest.raises(errors.NotFound):
+        await ahub.memories(user_id).get("mem_0000000000000000")
+
+
+def test_sync_client_is_generated_from_the_async_one() -> None:
+    import subprocess
+    import sys
+
+    script = REPO / "clients" / "python" / "scripts" / "unasync.py"
+    assert subprocess.run([sys.executable, str(script), "--check"]).returncode == 0
