@@ -30,7 +30,9 @@ USER_ERASED = "user.erased"
 # A superseded turn's writes taken back, written again by a select, or left because someone wrote after them
 # (docs/roleplay.md): one of each per kind that records its turn.
 ROLLBACK_EVENTS = tuple(
-    f"{kind}.{what}" for kind in ("table", "state", "story") for what in ("rolled_back", "reapplied", "rollback_conflict")
+    f"{kind}.{what}"
+    for kind in ("table", "state", "story")
+    for what in ("rolled_back", "reapplied", "rollback_conflict")
 )
 
 EVENT_TYPES: tuple[str, ...] = (

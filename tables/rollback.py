@@ -47,7 +47,9 @@ def _run(turn_pk: int, other_pk: int | None, cause: str) -> dict[str, Any] | Non
         if plan.status == "apply":
             written.append(_write(table, turn, other_pk, cause, plan))
         elif plan.status == "conflict":
-            conflicts.append({"id": table.pk, "name": table.name, "currentVersion": table.version, "reason": plan.reason})
+            conflicts.append(
+                {"id": table.pk, "name": table.name, "currentVersion": table.version, "reason": plan.reason}
+            )
     if not written and not conflicts:
         return None
     done = "rolled_back" if cause == ROLLBACK else "reapplied"
@@ -93,8 +95,14 @@ def _emit(turn: Turn, other_pk: int | None, cause: str, report: dict[str, Any], 
     where = {"user": turn.user_id, "conversation": turn.conversation_id}
     if report["tables"]:
         event_emit_for_turn(turn, f"table.{done}", {**base, "tables": report["tables"]})
-        publish_event(turn.product, f"table.{done}", **where, data={"turnId": turn.pk, **base, "tables": report["tables"]})
+        publish_event(
+            turn.product, f"table.{done}", **where, data={"turnId": turn.pk, **base, "tables": report["tables"]}
+        )
     if report["conflicts"]:
         event_emit_for_turn(turn, "table.rollback_conflict", {**base, "conflicts": report["conflicts"]})
-        data = {"turnId": turn.pk, **base, "tables": [{k: c[k] for k in ("id", "name", "currentVersion")} for c in report["conflicts"]]}
+        data = {
+            "turnId": turn.pk,
+            **base,
+            "tables": [{k: c[k] for k in ("id", "name", "currentVersion")} for c in report["conflicts"]],
+        }
         publish_event(turn.product, "table.rollback_conflict", **where, data=data)

@@ -24,8 +24,11 @@ class RollbackSerializer(serializers.Serializer):
 
     action = serializers.ChoiceField(["rolled_back", "reapplied"])
     cause = serializers.ChoiceField(["regenerate", "edit", "delete", "select"])
-    status = serializers.ChoiceField(["ok", "conflict"], help_text="conflict: a kind's artefact was written after "
-                                     "the turn by someone else and was left as it is (kinds.<kind>.status)")
+    status = serializers.ChoiceField(
+        ["ok", "conflict"],
+        help_text="conflict: a kind's artefact was written after "
+        "the turn by someone else and was left as it is (kinds.<kind>.status)",
+    )
     kinds = serializers.DictField(child=serializers.JSONField(), help_text="e.g. tables, state, story, compact")
 
 

@@ -81,7 +81,11 @@ class TurnDetailView(APIView):
     @extend_schema(responses=dict, operation_id="turns_get")
     def get(self, request, user_id: str, conversation_id: str, turn_id: int):
         turn = turn_get(address=conversation_address(request, user_id, conversation_id), turn_id=turn_id)
-        extra = {"runtimeState": turn.runtime_state, "replacesTurnId": turn.replaces_id, "rollback": turn.rollback or None}
+        extra = {
+            "runtimeState": turn.runtime_state,
+            "replacesTurnId": turn.replaces_id,
+            "rollback": turn.rollback or None,
+        }
         return Response({**turn_to_dict(turn), **completion_to_dict(turn), **extra})
 
 

@@ -362,7 +362,9 @@ def compaction_reapply_hook(selected_turn_pk: int, displaced_turn_pk: int | None
     """A select brings the turn's messages back: the history entry is rebuilt from the messages now visible."""
     turn = Turn.objects.select_related("product").filter(pk=selected_turn_pk).first()
     if turn is not None:
-        working_set.invalidate(selectors.history_scope(ConversationAddress(turn.product, turn.user_id, turn.conversation_id)))
+        working_set.invalidate(
+            selectors.history_scope(ConversationAddress(turn.product, turn.user_id, turn.conversation_id))
+        )
     return None
 
 

@@ -4,20 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0018_issued_tool_tokens'),
+        ("memories", "0018_issued_tool_tokens"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='message',
-            name='deleted',
-            field=models.BooleanField(default=False, help_text='Removed by DELETE …/messages/{id} (kept, never shown).'),
+            model_name="message",
+            name="deleted",
+            field=models.BooleanField(
+                default=False, help_text="Removed by DELETE …/messages/{id} (kept, never shown)."
+            ),
         ),
         migrations.AddField(
-            model_name='turn',
-            name='rollback',
-            field=models.JSONField(blank=True, default=dict, help_text='What superseding (or selecting) this turn undid or wrote again, per kind.'),
+            model_name="turn",
+            name="rollback",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="What superseding (or selecting) this turn undid or wrote again, per kind.",
+            ),
         ),
     ]

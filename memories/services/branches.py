@@ -102,6 +102,4 @@ def _check_selectable(turn: Turn) -> None:
             details={"turnId": turn.pk, "status": turn.status},
         )
     if Message.objects.filter(turn_id=turn.pk, role="assistant", deleted=True).exists():
-        raise Conflict(
-            f"turn {turn.pk}'s reply was deleted", code="turn_not_selectable", details={"turnId": turn.pk}
-        )
+        raise Conflict(f"turn {turn.pk}'s reply was deleted", code="turn_not_selectable", details={"turnId": turn.pk})

@@ -58,7 +58,9 @@ def _live_message(address: ConversationAddress, message_id: int) -> Message:
     ).first()
     message = (
         Message.objects.select_related("turn")
-        .filter(pk=message_id, product=address.product, user_id=address.user_id, conversation_id=address.conversation_id)
+        .filter(
+            pk=message_id, product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
+        )
         .first()
     )
     if message is None:
@@ -80,10 +82,17 @@ def message_edit(*, address: ConversationAddress, message_id: int, content: str)
         if message.content == content:
             return MessageChange(old, [message.pk], old.rollback, changed=False)
         new = Turn(**{name: getattr(old, name) for name in _COPIED})
-        new.request_id, new.replaces_id, new.status, new.completed_at = uuid.uuid4().hex, old.pk, "completed", timezone.now()
+        new.request_id, new.replaces_id, new.status, new.completed_at = (
+            uuid.uuid4().hex,
+            old.pk,
+            "completed",
+            timezone.now(),
+        )
         setattr(new, "user_message" if message.role == "user" else "assistant_message", content)
         new.save()
-        common = dict(product_id=new.product_id, user_id=new.user_id, conversation_id=new.conversation_id, round=new.round)
+        common = dict(
+            product_id=new.product_id, user_id=new.user_id, conversation_id=new.conversation_id, round=new.round
+        )
         created = Message.objects.bulk_create(
             [
                 Message(role="user", content=new.user_message, turn=new, **common),

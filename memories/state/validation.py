@@ -171,7 +171,9 @@ def parse_candidate(body: object) -> Candidate:
     if operation_id is not None and (not isinstance(operation_id, str) or not OPERATION_ID.fullmatch(operation_id)):
         errors.append(("operationId", "must be 1-128 characters of A-Za-z0-9_.:@-"))
     turn_id = body.get("turnId")
-    if turn_id is not None and (not isinstance(turn_id, int) or isinstance(turn_id, bool) or not 0 < turn_id < MAX_SAFE_INTEGER):
+    if turn_id is not None and (
+        not isinstance(turn_id, int) or isinstance(turn_id, bool) or not 0 < turn_id < MAX_SAFE_INTEGER
+    ):
         errors.append(("turnId", "must be the id of a turn of this conversation"))
     upsert = _upserts(body.get("upsert", []), errors)
     delete = _deletes(body.get("delete", []), errors)

@@ -4,15 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tables', '0002_edit_record_deliveries'),
+        ("tables", "0002_edit_record_deliveries"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='memorytableversion',
-            name='cause',
-            field=models.CharField(choices=[('created', 'created'), ('turn', 'turn'), ('operator', 'operator'), ('api_key', 'API key'), ('rollback', 'rollback'), ('reapply', 'reapply')], max_length=16),
+            model_name="memorytableversion",
+            name="cause",
+            field=models.CharField(
+                choices=[
+                    ("created", "created"),
+                    ("turn", "turn"),
+                    ("operator", "operator"),
+                    ("api_key", "API key"),
+                    ("rollback", "rollback"),
+                    ("reapply", "reapply"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

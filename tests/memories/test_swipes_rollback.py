@@ -7,10 +7,6 @@ import pytest
 
 from tests.support.api import assert_envelope
 
-# Transactional: the commit hooks' work (the table edits) is sent after each commit, as in production: eagerly
-# in-process on the embedded default, to the real worker below.
-pytestmark = pytest.mark.django_db(transaction=True)
-
 from .roleplay_support import (
     CONV,
     memory,
@@ -22,6 +18,16 @@ from .roleplay_support import (
     user_message_id,
     write_state_and_story,
 )
+
+# Transactional: the commit hooks' work (the table edits) is sent after each commit, as in production: run
+# in-process on the embedded default, by the real Celery worker on PostgreSQL + Redis (the fixture below).
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _worker(request, settings):
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        request.getfixturevalue("celery_worker_process")
 
 
 def _events(api, type: str) -> list[dict]:
@@ -83,12 +89,7 @@ def swipe_story(api) -> None:
     assert _events(api, "turn.selected")
 
 
-def test_regenerate_and_swipe_back_embedded(alice):
-    swipe_story(alice)
-
-
-@pytest.mark.requires_worker
-def test_regenerate_and_swipe_back_with_the_real_worker(alice, celery_worker_process):
+def test_regenerate_and_swipe_back(alice):
     swipe_story(alice)
 
 

@@ -5,26 +5,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0019_message_deleted_turn_rollback'),
-        ('state', '0001_initial'),
+        ("memories", "0019_message_deleted_turn_rollback"),
+        ("state", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conversationstaterevision',
-            name='cause',
-            field=models.CharField(choices=[('write', 'write'), ('rollback', 'rollback'), ('reapply', 'reapply')], default='write', max_length=16),
+            model_name="conversationstaterevision",
+            name="cause",
+            field=models.CharField(
+                choices=[("write", "write"), ("rollback", "rollback"), ("reapply", "reapply")],
+                default="write",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='conversationstaterevision',
-            name='restored_from',
-            field=models.BigIntegerField(blank=True, help_text='rollback/reapply: the revision restored.', null=True),
+            model_name="conversationstaterevision",
+            name="restored_from",
+            field=models.BigIntegerField(blank=True, help_text="rollback/reapply: the revision restored.", null=True),
         ),
         migrations.AddField(
-            model_name='conversationstaterevision',
-            name='turn',
-            field=models.ForeignKey(blank=True, help_text='The turn this revision concerns: the turn that wrote it, or whose writes it undid or reapplied.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memories.turn'),
+            model_name="conversationstaterevision",
+            name="turn",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The turn this revision concerns: the turn that wrote it, or whose writes it undid or reapplied.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="memories.turn",
+            ),
         ),
     ]

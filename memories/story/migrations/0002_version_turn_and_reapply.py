@@ -5,26 +5,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0019_message_deleted_turn_rollback'),
-        ('story', '0001_initial'),
+        ("memories", "0019_message_deleted_turn_rollback"),
+        ("story", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='storyversion',
-            name='turn',
-            field=models.ForeignKey(blank=True, help_text='rollback/reapply: the turn whose settlements it undid or wrote again.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='memories.turn'),
+            model_name="storyversion",
+            name="turn",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="rollback/reapply: the turn whose settlements it undid or wrote again.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="memories.turn",
+            ),
         ),
         migrations.AlterField(
-            model_name='storyversion',
-            name='cause',
-            field=models.CharField(choices=[('settlement', 'settlement'), ('rollback', 'rollback'), ('reapply', 'reapply')], max_length=16),
+            model_name="storyversion",
+            name="cause",
+            field=models.CharField(
+                choices=[("settlement", "settlement"), ("rollback", "rollback"), ("reapply", "reapply")], max_length=16
+            ),
         ),
         migrations.AlterField(
-            model_name='storyversion',
-            name='restored_from',
-            field=models.BigIntegerField(blank=True, help_text='For a rollback or reapply: the version restored.', null=True),
+            model_name="storyversion",
+            name="restored_from",
+            field=models.BigIntegerField(
+                blank=True, help_text="For a rollback or reapply: the version restored.", null=True
+            ),
         ),
     ]
