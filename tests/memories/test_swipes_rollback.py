@@ -225,3 +225,30 @@ def test_another_product_gets_404_and_changes_nothing(alice, bob):
     assert_envelope(bob.delete(f"{CONV}/messages/{message}"), 404, "not_found")
     assert memory(alice) == after
     assert alice.get(f"{CONV}/turns/{b['turnId']}").json()["status"] == "committed"
+
+
+def test_a_diary_covering_a_superseded_reply_is_rolled_back_rewritten_and_brought_back_by_a_select(alice):
+    scenario = {
+        "id": "rp",
+        "name": "Lighthouse",
+        "memorySources": [{"id": "diary", "agentRef": "diary-orchestrator", "variable": "compassMemory"}],
+        "template": "{{compassMemory}}\nUser: {{userMessage}}",
+        "diary": {"minRounds": 2, "freeRoundsPerDiary": 2},
+    }
+    assert alice.post("/v1/scenarios", scenario).status_code == 201
+    turn(alice, "Where are we?", "Ann reached the harbour.")
+    a = turn(alice, "Go on.", "Eli climbed the lighthouse.")
+    [first] = alice.get(f"{CONV}/diaries").json()["results"]
+    assert "lighthouse" in first["summary"]
+
+    b = turn(alice, "Go on.", "Max hid in the cellar.", replacesTurnId=a["turnId"])
+    assert _events(alice, "diary.rolled_back")[0]["turnId"] == a["turnId"]
+    [rewritten] = alice.get(f"{CONV}/diaries").json()["results"]
+    assert rewritten["id"] != first["id"] and "cellar" in rewritten["summary"]
+    assert "lighthouse" not in rewritten["summary"]
+
+    selected = alice.post(f"{CONV}/turns/{a['turnId']}/select", {}).json()
+    assert selected["rollback"]["kinds"]["diaries"]["status"] == "reapplied", selected
+    assert [d["id"] for d in alice.get(f"{CONV}/diaries").json()["results"]] == [first["id"]]
+    assert selected["displaced"][0]["rollback"]["kinds"]["diaries"]["entryIds"] == [rewritten["id"]]
+    assert b["turnId"] == selected["displaced"][0]["turnId"]
