@@ -252,3 +252,18 @@ def test_a_diary_covering_a_superseded_reply_is_rolled_back_rewritten_and_brough
     assert [d["id"] for d in alice.get(f"{CONV}/diaries").json()["results"]] == [first["id"]]
     assert selected["displaced"][0]["rollback"]["kinds"]["diaries"]["entryIds"] == [rewritten["id"]]
     assert b["turnId"] == selected["displaced"][0]["turnId"]
+
+
+def test_the_console_timeline_shows_the_rollback(alice, admin_client):
+    from django.urls import reverse
+
+    from memories.models import Conversation
+
+    setup(alice)
+    a = turn(alice, "Go on.", reply("lighthouse", "Eli"))
+    write_state_and_story(alice, a["turnId"], 2, "Eli climbed the lighthouse.")
+    turn(alice, "Go on.", reply("cellar", "Max"), replacesTurnId=a["turnId"])
+    conversation = Conversation.objects.get(user_id="u1", conversation_id="c1")
+    page = admin_client.get(reverse("console:conversation-timeline", args=[conversation.pk])).content.decode()
+    assert 'class="mh-rollback mh-status-ok" title="regenerate">rolled_back</span>' in page
+    assert page.count("rollback · turn:") == 2  # the table version and the state revision that undid turn A's
