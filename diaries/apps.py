@@ -11,6 +11,7 @@ class DiariesConfig(AppConfig):
         from memoryhub.runtimes import registry
 
         from .producers import compass_scopes, produce_compass_memory
+        from .rollback import diary_redo_turn, diary_undo_turn
         from .tasks import WORK, enqueue_diary_plan
 
         registry.register_source(
@@ -21,6 +22,8 @@ class DiariesConfig(AppConfig):
         )
         registry.register_scenario_section("diary", validate_diary_section)
         registry.register_commit_hook(WORK, enqueue_diary_plan)  # memoryWrite.work names it
+        registry.register_supersede_hook(WORK, diary_undo_turn)
+        registry.register_reapply_hook(WORK, diary_redo_turn)
 
 
 def validate_diary_section(value: object) -> dict:

@@ -70,12 +70,22 @@ class DiaryEntry(models.Model):
     summarizer = models.CharField(max_length=200)
     subscription_category = models.CharField(max_length=16, help_text="Category of the turn that triggered it.")
     turn = models.ForeignKey(Turn, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    rolled_back_by = models.ForeignKey(
+        Turn,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The superseded turn whose round this entry covered: kept, no longer recalled (docs/roleplay.md).",
+    )
+    rolled_back_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["product", "user_id", "conversation_id", "round_from", "round_to"],
+                condition=models.Q(rolled_back_at__isnull=True),
                 name="diary_entry_range_unique",
             )
         ]

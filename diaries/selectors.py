@@ -15,6 +15,11 @@ COMPASS_VARIABLE = "compassMemory"
 DIARY_SECTION = "diary"
 
 
+def _live_entries(product: Product, user_id: str, conversation_id: str):
+    """The entries that are recalled: not rolled back with a superseded turn."""
+    return _conversation(DiaryEntry, product, user_id, conversation_id).filter(rolled_back_at__isnull=True)
+
+
 def _conversation(model, product: Product, user_id: str, conversation_id: str):
     return model.objects.filter(product=product, user_id=user_id, conversation_id=conversation_id)
 
@@ -22,7 +27,7 @@ def _conversation(model, product: Product, user_id: str, conversation_id: str):
 def diary_entries_page(
     *, product: Product, user_id: str, conversation_id: str, cursor: str | None, limit: int, newest_first: bool = True
 ) -> tuple[list[DiaryEntry], str | None]:
-    entries = _conversation(DiaryEntry, product, user_id, conversation_id)
+    entries = _live_entries(product, user_id, conversation_id)
     return keyset_page(entries, field="id", descending=newest_first, cursor=cursor, limit=limit)
 
 
@@ -30,7 +35,7 @@ def diary_recent_summaries(
     *, product: Product, user_id: str, conversation_id: str, limit: int, agent_ref: str | None = None
 ) -> list[dict]:
     """The newest `limit` entries as plain dicts, newest first; `agent_ref=None` means any source."""
-    entries = _conversation(DiaryEntry, product, user_id, conversation_id)
+    entries = _live_entries(product, user_id, conversation_id)
     if agent_ref is not None:
         entries = entries.filter(agent_ref=agent_ref)
     rows = entries.order_by("-id").values("id", "round_from", "round_to", "summary")[:limit]

@@ -326,4 +326,5 @@ def _existing_entry(turn: Turn, plan: DiaryPlan) -> DiaryEntry:
         conversation_id=turn.conversation_id,
         round_from=plan.round_from,
         round_to=plan.round_to,
+        rolled_back_at__isnull=True,
     )

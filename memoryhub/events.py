@@ -27,6 +27,13 @@ STATE_COMMITTED = "state.committed"
 STORY_SETTLED = "story.settled"
 EXPORT_READY = "export.ready"
 USER_ERASED = "user.erased"
+# A superseded turn's writes taken back, written again by a select, or left because someone wrote after them
+# (docs/roleplay.md): one of each per kind that records its turn.
+ROLLBACK_EVENTS = tuple(
+    f"{kind}.{what}"
+    for kind in ("table", "state", "story", "diary")
+    for what in ("rolled_back", "reapplied", "rollback_conflict")
+)
 
 EVENT_TYPES: tuple[str, ...] = (
     TURN_COMPLETED,
@@ -40,6 +47,7 @@ EVENT_TYPES: tuple[str, ...] = (
     STORY_SETTLED,
     EXPORT_READY,
     USER_ERASED,
+    *ROLLBACK_EVENTS,
 )
 
 

@@ -11,6 +11,7 @@ class TablesConfig(AppConfig):
         from memoryhub.runtimes import registry
 
         from .producers import memory_table_scopes, produce_memory_table
+        from .rollback import table_edits_redo, table_edits_undo
         from .tasks import WORK, schedule_table_edits
         from .validation import validate_tables_section, validate_webhook_section
 
@@ -23,3 +24,5 @@ class TablesConfig(AppConfig):
         registry.register_scenario_section("tables", validate_tables_section)
         registry.register_scenario_section("tableWebhook", validate_webhook_section)
         registry.register_commit_hook(WORK, schedule_table_edits)  # memoryWrite.work names it
+        registry.register_supersede_hook(WORK, table_edits_undo)
+        registry.register_reapply_hook(WORK, table_edits_redo)

@@ -43,7 +43,14 @@ class MemoryTable(models.Model):
 class MemoryTableVersion(models.Model):
     """One committed version of a table's rows, with what caused it (a turn, an operator, an API key)."""
 
-    CAUSES = [("created", "created"), ("turn", "turn"), ("operator", "operator"), ("api_key", "API key")]
+    CAUSES = [
+        ("created", "created"),
+        ("turn", "turn"),
+        ("operator", "operator"),
+        ("api_key", "API key"),
+        ("rollback", "rollback"),  # `turn`: the superseded turn whose edits it undid
+        ("reapply", "reapply"),  # `turn`: the selected turn whose edits it wrote again
+    ]
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
     table = models.ForeignKey(MemoryTable, on_delete=models.CASCADE, related_name="versions")

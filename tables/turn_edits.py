@@ -77,7 +77,10 @@ def _apply(turn: Turn, templates: list[dict[str, Any]], parsed: ParseResult) -> 
 
 
 def _round_base(turn: Turn, address: ConversationAddress) -> dict[str, int]:
-    record = round_base_record(address, turn.round, also_turns=_replaced_chain(turn), exclude_turn=turn.pk)
+    chain = _replaced_chain(turn)
+    if Turn.objects.filter(pk__in=chain).exclude(rollback={}).exists():
+        return {}  # the replaced replies' edits were taken back (tables/rollback.py): apply on the tables as they are
+    record = round_base_record(address, turn.round, also_turns=chain, exclude_turn=turn.pk)
     return dict(record.base_versions) if record else {}
 
 

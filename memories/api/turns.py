@@ -81,7 +81,12 @@ class TurnDetailView(APIView):
     @extend_schema(responses=dict, operation_id="turns_get")
     def get(self, request, user_id: str, conversation_id: str, turn_id: int):
         turn = turn_get(address=conversation_address(request, user_id, conversation_id), turn_id=turn_id)
-        return Response({**turn_to_dict(turn), **completion_to_dict(turn), "runtimeState": turn.runtime_state})
+        extra = {
+            "runtimeState": turn.runtime_state,
+            "replacesTurnId": turn.replaces_id,
+            "rollback": turn.rollback or None,
+        }
+        return Response({**turn_to_dict(turn), **completion_to_dict(turn), **extra})
 
 
 class TurnCompleteView(APIView):
@@ -116,6 +121,7 @@ class MessageListView(APIView):
                 "role": m.role,
                 "content": m.content,
                 "superseded": m.superseded,
+                "deleted": m.deleted,
                 "createdAt": iso(m.created_at),
             }
             for m in rows

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import documents, scenarios, tools, turns
+from . import branches, documents, scenarios, tools, turns
 
 conversation = "users/<str:user_id>/conversations/<str:conversation_id>"
 
@@ -14,7 +14,10 @@ urlpatterns = [
     path(f"{conversation}/turns/<id:turn_id>", turns.TurnDetailView.as_view(), name="turn"),
     path(f"{conversation}/turns/<id:turn_id>/complete", turns.TurnCompleteView.as_view(), name="turn-complete"),
     path(f"{conversation}/turns/<id:turn_id>/accept", turns.TurnAcceptView.as_view(), name="turn-accept"),
+    path(f"{conversation}/turns/<id:turn_id>/select", branches.TurnSelectView.as_view(), name="turn-select"),
     path(f"{conversation}/messages", turns.MessageListView.as_view(), name="messages"),
+    path(f"{conversation}/messages/<id:message_id>", branches.MessageDetailView.as_view(), name="message"),
+    path(f"{conversation}/messages/<id:message_id>/edit", branches.MessageEditView.as_view(), name="message-edit"),
     path(f"{conversation}/events", turns.EventListView.as_view(), name="events"),
     path(f"{conversation}/tool-tokens", tools.ToolTokenView.as_view(), name="tool-tokens"),
     path("tool-tokens/revoke-all", tools.ToolTokenRevokeAllView.as_view(), name="tool-tokens-revoke-all"),

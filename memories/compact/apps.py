@@ -19,7 +19,7 @@ class CompactConfig(AppConfig):
         from .policy import SECTION, validate_compact_section
         from .producers import history_scopes, produce_history
         from .selectors import AGENT_REF, VARIABLE
-        from .services import compaction_invalidate_superseded
+        from .services import compaction_reapply_hook, compaction_supersede_hook
         from .signals import conversation_saved
         from .tasks import WORK, schedule_compaction
 
@@ -33,7 +33,6 @@ class CompactConfig(AppConfig):
         )
         registry.register_scenario_section(SECTION, validate_compact_section)
         registry.register_commit_hook(WORK, schedule_compaction)
-        registry.register_supersede_hook(
-            WORK, lambda old, new: compaction_invalidate_superseded(superseded_turn_pk=old, new_turn_pk=new)
-        )
+        registry.register_supersede_hook(WORK, compaction_supersede_hook)
+        registry.register_reapply_hook(WORK, compaction_reapply_hook)
         post_save.connect(conversation_saved, sender=Conversation, dispatch_uid="compact.history_working_set")

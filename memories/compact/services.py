@@ -353,7 +353,22 @@ def _failed(
 # --- regeneration ---------------------------------------------------------------------------------------------
 
 
-def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: int) -> list[int]:
+def compaction_supersede_hook(superseded_turn_pk: int, new_turn_pk: int | None) -> dict | None:
+    hit = compaction_invalidate_superseded(superseded_turn_pk=superseded_turn_pk, new_turn_pk=new_turn_pk)
+    return {"status": "invalidated", "compactionIds": hit} if hit else None
+
+
+def compaction_reapply_hook(selected_turn_pk: int, displaced_turn_pk: int | None) -> None:
+    """A select brings the turn's messages back: the history entry is rebuilt from the messages now visible."""
+    turn = Turn.objects.select_related("product").filter(pk=selected_turn_pk).first()
+    if turn is not None:
+        working_set.invalidate(
+            selectors.history_scope(ConversationAddress(turn.product, turn.user_id, turn.conversation_id))
+        )
+    return None
+
+
+def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: int | None) -> list[int]:
     """The supersede hook: compactions covering the superseded messages are invalidated in the transaction that
     stores the new reply; with the newest compaction invalidated, a rebuild is pending (the task of the new reply's
     commit or the next prepare builds one). Returns the invalidated compactions' ids."""
@@ -386,6 +401,6 @@ def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: in
         **_where(address),
         type="compact.invalidated",
         details={"compactionIds": hit, "supersededTurnId": superseded_turn_pk, "byTurnId": new_turn_pk},
-        turn=Turn.objects.filter(pk=new_turn_pk).first(),
+        turn=Turn.objects.filter(pk=new_turn_pk or superseded_turn_pk).first(),
     )
     return hit

@@ -59,6 +59,9 @@ class Turn(models.Model):
     runtime_state = models.JSONField(default=dict, blank=True, help_text="e.g. the Hinos claim id, shadow comparison.")
     memory_write = models.JSONField(default=dict, blank=True)
     replaces = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    rollback = models.JSONField(
+        default=dict, blank=True, help_text="What superseding (or selecting) this turn undid or wrote again, per kind."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     committed_at = models.DateTimeField(null=True, blank=True)
@@ -81,6 +84,7 @@ class Message(models.Model):
     role = models.CharField(max_length=16, choices=[("user", "user"), ("assistant", "assistant")])
     content = models.TextField()
     superseded = models.BooleanField(default=False)
+    deleted = models.BooleanField(default=False, help_text="Removed by DELETE …/messages/{id} (kept, never shown).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

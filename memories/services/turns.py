@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.models import Conversation, Message, Scenario, Turn
+from memories.services.branches import turn_supersede
 from memories.services.conversations import conversation_scope, conversation_state
 from memories.services.events import event_emit_for_turn
 from memories.services.memory_write import memory_write_after_commit
@@ -213,7 +214,7 @@ def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
 def _store_reply(turn: Turn, assistant_message: str) -> None:
     conversation = Conversation.objects.select_for_update(no_key=True).get(pk=turn.conversation_row_id)
     if turn.replaces_id:
-        _supersede(turn.replaces_id, by_turn_pk=turn.pk)
+        turn_supersede(turn.replaces_id, by_turn_pk=turn.pk, cause="regenerate")
     else:
         conversation.rounds += 1
         conversation.save(update_fields=["rounds", "updated_at"])
@@ -231,12 +232,6 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
     turn.status = "completed"
     turn.completed_at = timezone.now()
     turn.save(update_fields=["assistant_message", "status", "completed_at", "round"])
-
-
-def _supersede(turn_pk: int, *, by_turn_pk: int) -> None:
-    Turn.objects.filter(pk=turn_pk).update(status="superseded")
-    Message.objects.filter(turn_id=turn_pk).update(superseded=True)
-    registry.run_supersede_hooks(turn_pk, by_turn_pk)
 
 
 def turn_commit(*, turn: Turn) -> Turn:

@@ -14,6 +14,7 @@ class StateConfig(AppConfig):
         from memoryhub.runtimes import registry
 
         from .producers import conversation_state_scopes, produce_conversation_state
+        from .rollback import state_redo_turn, state_undo_turn
         from .validation import SECTION, validate_state_section
 
         registry.register_source(
@@ -25,3 +26,5 @@ class StateConfig(AppConfig):
             runtimes=["personalization", "axon_shadow"],
         )
         registry.register_scenario_section(SECTION, validate_state_section)
+        registry.register_supersede_hook("state", state_undo_turn)
+        registry.register_reapply_hook("state", state_redo_turn)

@@ -45,6 +45,17 @@ class ConversationStateRevision(models.Model):
     round = models.PositiveIntegerField(default=0, help_text="The conversation's completed rounds at the commit.")
     actor = models.CharField(max_length=200, blank=True)
     operation_id = models.CharField(max_length=128, blank=True)
+    CAUSES = [("write", "write"), ("rollback", "rollback"), ("reapply", "reapply")]
+    cause = models.CharField(max_length=16, choices=CAUSES, default="write")
+    turn = models.ForeignKey(
+        "memories.Turn",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The turn this revision concerns: the turn that wrote it, or whose writes it undid or reapplied.",
+    )
+    restored_from = models.BigIntegerField(null=True, blank=True, help_text="rollback/reapply: the revision restored.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from memories.models import Turn
 from memories.services import runonce
 from memories.services.events import event_emit
 from memories.services.runonce import RunOnce
 from memoryhub import cas, working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
+from memoryhub.errors import Conflict
 from memoryhub.events import publish as publish_event
 
 from .models import ConversationState, ConversationStateRevision
@@ -70,9 +72,28 @@ def state_candidate_submit(
     if config is None:
         raise InvalidStateCandidate([("scenarioId", f"scenario {candidate.scenario_id!r} has no state section")])
     check_against_config(candidate, config)
+    turn = _candidate_turn(address, candidate.turn_id)
     return runonce.commit(
-        operation, lambda: _commit(address, candidate, config, actor, candidate.operation_id or ""), RESULT
+        operation, lambda: _commit(address, candidate, config, actor, candidate.operation_id or "", turn), RESULT
     )
+
+
+def _candidate_turn(address: ConversationAddress, turn_id: int | None) -> Turn | None:
+    """The turn a candidate names: one of this conversation's, and not superseded (its writes were taken back)."""
+    if turn_id is None:
+        return None
+    turn = Turn.objects.filter(
+        pk=turn_id, product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
+    ).first()
+    if turn is None:
+        raise InvalidStateCandidate([("turnId", f"no turn {turn_id} in this conversation")])
+    if turn.status == "superseded":
+        raise Conflict(
+            f"turn {turn_id} was superseded; derive the candidate from the current reply",
+            code="turn_superseded",
+            details={"turnId": turn_id},
+        )
+    return turn
 
 
 def state_replace(
@@ -109,9 +130,18 @@ def _rows(address: ConversationAddress):
 
 
 def _commit(
-    address: ConversationAddress, candidate: Candidate, config: StateConfig | None, actor: Actor, operation_id: str
+    address: ConversationAddress,
+    candidate: Candidate,
+    config: StateConfig | None,
+    actor: Actor,
+    operation_id: str,
+    turn: Turn | None = None,
 ) -> StateOutcome:
     """Inside the caller's transaction: the row (created at revision 0 on first use), the counts, the CAS."""
+    if turn is not None:  # locked: a supersede running now finishes first, and then this candidate is refused
+        status = Turn.objects.select_for_update(no_key=True).filter(pk=turn.pk).values_list("status", flat=True)
+        if status.first() == "superseded":
+            raise Conflict(f"turn {turn.pk} was superseded", code="turn_superseded", details={"turnId": turn.pk})
     row, _ = ConversationState.objects.get_or_create(
         product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
     )
@@ -145,6 +175,7 @@ def _commit(
             round=round_number,
             actor=str(actor)[:200],
             operation_id=operation_id,
+            turn=turn,
         ),
         invalidate=[state_scope(address)],
     )
@@ -159,7 +190,9 @@ def _commit(
             **changes,
             "actor": str(actor),
             **({"operationId": operation_id} if operation_id else {}),
+            **({"turnId": turn.pk} if turn else {}),
         },
+        turn=turn,
     )
     publish_event(
         address.product,

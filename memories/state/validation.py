@@ -26,7 +26,7 @@ MAX_KEY_CHARS = 200
 MAX_VALUE_BYTES = 8192
 MAX_VALUE_DEPTH = 16
 MAX_CHANGES = 500
-CANDIDATE_FIELDS = ("scenarioId", "baseRevision", "text", "upsert", "delete", "operationId")
+CANDIDATE_FIELDS = ("scenarioId", "baseRevision", "text", "upsert", "delete", "operationId", "turnId")
 
 
 class InvalidStateCandidate(RejectedByPolicy):
@@ -82,6 +82,7 @@ class Candidate:
     upsert: tuple[dict, ...] = ()
     delete: tuple[tuple[str, str], ...] = ()
     operation_id: str | None = None
+    turn_id: int | None = None  # the turn whose reply this candidate was derived from: rolled back with it
 
 
 # --- the scenario section -------------------------------------------------------------------------------
@@ -169,6 +170,11 @@ def parse_candidate(body: object) -> Candidate:
     operation_id = body.get("operationId")
     if operation_id is not None and (not isinstance(operation_id, str) or not OPERATION_ID.fullmatch(operation_id)):
         errors.append(("operationId", "must be 1-128 characters of A-Za-z0-9_.:@-"))
+    turn_id = body.get("turnId")
+    if turn_id is not None and (
+        not isinstance(turn_id, int) or isinstance(turn_id, bool) or not 0 < turn_id < MAX_SAFE_INTEGER
+    ):
+        errors.append(("turnId", "must be the id of a turn of this conversation"))
     upsert = _upserts(body.get("upsert", []), errors)
     delete = _deletes(body.get("delete", []), errors)
     upserted = {(r["category"], r["key"]): i for i, r in enumerate(upsert)}
@@ -187,6 +193,7 @@ def parse_candidate(body: object) -> Candidate:
         upsert=tuple(upsert),
         delete=tuple(delete),
         operation_id=operation_id,
+        turn_id=turn_id,
     )
 
 

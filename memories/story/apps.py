@@ -14,7 +14,7 @@ class StoryConfig(AppConfig):
         from memoryhub.runtimes import registry
 
         from .producers import produce_story, story_scopes
-        from .services import story_supersede_hook
+        from .services import story_reapply_selected, story_rollback_superseded
 
         registry.register_source(
             "story",
@@ -24,4 +24,5 @@ class StoryConfig(AppConfig):
             agent_refs=["story"],
             runtimes=["personalization"],
         )
-        registry.register_supersede_hook("story", story_supersede_hook)
+        registry.register_supersede_hook("story", story_rollback_superseded)
+        registry.register_reapply_hook("story", story_reapply_selected)

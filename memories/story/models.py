@@ -38,7 +38,7 @@ class StorySnapshot(models.Model):
 class StoryVersion(models.Model):
     """One committed version: the whole snapshot as it was, and what made it (a settlement or a rollback)."""
 
-    CAUSES = [("settlement", "settlement"), ("rollback", "rollback")]
+    CAUSES = [("settlement", "settlement"), ("rollback", "rollback"), ("reapply", "reapply")]
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
     snapshot = models.ForeignKey(StorySnapshot, on_delete=models.CASCADE, related_name="versions")
@@ -49,7 +49,17 @@ class StoryVersion(models.Model):
     narrative = models.JSONField(default=dict)
     cause = models.CharField(max_length=16, choices=CAUSES)
     changes = models.JSONField(default=dict, blank=True)
-    restored_from = models.BigIntegerField(null=True, blank=True, help_text="For a rollback: the version restored.")
+    restored_from = models.BigIntegerField(
+        null=True, blank=True, help_text="For a rollback or reapply: the version restored."
+    )
+    turn = models.ForeignKey(
+        "memories.Turn",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="rollback/reapply: the turn whose settlements it undid or wrote again.",
+    )
     rolled_back = models.BooleanField(default=False, help_text="A later rollback discarded this version.")
     actor = models.CharField(max_length=200, blank=True)
     operation_id = models.CharField(max_length=128, blank=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from memories.models import Message, Turn
@@ -32,6 +31,7 @@ from .selectors import assistant_message_ids, restore_point, snapshot_to_dict
 STORY_VARIABLE = "story"
 SETTLED_EVENT = "story.settled"
 ROLLED_BACK_EVENT = "story.rolled_back"
+REAPPLIED_EVENT = "story.reapplied"
 
 
 class AnchorConflict(Conflict):
@@ -220,18 +220,14 @@ def _checked_anchor(address: ConversationAddress, row: StorySnapshot, message_id
 # --- rollback on regeneration ----------------------------------------------------------------------------
 
 
-def story_rollback_superseded(superseded_turn_pk: int, new_turn_pk: int) -> int | None:
-    """The supersede hook: inside the transaction storing a regenerated reply, roll back the snapshots anchored on
-    the superseded reply to the newest version whose anchor is still valid. Returns the new version (or None)."""
+def story_rollback_superseded(superseded_turn_pk: int, new_turn_pk: int | None) -> dict[str, Any] | None:
+    """The supersede hook: inside the transaction superseding a turn, roll the snapshots anchored on its reply back
+    to the newest version whose anchor is still valid. Returns a report (None when nothing was anchored on it)."""
     turn = Turn.objects.select_related("product").filter(pk=superseded_turn_pk).first()
     if turn is None:
         return None
     address = ConversationAddress(turn.product, turn.user_id, turn.conversation_id)
-    row = (
-        StorySnapshot.objects.select_for_update()
-        .filter(product=address.product, user_id=address.user_id, conversation_id=address.conversation_id)
-        .first()
-    )
+    row = _locked_row(address)
     if row is None or row.version == 0:
         return None
     invalid = assistant_message_ids(superseded_turn_pk)
@@ -240,52 +236,99 @@ def story_rollback_superseded(superseded_turn_pk: int, new_turn_pk: int) -> int 
         return None
     restore, first_bad = point
     restored = snapshot_to_dict(restore)
+    discarded = list(
+        StoryVersion.objects.filter(snapshot=row, rolled_back=False, version__gte=first_bad.version)
+        .order_by("version")
+        .values_list("version", flat=True)
+    )
+    StoryVersion.objects.filter(snapshot=row, version__in=discarded).update(rolled_back=True)
+    changes = {"rolledBack": discarded, "supersededMessageIds": invalid, "supersededTurnId": superseded_turn_pk}
+    version = _restore(address, row, turn, restored, "rollback", changes, new_turn_pk)
+    details = {
+        "fromVersion": row.version,
+        "version": version,
+        "restoredFrom": restored["version"],
+        "rolledBack": discarded,
+        "supersededTurnId": superseded_turn_pk,
+        "supersededMessageIds": invalid,
+        "regeneratedBy": new_turn_pk,
+    }
+    _emit(address, turn, ROLLED_BACK_EVENT, details)
+    return {"status": "rolled_back", **details}
+
+
+def story_reapply_selected(selected_turn_pk: int, displaced_turn_pk: int | None) -> dict[str, Any] | None:
+    """The reapply hook: a select made the turn current again; when the story is still as the turn's rollback
+    left it, the version that rollback discarded comes back as a new version (`cause: reapply`)."""
+    turn = Turn.objects.select_related("product").filter(pk=selected_turn_pk).first()
+    if turn is None:
+        return None
+    address = ConversationAddress(turn.product, turn.user_id, turn.conversation_id)
+    row = _locked_row(address)
+    rollback = StoryVersion.objects.filter(snapshot=row, turn=turn).order_by("-version").first() if row else None
+    if row is None or rollback is None or rollback.cause != "rollback":
+        return None
+    details: dict[str, Any] = {"fromVersion": row.version, "rollbackVersion": rollback.version}
+    if _content(row) != _content(rollback):
+        details |= {"status": "conflict", "reason": "the story was settled again after this turn's rollback"}
+        _emit(address, turn, "story.rollback_conflict", {**details, "action": "reapply"})
+        return details
+    before = StoryVersion.objects.get(snapshot=row, version=rollback.version - 1)
+    changes = {"restoredVersion": before.version, "selectedTurnId": selected_turn_pk}
+    version = _restore(address, row, turn, snapshot_to_dict(before), "reapply", changes, displaced_turn_pk)
+    details |= {"version": version, "restoredFrom": before.version, "displacedTurnId": displaced_turn_pk}
+    _emit(address, turn, REAPPLIED_EVENT, details)
+    return {"status": "reapplied", **details}
+
+
+def _locked_row(address: ConversationAddress) -> StorySnapshot | None:
+    return (
+        StorySnapshot.objects.select_for_update()
+        .filter(product=address.product, user_id=address.user_id, conversation_id=address.conversation_id)
+        .first()
+    )
+
+
+def _content(row: StorySnapshot | StoryVersion) -> tuple:
+    return row.anchor_message_id, row.world_facts, row.events, row.narrative
+
+
+def _restore(
+    address: ConversationAddress,
+    row: StorySnapshot,
+    turn: Turn,
+    restored: dict[str, Any],
+    cause: str,
+    changes: dict[str, Any],
+    other_pk: int | None,
+) -> int:
     values = {
         "anchor_message_id": restored["anchorMessageId"],
         "world_facts": restored["worldFacts"],
         "events": restored["events"],
         "narrative": restored["narrative"],
     }
-    discarded = list(
-        StoryVersion.objects.filter(snapshot=row, rolled_back=False, version__gte=first_bad.version)
-        .order_by("version")
-        .values_list("version", flat=True)
-    )
-    with transaction.atomic():
-        StoryVersion.objects.filter(snapshot=row, version__in=discarded).update(rolled_back=True)
-        version = cas.compare_and_set(
-            _versioned(row),
-            row.version,
-            changes={**values, "updated_at": timezone.now()},
-            history=lambda version: StoryVersion.objects.create(
-                product=address.product,
-                snapshot=row,
-                version=version,
-                cause="rollback",
-                restored_from=restored["version"],
-                changes={"rolledBack": discarded, "supersededMessageIds": invalid},
-                actor=f"turn:{new_turn_pk}",
-                **values,
-            ),
-            invalidate=[story_scope(address)],
-        )
-        event_emit(
+    return cas.compare_and_set(
+        _versioned(row),
+        row.version,
+        changes={**values, "updated_at": timezone.now()},
+        history=lambda version: StoryVersion.objects.create(
             product=address.product,
-            user_id=address.user_id,
-            conversation_id=address.conversation_id,
-            type=ROLLED_BACK_EVENT,
-            details={
-                "fromVersion": row.version,
-                "version": version,
-                "restoredFrom": restored["version"],
-                "rolledBack": discarded,
-                "supersededTurnId": superseded_turn_pk,
-                "supersededMessageIds": invalid,
-                "regeneratedBy": new_turn_pk,
-            },
-        )
-    return version
+            snapshot=row,
+            version=version,
+            cause=cause,
+            restored_from=restored["version"],
+            changes=changes,
+            actor=f"turn:{other_pk}" if other_pk else "delete",
+            turn=turn,
+            **values,
+        ),
+        invalidate=[story_scope(address)],
+    )
 
 
-def story_supersede_hook(superseded_turn_pk: int, new_turn_pk: int) -> None:
-    story_rollback_superseded(superseded_turn_pk, new_turn_pk)
+def _emit(address: ConversationAddress, turn: Turn, type: str, details: dict[str, Any]) -> None:
+    where = {"user_id": address.user_id, "conversation_id": address.conversation_id}
+    event_emit(product=address.product, **where, type=type, details=details, turn=turn)
+    data = {"turnId": turn.pk, **{k: v for k, v in details.items() if k != "reason"}}
+    publish_event(address.product, type, user=address.user_id, conversation=address.conversation_id, data=data)

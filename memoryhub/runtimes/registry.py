@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from django.apps import apps
+from django.db import transaction
 from django.utils.module_loading import import_string
 
 from memoryhub.working_set import Scope
@@ -31,8 +32,11 @@ BUILTIN_VARIABLES: dict[str, str] = {"userMessage": "the current user message"}
 
 # Receives the committed turn's primary key; returns True when it scheduled memory work for the turn.
 CommitHook = Callable[[int], bool]
-# Receives (superseded turn pk, the regenerating turn's pk), inside the transaction that stores the new reply.
-SupersedeHook = Callable[[int, int], None]
+# Receives (superseded turn pk, the turn superseding it (None for a delete)), inside the transaction that supersedes
+# it; returns what it undid (a small JSON report, e.g. {"status": "rolled_back", …}) or None when it had nothing.
+SupersedeHook = Callable[[int, "int | None"], "dict | None"]
+# Receives (the turn made current again by a select, the turn it superseded); returns a report or None.
+ReapplyHook = Callable[[int, "int | None"], "dict | None"]
 # Returns the normalized section value or raises SectionInvalid.
 SectionValidator = Callable[[object], object]
 # Receives a source's fields besides id/agentRef/variable/priority; returns them normalized or raises
@@ -76,6 +80,7 @@ class _Registrations:
     commit_hooks: dict[str, CommitHook] = field(default_factory=dict)
     sections: dict[str, SectionValidator] = field(default_factory=dict)
     supersede_hooks: dict[str, SupersedeHook] = field(default_factory=dict)
+    reapply_hooks: dict[str, ReapplyHook] = field(default_factory=dict)
 
     def copy(self) -> _Registrations:
         return _Registrations(
@@ -84,6 +89,7 @@ class _Registrations:
             dict(self.commit_hooks),
             dict(self.sections),
             dict(self.supersede_hooks),
+            dict(self.reapply_hooks),
         )
 
 
@@ -234,9 +240,33 @@ def register_supersede_hook(name: str, hook: SupersedeHook) -> None:
     _current().supersede_hooks[name] = hook
 
 
-def run_supersede_hooks(superseded_turn_pk: int, new_turn_pk: int) -> None:
-    for hook in list(_current().supersede_hooks.values()):
-        hook(superseded_turn_pk, new_turn_pk)
+def run_supersede_hooks(superseded_turn_pk: int, new_turn_pk: int | None) -> dict[str, dict]:
+    """Run every hook, each in its own savepoint (one transaction per kind); return {name: report} of those
+    that undid something."""
+    return _run_each(_current().supersede_hooks, superseded_turn_pk, new_turn_pk)
+
+
+# --- reapply hooks --------------------------------------------------------------------------------------------
+# Run when a select makes a superseded turn current again (a swipe back), after the supersede hooks of the turn it
+# displaces: each kind writes the selected turn's writes back as a new revision (docs/roleplay.md).
+
+
+def register_reapply_hook(name: str, hook: ReapplyHook) -> None:
+    _current().reapply_hooks[name] = hook
+
+
+def run_reapply_hooks(selected_turn_pk: int, displaced_turn_pk: int | None) -> dict[str, dict]:
+    return _run_each(_current().reapply_hooks, selected_turn_pk, displaced_turn_pk)
+
+
+def _run_each(hooks: dict, turn_pk: int, other_pk: int | None) -> dict[str, dict]:
+    reports: dict[str, dict] = {}
+    for name, hook in list(hooks.items()):
+        with transaction.atomic():
+            report = hook(turn_pk, other_pk)
+        if report:
+            reports[name] = report
+    return reports
 
 
 # --- scenario sections ----------------------------------------------------------------------------------------

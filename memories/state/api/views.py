@@ -39,6 +39,11 @@ class StateCandidateSerializer(serializers.Serializer):
     upsert = RecordChangeSerializer(many=True, required=False)
     delete = RecordKeySerializer(many=True, required=False)
     operationId = serializers.CharField(required=False, help_text="Repeat-safe retries: the first result is replayed.")
+    turnId = serializers.IntegerField(
+        required=False,
+        help_text="The turn whose reply this candidate comes from: superseding that turn rolls the commit back "
+        "(docs/roleplay.md); a superseded turn is 409 turn_superseded.",
+    )
 
 
 class RecordSerializer(serializers.Serializer):
@@ -60,6 +65,9 @@ class RevisionSerializer(StateSerializer):
     round = serializers.IntegerField()
     actor = serializers.CharField(allow_null=True)
     operationId = serializers.CharField(allow_null=True)
+    cause = serializers.ChoiceField(["write", "rollback", "reapply"])
+    turnId = serializers.IntegerField(allow_null=True)
+    restoredFrom = serializers.IntegerField(allow_null=True)
     createdAt = serializers.DateTimeField()
 
 
@@ -82,6 +90,9 @@ def revision_to_dict(row: ConversationStateRevision) -> dict:
         "round": row.round,
         "actor": row.actor or None,
         "operationId": row.operation_id or None,
+        "cause": row.cause,
+        "turnId": row.turn_id,
+        "restoredFrom": row.restored_from,
         "createdAt": iso(row.created_at),
     }
 
