@@ -41,5 +41,12 @@ def recent_witnessed(
     return list(rows.order_by("-id").values("id", "round", "role", "name", "content")[:limit])
 
 
+def unwitnessed_rounds(address: ConversationAddress, *, character: str, before_round: int | None = None) -> set[int]:
+    """Rounds with a visible message `character` did not witness: what a diary or table derived from them holds."""
+    rows = live_messages(address, before_round=before_round)
+    seen = witnessed_by(rows, character).values("pk")
+    return set(rows.exclude(pk__in=seen).values_list("round", flat=True).distinct())
+
+
 def witnessed_count(address: ConversationAddress, *, character: str | None, before_round: int) -> int:
     return witnessed_by(live_messages(address, before_round=before_round), character).count()
