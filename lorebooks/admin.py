@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
 
 from lorebooks import formats
 from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
@@ -81,14 +82,28 @@ class LorebookEntryAdmin(admin.ModelAdmin):
                 changes=changes,
                 actor=Actor.operator(request.user.get_username()),
             )
-        except DomainError as exc:
+        except DomainError as exc:  # a stale revision or a bad merge: say so, never overwrite
             self.message_user(request, f"Nothing saved: {exc.message}", level=messages.ERROR)
+            obj._not_saved = True
+
+    def response_change(self, request, obj):
+        if getattr(obj, "_not_saved", False):
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
 
 
 class EntryInline(ReadOnlyTabularInline):
     model = LorebookEntry
-    fields = ["uid", "revision", "deleted", "updated_at"]
+    fields = ["uid", "comment", "keys", "revision", "deleted", "updated_at"]
     show_change_link = True
+
+    @admin.display(description="comment")
+    def comment(self, obj: LorebookEntry) -> str:
+        return formats.view_of(obj.lorebook.format, obj.data)["comment"]
+
+    @admin.display(description="keys")
+    def keys(self, obj: LorebookEntry) -> str:
+        return ", ".join(formats.view_of(obj.lorebook.format, obj.data)["key"])
 
 
 @admin.register(Lorebook)

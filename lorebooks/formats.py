@@ -175,11 +175,11 @@ def card_from_png(content: bytes) -> dict:
             chunks[keyword.decode("latin-1").lower()] = text
         elif kind == b"IEND":
             break
-    text = chunks.get("ccv3") or chunks.get("chara")
-    if text is None:
+    found = chunks.get("ccv3") or chunks.get("chara")
+    if not found:
         raise _invalid("the PNG carries no 'chara' or 'ccv3' tEXt chunk", "file")
     try:
-        return json.loads(base64.b64decode(text, validate=False).decode("utf-8"))
+        return json.loads(base64.b64decode(found, validate=False).decode("utf-8"))
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise _invalid("the card chunk is not base64 JSON", "file") from None
 
@@ -214,7 +214,8 @@ def view_of(book_format: str, native: dict) -> dict:
 
 
 def _card_view(native: dict) -> dict:
-    extensions = native.get("extensions") if isinstance(native.get("extensions"), dict) else {}
+    raw = native.get("extensions")
+    extensions: dict = raw if isinstance(raw, dict) else {}
     found = {name: native[field] for name, field in _CARD_TOP.items() if field in native}
     found |= {name: extensions[field] for name, field in _CARD_EXTENSIONS.items() if field in extensions}
     found["disable"] = not native.get("enabled")  # SillyTavern: an entry without `enabled: true` is disabled
@@ -262,7 +263,7 @@ def new_native(book_format: str, uid: str, view: dict) -> dict:
     """A new entry's native JSON: every view field, in the format's own places."""
     if book_format == WORLDINFO:
         return {"uid": int(uid) if uid.isdigit() else uid, **view}
-    base = {"id": int(uid) if uid.isdigit() else uid, "enabled": True, "extensions": {}}
+    base: dict[str, Any] = {"id": int(uid) if uid.isdigit() else uid, "enabled": True, "extensions": {}}
     return apply_edit(CHARACTERCARD, base, view)
 
 

@@ -38,7 +38,7 @@ def recent_witnessed(
 ) -> list[dict]:
     """The newest `limit` messages before the round that `character` witnessed, newest first."""
     rows = witnessed_by(live_messages(address, before_round=before_round), character)
-    return list(rows.order_by("-id").values("id", "round", "role", "name", "content")[:limit])
+    return [dict(row) for row in rows.order_by("-id").values("id", "round", "role", "name", "content")[:limit]]
 
 
 def unwitnessed_rounds(address: ConversationAddress, *, character: str, before_round: int | None = None) -> set[int]:

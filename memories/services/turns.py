@@ -48,12 +48,16 @@ MAX_PRESENT = 50
 
 def witness_names(present: object) -> tuple[str, ...]:
     """The `present` list of a prepare: 0-50 distinct names of 1-100 characters (400 naming `present` else)."""
-    ok = isinstance(present, list) and len(present) <= MAX_PRESENT
-    if not ok or not all(isinstance(n, str) and 1 <= len(n.strip()) <= 100 for n in present):  # type: ignore[union-attr]
+    names = present if isinstance(present, list) else None
+    if (
+        names is None
+        or len(names) > MAX_PRESENT
+        or not all(isinstance(n, str) and 1 <= len(n.strip()) <= 100 for n in names)
+    ):
         raise InvalidRequest(
             f"present must be a list of at most {MAX_PRESENT} names of 1-100 characters", details={"field": "present"}
         )
-    return tuple(dict.fromkeys(name.strip() for name in present))  # type: ignore[union-attr]
+    return tuple(dict.fromkeys(name.strip() for name in names))
 
 
 def turn_prepare(*, address: ConversationAddress, request: TurnRequest, scopes: tuple | None = None) -> Turn:
