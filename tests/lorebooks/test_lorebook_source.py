@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from django.urls import reverse
 
 from tests.support.api import assert_envelope
 
@@ -191,3 +192,13 @@ def test_an_edited_entry_fires_on_the_next_turn(alice):
     assert "12" not in fired(prepare(alice, "a dragon"))
     alice.patch("/v1/lorebooks/eldoria/entries/12", {"expectedRevision": 1, "entry": {"disable": False}})
     assert "12" in fired(prepare(alice, "a dragon"))
+
+
+def test_the_turn_inspector_shows_what_fired_and_why(alice, admin_client):
+    import_world(alice)
+    scenario(alice)
+    turn = prepare(alice, "the ferry, here is a token")
+    page = admin_client.get(reverse("console:turn-inspector", args=[turn["turnId"]])).content.decode()
+    assert "mh-lorebook-fired" in page
+    assert "<td>eldoria/8</td><td>ferry AND ANY token/coin</td><td>key</td><td><code>ferry</code></td>" in page
+    assert "AND ANY: token" in page
