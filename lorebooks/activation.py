@@ -21,7 +21,8 @@ Read from SillyTavern's `checkWorldInfo` (public/scripts/world-info.js) and its 
 
 Stored but not used here: `position`/`depth`/`role` (the scenario template decides where the variable goes;
 each fired entry reports its position), inclusion `group`s, `sticky` and `cooldown` (they need per-chat
-timed-effect state), and `vectorized`.
+timed-effect state). A `vectorized` entry also fires, like a constant one, when the producer found its
+content close to the scanned text (`ScanSettings.external`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class ScanSettings:
     case_sensitive: bool = False
     match_whole_words: bool = False
     chat_length: int = 0  # messages in the chat so far (for `delay`)
+    # (book, uid) of `vectorized` entries close enough to the scanned text (the producer measures it):
+    # activated from outside the key scan, as SillyTavern's vector storage does.
+    external: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,8 @@ class _Scan:
             return None
         if view["constant"]:
             return Fired(entry, "constant", None, [], step)
+        if (entry.book, entry.uid) in self.settings.external:
+            return Fired(entry, "vector", None, [], step)
         text = self.text(view)
         keys = [k.strip() for k in view["key"] if k.strip()]
         primary = next((k for k in keys if key_matches(text, k, view, self.settings)), None)

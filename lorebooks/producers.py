@@ -15,6 +15,7 @@ from lorebooks.activation import LOGIC, MAX_SCAN_DEPTH, Activation, Candidate, S
 from lorebooks.selectors import entries_for_recall
 from memories.selectors.witness import recent_witnessed, witnessed_count
 from memoryhub.addresses import ConversationAddress
+from memoryhub.clients.embeddings import get_embedder
 from memoryhub.identifiers import ID_PATTERN
 from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import RecallRequest, SourceResult
@@ -24,12 +25,19 @@ MAX_LOREBOOKS = 20
 # option: (default, low, high) for integers, (default,) for booleans
 _INTEGERS = {"scanDepth": (2, 0, MAX_SCAN_DEPTH), "budget": (4000, 1, 1_000_000), "maxRecursionSteps": (0, 0, 100)}
 _BOOLEANS = {"recursive": False, "caseSensitive": False, "matchWholeWords": False, "includeNames": True}
+_VECTOR = {"vectorThreshold": 0.5, "vectorTopK": 3}
 
 
 def validate_source_options(options: dict) -> dict:
     """`lorebooks` (1-20 ids) is required; scanDepth, budget (characters), recursive, maxRecursionSteps,
     caseSensitive, matchWholeWords and includeNames ("Name: text" scanned, as SillyTavern does) are optional."""
-    errors = {key: "unknown field" for key in options if key not in {"lorebooks", *_INTEGERS, *_BOOLEANS}}
+    errors = {key: "unknown field" for key in options if key not in {"lorebooks", *_INTEGERS, *_BOOLEANS, *_VECTOR}}
+    threshold = options.get("vectorThreshold", 0.5)
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+        errors["vectorThreshold"] = "must be a number from 0 to 1"
+    top = options.get("vectorTopK", 3)
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 50:
+        errors["vectorTopK"] = "must be an integer from 1 to 50"
     books = options.get("lorebooks")
     if (
         not isinstance(books, list)
@@ -50,7 +58,7 @@ def validate_source_options(options: dict) -> dict:
     return dict(options)
 
 
-def _settings(options: dict, chat_length: int) -> ScanSettings:
+def _settings(options: dict, chat_length: int, external: frozenset[tuple[str, str]]) -> ScanSettings:
     ints = {name: options.get(name, default) for name, (default, _, _) in _INTEGERS.items()}
     return ScanSettings(
         scan_depth=ints["scanDepth"],
@@ -60,6 +68,7 @@ def _settings(options: dict, chat_length: int) -> ScanSettings:
         case_sensitive=options.get("caseSensitive", False),
         match_whole_words=options.get("matchWholeWords", False),
         chat_length=chat_length,
+        external=external,
     )
 
 
@@ -80,11 +89,36 @@ def produce_lorebook(request: RecallRequest) -> SourceResult:
     messages = [request.user_message] + [_line(m, include_names) for m in before]
     chat_length = witnessed_count(address, character=request.character, before_round=request.round) + 1
     seed = f"{request.product.pk}:{request.user_id}:{request.conversation_id}:{request.round}"
-    result = activate(candidates, messages, _settings(options, chat_length), seed=seed)
+    scores = _vector_scores(candidates, messages[: options.get("scanDepth", 2)], options)
+    external = frozenset(key for key, score in scores.items() if score is not None)
+    result = activate(candidates, messages, _settings(options, chat_length, external), seed=seed)
     details = _details(result, missing, scanned=len(messages), character=request.character)
+    if scores:
+        details["vectorScores"] = [
+            {"lorebook": book, "uid": uid, "score": round(score, 4)} for (book, uid), score in scores.items() if score
+        ]
     if not result.fired:
         return SourceResult(text="", status="empty", details=details | {"reason": "no entry fired"})
     return SourceResult(text=result.text, status="ok", details=details)
+
+
+def _vector_scores(candidates: list[Candidate], messages: list[str], options: dict) -> dict:
+    """{(book, uid): cosine} of the `vectorized` entries nearest the scanned text, above the threshold, top K.
+
+    The project's embedder measures it (memoryhub/clients/embeddings.py); a failing embedder fails the turn
+    with its own 502/503/504, never a quiet keyword-only answer.
+    """
+    vectorized = [c for c in candidates if c.view["vectorized"] and not c.view["disable"] and c.view["content"]]
+    text = "\n".join(m for m in messages if m.strip())
+    if not vectorized or not text:
+        return {}
+    query, *vectors = get_embedder().embed([text] + [c.view["content"] for c in vectorized])
+    scored = sorted(
+        ((sum(a * b for a, b in zip(query, v, strict=True)), c) for v, c in zip(vectors, vectorized, strict=True)),
+        key=lambda pair: -pair[0],
+    )
+    threshold, top = options.get("vectorThreshold", 0.5), options.get("vectorTopK", 3)
+    return {(c.book, c.uid): score for score, c in scored[:top] if score >= threshold}
 
 
 def _details(result: Activation, missing: list[str], *, scanned: int, character: str | None) -> dict[str, Any]:

@@ -202,3 +202,48 @@ def test_the_turn_inspector_shows_what_fired_and_why(alice, admin_client):
     assert "mh-lorebook-fired" in page
     assert "<td>eldoria/8</td><td>ferry AND ANY token/coin</td><td>key</td><td><code>ferry</code></td>" in page
     assert "AND ANY: token" in page
+
+
+def test_a_vectorized_entry_fires_by_similarity_to_the_scanned_text(alice):
+    book = {
+        "entries": {
+            "0": {
+                "uid": 0,
+                "key": ["unused-key"],
+                "content": "River ferries carry travellers across the water.",
+                "vectorized": True,
+                "order": 10,
+                "comment": "ferries (vector)",
+            },
+            "1": {
+                "uid": 1,
+                "key": ["unused-key"],
+                "content": "The royal treasury pays taxes on grain and wool.",
+                "vectorized": True,
+                "order": 20,
+                "comment": "treasury (vector)",
+            },
+            "2": {
+                "uid": 2,
+                "key": ["unused-key"],
+                "content": "Boats cross the river at dawn.",
+                "comment": "not vectorized",
+            },
+        }
+    }
+    import_world(alice, body=book)
+    scenario(alice, vectorThreshold=0.3, vectorTopK=1)
+    status = prepare(alice, "How do people get over the river by boat?")["sources"][0]
+    assert [(f["uid"], f["reason"], f["key"]) for f in status["details"]["fired"]] == [("0", "vector", None)]
+    assert [s["uid"] for s in status["details"]["vectorScores"]] == ["0"]
+
+
+def test_an_embedder_that_is_down_fails_the_turn_instead_of_answering_without_it(alice, settings):
+    book = {"entries": {"0": {"uid": 0, "key": ["x"], "content": "Ferries.", "vectorized": True}}}
+    import_world(alice, body=book)
+    scenario(alice)
+    settings.EMBEDDING_BASE_URL = "http://127.0.0.1:9"  # nothing listens there
+    settings.EMBEDDING_TIMEOUT_SECONDS = 2
+    response = alice.post(f"{CONV}/turns", {"scenarioId": "lore", "userMessage": "boats"})
+    assert response.status_code in (502, 503, 504), response.json()
+    assert alice.get(f"{CONV}/messages").json()["results"] == []
