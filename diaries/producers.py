@@ -7,7 +7,9 @@ of recalled material, not a write cadence.
 
 from __future__ import annotations
 
+from memories.selectors.witness import unwitnessed_rounds
 from memoryhub import working_set
+from memoryhub.addresses import ConversationAddress
 from memoryhub.runtimes.base import RecallRequest, SourceResult
 
 from . import selectors
@@ -49,13 +51,25 @@ def produce_compass_memory(request: RecallRequest) -> SourceResult:
             agent_ref=agent_ref,
         ),
     )
+    hidden = 0
+    if request.character:  # a group scene: no diary of a span holding a round this character did not witness
+        unseen = _unwitnessed(request)
+        witnessed = [e for e in newest if not any(e["round_from"] <= r <= e["round_to"] for r in unseen)]
+        hidden, newest = len(newest) - len(witnessed), witnessed
     chosen = newest[:count]
     if not chosen:
         return SourceResult(
             text="", status="empty", details={"reason": "no diary written yet", "limit": count}, cached=cached
         )
     details = {"limit": count, "entryIds": [e["id"] for e in chosen], "throughRound": chosen[0]["round_to"]}
+    if request.character:
+        details |= {"witness": request.character, "hiddenEntries": hidden}
     return SourceResult(text=render_summaries(chosen), status="ok", details=details, cached=cached)
+
+
+def _unwitnessed(request: RecallRequest) -> set[int]:
+    address = ConversationAddress(request.product, request.user_id, request.conversation_id)
+    return unwitnessed_rounds(address, character=request.character or "")
 
 
 def compass_scopes(request: RecallRequest) -> list[working_set.Scope]:

@@ -35,6 +35,7 @@ DEFAULTS = {
     "memorySchema": None,
 }
 SOURCE_FIELDS = {"id", "agentRef", "variable", "priority"}
+FREE_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 class ScenarioInvalid(DomainError):
@@ -117,10 +118,13 @@ def _check_source(index: int, item: object, errors: dict[str, str]) -> SourceCon
         return None
     before = len(errors)
     variable = item.get("variable")
-    registered = registry.get_source(variable) if isinstance(variable, str) else None  # a list is unhashable
+    agent_ref = item.get("agentRef")
+    by_agent = registry.get_agent_source(agent_ref) if isinstance(agent_ref, str) else None
+    registered = by_agent or (registry.get_source(variable) if isinstance(variable, str) else None)  # unhashable list
     extra = {key: item[key] for key in sorted(set(item) - SOURCE_FIELDS)}
     options: dict = {}
-    if extra and registered is not None and registered.options is not None:
+    # An agentRef-named source's validator always runs: its fields may be required (e.g. a lorebook's ids).
+    if (extra or by_agent is not None) and registered is not None and registered.options is not None:
         try:
             options = registered.options(extra)  # fields the variable's registration accepts (e.g. kinds)
         except registry.SectionInvalid as exc:
@@ -132,7 +136,9 @@ def _check_source(index: int, item: object, errors: dict[str, str]) -> SourceCon
         value = item.get(key)
         if not isinstance(value, str) or not value.strip() or len(value) > 200:
             errors[f"{where}.{key}"] = "required: a non-empty string"
-    if registered is None:
+    if by_agent is not None:
+        _check_free_variable(where, variable, errors)
+    elif registered is None:
         errors[f"{where}.variable"] = f"unknown variable; one of: {', '.join(registry.variable_names())}"
     elif f"{where}.agentRef" not in errors:
         _check_agent_ref(where, item["agentRef"], registered, errors)
@@ -141,7 +147,16 @@ def _check_source(index: int, item: object, errors: dict[str, str]) -> SourceCon
         errors[f"{where}.priority"] = "must be an integer"
     if registered is None or len(errors) > before:
         return None
-    return SourceConfig(item["id"], item["agentRef"], registered.variable, priority, options)
+    chosen = item["variable"] if by_agent is not None else registered.variable
+    return SourceConfig(item["id"], item["agentRef"], chosen, priority, options)
+
+
+def _check_free_variable(where: str, variable: object, errors: dict[str, str]) -> None:
+    """A source named by its agentRef (e.g. lorebook) fills a variable of the scenario's choosing."""
+    if not isinstance(variable, str) or not FREE_VARIABLE.fullmatch(variable):
+        errors[f"{where}.variable"] = "required: a placeholder name (A-Za-z_ then A-Za-z0-9_, at most 64)"
+    elif registry.get_source(variable) is not None or variable in BUILTIN_VARIABLES:
+        errors[f"{where}.variable"] = f"{variable!r} is the variable of another source; choose another name"
 
 
 def _check_agent_ref(where: str, agent_ref: str, registered: registry.Source, errors: dict[str, str]) -> None:

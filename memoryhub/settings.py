@@ -78,6 +78,7 @@ INSTALLED_APPS = [
     "memories.webhooks",
     "diaries",
     "tables",
+    "lorebooks",
 ]
 
 MIDDLEWARE = [

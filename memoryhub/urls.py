@@ -27,6 +27,7 @@ urlpatterns = [
     path("v1/", include("memories.longterm.api.urls")),
     path("v1/", include("diaries.urls")),
     path("v1/", include("tables.urls")),
+    path("v1/", include("lorebooks.urls")),
     path("v1/", include("memories.compact.api.urls")),
     path("v1/", include("memories.state.api.urls")),
     path("v1/", include("memories.story.api.urls")),

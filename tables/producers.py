@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memories.selectors.witness import unwitnessed_rounds
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.runtimes.base import RecallRequest, SourceResult, empty_result
@@ -31,6 +32,16 @@ def produce_memory_table(request: RecallRequest) -> SourceResult:
     snapshot, cached = _snapshot(address, templates)
     by_name = {table["name"]: table for table in snapshot}
     tables = [by_name[template["name"]] for template in templates]
+    unseen = (
+        unwitnessed_rounds(address, character=request.character, before_round=request.round)
+        if request.character
+        else set()
+    )
+    if unseen:  # a group scene: the tables as they were before the first round this character did not witness
+        tables, rewound = _as_before_round(address, min(unseen | {request.round}), tables)
+        result = _result(tables, cached=cached and not rewound, regenerated=rewound)
+        result.details["witness"] = request.character
+        return result
     if request.replaces_turn_id is None:  # a new round starts from the tables as they are now
         return _result(tables, cached=cached, regenerated=False)
     tables, regenerated = _as_before_round(address, request.round, tables)

@@ -14,6 +14,7 @@ from memories.services.turns import (
     turn_get,
     turn_prepare,
     turn_prepare_scopes,
+    witness_names,
 )
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
@@ -55,6 +56,9 @@ class TurnPrepareView(APIView):
                     subscription_category=data.get("subscriptionCategory"),
                     request_id=data.get("requestId"),
                     replaces_turn_id=data.get("replacesTurnId"),
+                    name=data.get("name"),
+                    user_name=data.get("userName"),
+                    present=witness_names(data.get("present", [])),
                 ),
             )
         return Response(turn_to_dict(turn), status=201)
@@ -123,6 +127,8 @@ class MessageListView(APIView):
                 "superseded": m.superseded,
                 "deleted": m.deleted,
                 "createdAt": iso(m.created_at),
+                **({"name": m.name} if m.name else {}),  # witness scopes: only on messages that carry them
+                **({"present": m.present} if m.present else {}),
             }
             for m in rows
         ]

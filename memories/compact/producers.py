@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from memories.selectors.witness import live_messages, witnessed_by
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.runtimes.base import RecallRequest, SourceResult
 
+from .planning import HistoryMessage, history_chars, history_text
 from .policy import scenario_policy
 from .selectors import history_scope
 from .services import history_for_prepare
@@ -17,6 +19,8 @@ def _address(request: RecallRequest) -> ConversationAddress:
 
 def produce_history(request: RecallRequest) -> SourceResult:
     policy = scenario_policy(request.scenario)
+    if request.character:
+        return _witnessed_history(request, policy)
     prepared = history_for_prepare(
         address=_address(request), policy=policy, user_message=request.user_message, round_number=request.round
     )
@@ -37,6 +41,26 @@ def produce_history(request: RecallRequest) -> SourceResult:
     if not text:
         return SourceResult(text="", status="empty", details={**details, "reason": "no messages yet"}, cached=False)
     return SourceResult(text=text, status="ok", details=details, cached=prepared.cached)
+
+
+def _witnessed_history(request: RecallRequest, policy) -> SourceResult:
+    """A group scene's character: only the messages it witnessed, newest that fit the budget, oldest first.
+
+    The conversation's compaction summarises every message, seen or not, so a character's history never uses it.
+    """
+    room = policy.budget_chars - len(request.user_message)
+    kept: list[HistoryMessage] = []
+    rows = witnessed_by(live_messages(_address(request), before_round=request.round), request.character)
+    for row in rows.order_by("-id").values_list("id", "round", "role", "content").iterator():
+        message = HistoryMessage(*row)
+        if history_chars("", [message, *kept]) > room:
+            break
+        kept.insert(0, message)
+    text = history_text("", kept)
+    details = {"witness": request.character, "compaction": None, "rawMessages": len(kept), "historyChars": len(text)}
+    if not text:
+        return SourceResult(text="", status="empty", details={**details, "reason": "no witnessed messages yet"})
+    return SourceResult(text=text, status="ok", details=details)
 
 
 def history_scopes(request: RecallRequest) -> list[working_set.Scope]:

@@ -127,3 +127,41 @@ STORY_OUTPUT = _result(
         "text": TEXT,
     }
 )
+
+_ENTRY_VIEW = {"type": "object", "description": "World Info fields: key, keysecondary, content, comment, order, …"}
+LOREBOOK_ENTRIES_INPUT = _closed(
+    {
+        "lorebook": {
+            "type": "string",
+            "maxLength": 128,
+            "description": "One of the scenario's lorebooks (default: all).",
+        }
+    },
+    [],
+)
+LOREBOOK_ENTRIES_OUTPUT = _result(
+    {
+        "lorebooks": {
+            "type": "array",
+            "items": _result(
+                {
+                    "id": {"type": "string"},
+                    "entries": {
+                        "type": "array",
+                        "items": _result({"uid": {"type": "string"}, "revision": REVISION, "entry": _ENTRY_VIEW}),
+                    },
+                }
+            ),
+        }
+    }
+)
+EDIT_LOREBOOK_ENTRY_INPUT = _closed(
+    {
+        "lorebook": {"type": "string", "maxLength": 128},
+        "uid": {"type": "string", "maxLength": 64},
+        "expectedRevision": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE},
+        "entry": {**_ENTRY_VIEW, "description": "The fields to change; the others keep their values."},
+    },
+    ["lorebook", "uid", "expectedRevision", "entry"],
+)
+EDIT_LOREBOOK_ENTRY_OUTPUT = _result({"revision": REVISION})

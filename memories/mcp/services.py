@@ -18,6 +18,11 @@ from jsonschema import Draft202012Validator
 from diaries.planning import InvalidSubscriptionCategory
 from diaries.producers import recall_count, render_summaries
 from diaries.selectors import diary_agent_ref, diary_recent_summaries
+from lorebooks import formats as lore_formats
+from lorebooks.models import Lorebook
+from lorebooks.producers import AGENT_REF as LOREBOOK_AGENT_REF
+from lorebooks.selectors import live_entries
+from lorebooks.services import entry_for_edit, entry_update
 from memories.longterm.selectors import memory_search
 from memories.models import Product, Scenario
 from memories.services.runonce import request_fingerprint
@@ -28,7 +33,7 @@ from memories.story.selectors import render_story, story_get
 from memoryhub import working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress, UserAddress, run_address_checks
-from memoryhub.errors import InvalidRequest, RevisionConflict
+from memoryhub.errors import InvalidRequest, NotFound, RevisionConflict
 from tables.applying import TableState
 from tables.rendering import render_tables
 from tables.selectors import tables_snapshot
@@ -197,6 +202,51 @@ def _story(caller: Caller, arguments: dict) -> dict:
     return {**story, "text": render_story(story)}
 
 
+def _scenario_lorebooks(caller: Caller) -> list[str]:
+    """The lorebooks the token's scenario recalls: the only ones its model may read or edit."""
+    if caller.scenario is None:
+        return []
+    names: list[str] = []
+    for source in caller.scenario.sources.all():
+        if source.agent_ref == LOREBOOK_AGENT_REF:
+            names.extend(b for b in (source.options or {}).get("lorebooks", []) if b not in names)
+    return names
+
+
+def _wanted_lorebooks(caller: Caller, lorebook: str | None) -> list[str]:
+    names = _scenario_lorebooks(caller)
+    if lorebook is not None and lorebook not in names:
+        raise NotFound(f"the scenario recalls no lorebook {lorebook!r}; it recalls {', '.join(names)}")
+    return names if lorebook is None else [lorebook]
+
+
+def _lorebook_entries(caller: Caller, arguments: dict) -> dict:
+    books = []
+    for slug in _wanted_lorebooks(caller, arguments.get("lorebook")):
+        book = Lorebook.objects.filter(product=caller.product, slug=slug).first()
+        if book is not None:
+            entries = [
+                {"uid": e.uid, "revision": e.revision, "entry": lore_formats.view_of(book.format, e.data)}
+                for e in live_entries(book)
+            ]
+            books.append({"id": slug, "entries": entries})
+    return {"lorebooks": books}
+
+
+def _edit_lorebook_entry(caller: Caller, arguments: dict) -> dict:
+    slug = _wanted_lorebooks(caller, arguments["lorebook"])[0]
+    entry = entry_for_edit(product=caller.product, slug=slug, uid=arguments["uid"])
+    try:
+        revision = entry_update(
+            entry=entry, expected_revision=arguments["expectedRevision"], changes=arguments["entry"], actor=caller.actor
+        )
+    except RevisionConflict as exc:
+        raise RevisionConflict(
+            exc.current, message=f"the entry changed (now revision {exc.current}): read it again, then edit"
+        ) from None
+    return {"revision": revision}
+
+
 def _memory_text(name: str) -> str:
     return str(MEMORY_DESCRIPTIONS[name])
 
@@ -274,5 +324,25 @@ TOOLS: tuple[McpTool, ...] = (
         schemas.NO_ARGUMENTS,
         schemas.STORY_OUTPUT,
         _story,
+    ),
+    McpTool(
+        "get_lorebook_entries",
+        "Read the scenario's lorebook entries",
+        "The entries of the lorebooks this scenario recalls (World Info fields), each with its revision.",
+        schemas.LOREBOOK_ENTRIES_INPUT,
+        schemas.LOREBOOK_ENTRIES_OUTPUT,
+        _lorebook_entries,
+        offered_when=lambda caller: bool(_scenario_lorebooks(caller)),
+    ),
+    McpTool(
+        "edit_lorebook_entry",
+        "Edit a lorebook entry",
+        "Change fields of one entry of the scenario's lorebooks on the revision you read (World Info fields; the "
+        "others keep their values). On a conflict, call get_lorebook_entries and decide again.",
+        schemas.EDIT_LOREBOOK_ENTRY_INPUT,
+        schemas.EDIT_LOREBOOK_ENTRY_OUTPUT,
+        _edit_lorebook_entry,
+        writes=True,
+        offered_when=lambda caller: bool(_scenario_lorebooks(caller)),
     ),
 )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from .fields import NameListField
 from .products import Product
 from .scenarios import Scenario
 
@@ -62,6 +63,9 @@ class Turn(models.Model):
     rollback = models.JSONField(
         default=dict, blank=True, help_text="What superseding (or selecting) this turn undid or wrote again, per kind."
     )
+    witness = models.JSONField(
+        default=dict, blank=True, help_text="Group scenes: name (the replying character), userName, present."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     committed_at = models.DateTimeField(null=True, blank=True)
@@ -83,6 +87,9 @@ class Message(models.Model):
     round = models.PositiveIntegerField()
     role = models.CharField(max_length=16, choices=[("user", "user"), ("assistant", "assistant")])
     content = models.TextField()
+    # Witness scopes (docs/roleplay.md): who spoke it and who was there; no `present` = everyone witnessed it.
+    name = models.CharField(max_length=100, blank=True, help_text="The speaking character (or the user's persona).")
+    present = NameListField(default=list, blank=True, help_text="The characters present when it was said.")
     superseded = models.BooleanField(default=False)
     deleted = models.BooleanField(default=False, help_text="Removed by DELETE …/messages/{id} (kept, never shown).")
     created_at = models.DateTimeField(auto_now_add=True)

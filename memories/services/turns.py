@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from memories.models import Conversation, Message, Scenario, Turn
 from memories.services.branches import turn_supersede
+from memories.selectors.witness import live_messages, witnessed_by
 from memories.services.conversations import conversation_scope, conversation_state
 from memories.services.events import event_emit_for_turn
 from memories.services.memory_write import memory_write_after_commit
@@ -32,6 +33,32 @@ class TurnRequest:
     subscription_category: str | None = None
     request_id: str | None = None
     replaces_turn_id: int | None = None
+    # Witness scopes (docs/roleplay.md): the replying character, the user's persona, the characters present.
+    name: str | None = None
+    user_name: str | None = None
+    present: tuple[str, ...] = ()
+
+    @property
+    def witness(self) -> dict:
+        out = {"name": self.name, "userName": self.user_name, "present": list(self.present)}
+        return {key: value for key, value in out.items() if value}
+
+
+MAX_PRESENT = 50
+
+
+def witness_names(present: object) -> tuple[str, ...]:
+    """The `present` list of a prepare: 0-50 distinct names of 1-100 characters (400 naming `present` else)."""
+    names = present if isinstance(present, list) else None
+    if (
+        names is None
+        or len(names) > MAX_PRESENT
+        or not all(isinstance(n, str) and 1 <= len(n.strip()) <= 100 for n in names)
+    ):
+        raise InvalidRequest(
+            f"present must be a list of at most {MAX_PRESENT} names of 1-100 characters", details={"field": "present"}
+        )
+    return tuple(dict.fromkeys(name.strip() for name in names))
 
 
 def turn_prepare(*, address: ConversationAddress, request: TurnRequest, scopes: tuple | None = None) -> Turn:
@@ -44,7 +71,7 @@ def turn_prepare(*, address: ConversationAddress, request: TurnRequest, scopes: 
         _seen_scenarios[(address.product.pk, scenario.slug)] = scenario
         conversation_pk, rounds = conversation_state(address)
         context, recall, replaces = _recall(address, request, scenario, category, rounds)
-    return _record_turn(scenario, conversation_pk, context, recall, replaces)
+    return _record_turn(scenario, conversation_pk, context, recall, replaces, request.witness)
 
 
 # The scenarios this process prepared turns with: only a hint of which working-set entries a prepare will read.
@@ -80,7 +107,8 @@ def _recall(address: ConversationAddress, request: TurnRequest, scenario: Scenar
     sources = scenario_sources(scenario)
     runtime = registry.get_runtime(scenario.memory_runtime)
     # The formal message history grows with the conversation: load it only for runtimes that send it on.
-    history = tuple(_history(address, before_round=round_number)) if getattr(runtime, "uses_history", True) else ()
+    uses_history = getattr(runtime, "uses_history", True)
+    history = tuple(_history(address, before_round=round_number, character=request.name)) if uses_history else ()
     context = TurnContext(
         product=address.product,
         user_id=address.user_id,
@@ -93,6 +121,7 @@ def _recall(address: ConversationAddress, request: TurnRequest, scenario: Scenar
         request_id=request.request_id or uuid.uuid4().hex,
         history=history,
         replaces_turn_id=replaces.pk if replaces else None,
+        character=request.name,
     )
     return context, runtime.recall(context), replaces
 
@@ -115,22 +144,14 @@ def _replaced_turn(address: ConversationAddress, turn_id: int | None) -> Turn | 
     return turn
 
 
-def _history(address: ConversationAddress, *, before_round: int) -> list[dict]:
-    rows = (
-        Message.objects.filter(
-            product=address.product,
-            user_id=address.user_id,
-            conversation_id=address.conversation_id,
-            superseded=False,
-            round__lt=before_round,
-        )
-        .order_by("id")
-        .values("role", "content")
-    )
-    return [dict(row) for row in rows]
+def _history(address: ConversationAddress, *, before_round: int, character: str | None) -> list[dict]:
+    rows = witnessed_by(live_messages(address, before_round=before_round), character)  # all when no character
+    return [dict(row) for row in rows.order_by("id").values("role", "content")]
 
 
-def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext, recall, replaces) -> Turn:
+def _record_turn(
+    scenario: Scenario, conversation_pk: int, context: TurnContext, recall, replaces, witness: dict
+) -> Turn:
     configured = [s.variable for s in context.sources]
     used = set(template_placeholders(scenario.template))
     values = {**recall.variables, "userMessage": context.user_message}
@@ -156,6 +177,7 @@ def _record_turn(scenario: Scenario, conversation_pk: int, context: TurnContext,
         sources=recall.sources,
         runtime_state=recall.state,
         replaces=replaces,
+        witness=witness,
     )
     return insert_one(turn)
 
@@ -222,10 +244,16 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
     common = dict(
         product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn, round=turn.round
     )
+    witness = turn.witness or {}
+    present = witness.get("present", [])
     Message.objects.bulk_create(
         [
-            Message(role="user", content=turn.user_message, **common),
-            Message(role="assistant", content=assistant_message, **common),
+            Message(
+                role="user", content=turn.user_message, name=witness.get("userName", ""), present=present, **common
+            ),
+            Message(
+                role="assistant", content=assistant_message, name=witness.get("name", ""), present=present, **common
+            ),
         ]
     )
     turn.assistant_message = assistant_message

@@ -34,6 +34,8 @@ class RecallRequest:
     subscription_category: str | None = None
     round: int = 0
     replaces_turn_id: int | None = None  # set when this turn regenerates a completed reply of the same round
+    # The character this turn's reply is for (witness scopes): sources reading messages read only what it witnessed.
+    character: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class TurnContext:
     # Formal user/assistant messages before this turn (empty unless runtime.uses_history).
     history: tuple[dict, ...] = ()
     replaces_turn_id: int | None = None
+    character: str | None = None  # the replying character in a group scene (witness scopes)
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,12 @@ AXON_VARIABLES = frozenset({"compassMemory", "memoryTable"})
 
 
 def allowed_variable_errors(sources: list[SourceConfig], allowed: frozenset[str], runtime: str) -> dict[str, str]:
+    agent_refs = registry.runtime_agent_refs(runtime)  # sources named by agentRef carry any variable name
     return {
         f"memorySources[{index}].variable": f"runtime {runtime} does not accept the variable {source.variable!r}; "
         f"allowed: {', '.join(sorted(allowed))}"
         for index, source in enumerate(sources)
-        if source.variable not in allowed
+        if source.variable not in allowed and source.agent_ref not in agent_refs
     }
 
 
@@ -51,6 +52,7 @@ def recall_request(context: TurnContext, source: SourceConfig, *, with_query: bo
         subscription_category=context.subscription_category,
         round=context.round,
         replaces_turn_id=context.replaces_turn_id,
+        character=context.character,
     )
 
 
@@ -59,7 +61,7 @@ def recall_source(context: TurnContext, source: SourceConfig, *, with_query: boo
 
 
 def _produce(request: RecallRequest) -> SourceResult:
-    producer = registry.get_producer(request.source.variable)
+    producer = registry.producer_for(request.source)
     if producer is None:  # a variable with no producer yields empty text and says so
         reason = "no producer is installed for this variable"
         return SourceResult(text="", status="unavailable", details={"reason": reason})

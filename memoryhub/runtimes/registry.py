@@ -24,7 +24,7 @@ from django.utils.module_loading import import_string
 
 from memoryhub.working_set import Scope
 
-from .base import Producer, RecallRequest, Runtime
+from .base import Producer, RecallRequest, Runtime, SourceConfig
 
 DEFAULT_RUNTIME = "personalization"
 # Placeholders a template may use without a source: the turn service fills them in.
@@ -81,6 +81,8 @@ class _Registrations:
     sections: dict[str, SectionValidator] = field(default_factory=dict)
     supersede_hooks: dict[str, SupersedeHook] = field(default_factory=dict)
     reapply_hooks: dict[str, ReapplyHook] = field(default_factory=dict)
+    # Sources named by their agentRef, whose variable is the scenario's choice (e.g. "lorebook").
+    agent_sources: dict[str, Source] = field(default_factory=dict)
 
     def copy(self) -> _Registrations:
         return _Registrations(
@@ -90,6 +92,7 @@ class _Registrations:
             dict(self.sections),
             dict(self.supersede_hooks),
             dict(self.reapply_hooks),
+            dict(self.agent_sources),
         )
 
 
@@ -197,11 +200,48 @@ def get_producer(variable: str) -> Producer | None:
     return source.producer if source else None
 
 
+def register_agent_source(
+    agent_ref: str,
+    *,
+    description: str,
+    producer: Producer,
+    scopes: ScopesFor | None = None,
+    runtimes: Iterable[str] = (),
+    options: SourceOptionsValidator | None = None,
+) -> None:
+    """Declare a source named by its agentRef whose `variable` is any placeholder name the scenario picks.
+
+    Such a source may appear once per variable (e.g. two lorebook sources filling two variables); its
+    `variable` must not be one registered with register_source.
+    """
+    refs = frozenset({agent_ref})
+    _current().agent_sources[agent_ref] = Source("", description, producer, scopes, refs, frozenset(runtimes), options)
+
+
+def get_agent_source(agent_ref: str) -> Source | None:
+    return _current().agent_sources.get(agent_ref)
+
+
+def source_for(variable: str, agent_ref: str) -> Source | None:
+    """The registration a scenario source uses: its agentRef's when one is registered, else its variable's."""
+    return get_agent_source(agent_ref) or get_source(variable)
+
+
+def runtime_agent_refs(runtime: str) -> frozenset[str]:
+    """The agentRef-named sources that name `runtime` among the runtimes accepting them."""
+    return frozenset(ref for ref, source in _current().agent_sources.items() if runtime in source.runtimes)
+
+
+def producer_for(config: SourceConfig) -> Producer | None:
+    source = source_for(config.variable, config.agent_ref)
+    return source.producer if source else None
+
+
 def declared_scopes(requests: list[RecallRequest]) -> list[Scope]:
     """The working-set entries the producers of these requests will read."""
     scopes: list[Scope] = []
     for request in requests:
-        source = get_source(request.source.variable)
+        source = source_for(request.source.variable, request.source.agent_ref)
         if source is not None and source.scopes is not None:
             scopes.extend(source.scopes(request))
     return scopes

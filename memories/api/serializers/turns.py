@@ -43,6 +43,20 @@ class TurnPrepareSerializer(StrictSerializer):
     subscriptionCategory = StrictCharField(required=False, allow_null=True)
     requestId = IdentifierField(required=False)
     replacesTurnId = StrictIntegerField(required=False, min_value=1)
+    name = StrictCharField(
+        required=False,
+        max_length=100,
+        help_text="Group scenes: the character who replies; recall keeps to what it witnessed.",
+    )
+    userName = StrictCharField(
+        required=False, max_length=100, help_text="The user's persona, stored on the user message."
+    )
+    # A JSONField keeps the fast path (memoryhub/api/fast_validation.py); the turn service checks the list.
+    present = serializers.JSONField(
+        required=False,
+        help_text="The characters present this round (a list of at most 50 names, stored on both messages); "
+        "none: everyone witnessed it.",
+    )
 
 
 class TurnCompleteSerializer(StrictSerializer):
@@ -107,6 +121,7 @@ def turn_to_dict(turn) -> dict:
         "unreferencedVariables": turn.unreferenced_variables,
         "sources": turn.sources,
         "requestId": turn.request_id,
+        **({"witness": turn.witness} if turn.witness else {}),
     }
 
 

@@ -1,0 +1,126 @@
+"""Operator console for lorebooks: inspect a book and its entries, edit an entry through the API's service."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+
+from lorebooks import formats
+from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
+from lorebooks.services import entry_update, validate_changes
+from memoryhub.actors import Actor
+from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
+from memoryhub.errors import DomainError
+
+
+class LorebookEntryForm(forms.ModelForm):
+    """The entry's World Info fields as JSON; saved with the revision it was loaded at (stale: refused)."""
+
+    loaded_revision = forms.IntegerField(widget=forms.HiddenInput)
+    fields_json = forms.JSONField(
+        label="Entry fields",
+        help_text="World Info fields (key, keysecondary, content, order, …); unknown fields of the file are kept.",
+        widget=forms.Textarea(attrs={"rows": 24, "cols": 100}),
+    )
+
+    class Meta:
+        model = LorebookEntry
+        fields: list[str] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["loaded_revision"].initial = self.instance.revision
+            self.initial["fields_json"] = formats.view_of(self.instance.lorebook.format, self.instance.data)
+
+    def clean_fields_json(self):
+        try:
+            return validate_changes(self.cleaned_data["fields_json"])  # the API's validation
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
+class EntryVersionInline(ReadOnlyTabularInline):
+    model = LorebookEntryVersion
+    fields = ["revision", "deleted", "cause", "actor", "created_at"]
+
+
+@admin.register(LorebookEntry)
+class LorebookEntryAdmin(admin.ModelAdmin):
+    form = LorebookEntryForm
+    list_display = ["lorebook", "uid", "comment", "revision", "deleted", "product", "updated_at"]
+    list_filter = ["product", "lorebook__slug", "deleted"]
+    list_select_related = ["lorebook", "product"]
+    search_fields = ["uid", "lorebook__slug"]
+    readonly_fields = ["product", "lorebook", "uid", "revision", "deleted", "native"]
+    inlines = [EntryVersionInline]
+
+    @admin.display(description="comment")
+    def comment(self, obj: LorebookEntry) -> str:
+        return formats.view_of(obj.lorebook.format, obj.data)["comment"]
+
+    @admin.display(description="native JSON (as the file carries it)")
+    def native(self, obj: LorebookEntry) -> str:
+        return pre(obj.data)
+
+    def has_add_permission(self, request) -> bool:
+        return False  # entries come from an import or the API
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # a delete is a revision (API), never a lost row
+
+    def save_model(self, request, obj, form, change):
+        entry = LorebookEntry.objects.select_related("lorebook").get(pk=obj.pk)
+        before = formats.view_of(entry.lorebook.format, entry.data)
+        # Only the fields the operator changed are written: the others stay exactly as the file had them.
+        changes = {k: v for k, v in form.cleaned_data["fields_json"].items() if before.get(k) != v}
+        try:
+            entry_update(
+                entry=entry,
+                expected_revision=form.cleaned_data["loaded_revision"],
+                changes=changes,
+                actor=Actor.operator(request.user.get_username()),
+            )
+        except DomainError as exc:  # a stale revision or a bad merge: say so, never overwrite
+            self.message_user(request, f"Nothing saved: {exc.message}", level=messages.ERROR)
+            obj._not_saved = True
+
+    def response_change(self, request, obj):
+        if getattr(obj, "_not_saved", False):
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
+
+
+class EntryInline(ReadOnlyTabularInline):
+    model = LorebookEntry
+    fields = ["uid", "comment", "keys", "revision", "deleted", "updated_at"]
+    show_change_link = True
+
+    @admin.display(description="comment")
+    def comment(self, obj: LorebookEntry) -> str:
+        return formats.view_of(obj.lorebook.format, obj.data)["comment"]
+
+    @admin.display(description="keys")
+    def keys(self, obj: LorebookEntry) -> str:
+        return ", ".join(formats.view_of(obj.lorebook.format, obj.data)["key"])
+
+
+@admin.register(Lorebook)
+class LorebookAdmin(ReadOnlyAdmin):
+    list_display = ["slug", "name", "format", "product", "updated_at"]
+    list_filter = ["product", "format"]
+    search_fields = ["slug", "name"]
+    fields = ["product", "slug", "name", "format", "shell_json"]
+    readonly_fields = fields
+    inlines = [EntryInline]
+
+    @admin.display(description="file fields besides the entries")
+    def shell_json(self, obj: Lorebook) -> str:
+        return pre(obj.shell)
+
+
+@admin.register(LorebookEntryVersion)
+class LorebookEntryVersionAdmin(ReadOnlyAdmin):
+    list_display = ["entry", "revision", "deleted", "cause", "actor", "created_at", "product"]
+    list_filter = ["product", "cause"]

@@ -1,0 +1,65 @@
+"""Reads of lorebooks. Every selector takes the product: another product's lorebook is simply not found."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+
+from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
+from memories.models import Product
+from memoryhub.db_routing import primary_reads
+from memoryhub.errors import NotFound
+from memoryhub.pagination import keyset_page
+
+
+def lorebooks_page(*, product: Product, cursor: str | None, limit: int) -> tuple[list[Lorebook], str | None]:
+    return keyset_page(
+        Lorebook.objects.filter(product=product), field="id", descending=False, cursor=cursor, limit=limit
+    )
+
+
+def lorebook_get(*, product: Product, slug: str) -> Lorebook:
+    lorebook = Lorebook.objects.filter(product=product, slug=slug).first()
+    if lorebook is None:
+        raise NotFound(f"no lorebook {slug!r}")
+    return lorebook
+
+
+def live_entries(lorebook: Lorebook) -> QuerySet[LorebookEntry]:
+    """The entries a lorebook has now (a deleted one keeps its row and history), in file order."""
+    return LorebookEntry.objects.filter(product=lorebook.product, lorebook=lorebook, deleted=False).order_by(
+        "position", "pk"
+    )
+
+
+@primary_reads  # revisions the client sends back as expectedRevision: never a lagging replica's
+def entry_get(lorebook: Lorebook, uid: str, *, deleted_too: bool = False) -> LorebookEntry:
+    rows = LorebookEntry.objects.filter(product=lorebook.product, lorebook=lorebook)
+    entry = (rows if deleted_too else rows.filter(deleted=False)).filter(uid=uid).select_related("lorebook").first()
+    if entry is None:
+        raise NotFound(f"no entry {uid!r} in lorebook {lorebook.slug!r}")
+    return entry
+
+
+def entry_versions_page(entry: LorebookEntry, *, cursor: str | None, limit: int) -> tuple[list, str | None]:
+    rows = LorebookEntryVersion.objects.filter(product=entry.product, entry=entry)
+    return keyset_page(rows, field="revision", descending=True, cursor=cursor, limit=limit)
+
+
+def entries_for_recall(
+    product: Product, slugs: Iterable[str]
+) -> tuple[list[tuple[Lorebook, LorebookEntry]], list[str]]:
+    """Every live entry of the named lorebooks in the order they are named, and the names not found."""
+    wanted = list(slugs)
+    books = {book.slug: book for book in Lorebook.objects.filter(product=product, slug__in=wanted)}
+    rows = (
+        LorebookEntry.objects.filter(product=product, lorebook__in=list(books.values()), deleted=False)
+        .select_related("lorebook")
+        .order_by("position", "pk")
+    )
+    by_book: dict[int, list[LorebookEntry]] = {}
+    for row in rows:
+        by_book.setdefault(row.lorebook_id, []).append(row)
+    found = [(books[slug], entry) for slug in wanted if slug in books for entry in by_book.get(books[slug].pk, [])]
+    return found, [slug for slug in wanted if slug not in books]

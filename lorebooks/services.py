@@ -1,0 +1,141 @@
+"""Lorebook writes: import a file, and create, edit or delete an entry under compare-and-set with history.
+
+Every entry write goes through memoryhub.cas (one conditional UPDATE on `revision`, its history row in the
+same transaction); an edit names World Info view fields and is merged into the entry's native JSON
+(lorebooks/formats.py), so fields memoryhub does not know survive every edit and the export.
+"""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from lorebooks import formats
+from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
+from lorebooks.selectors import entry_get, lorebook_get
+from memories.models import Product
+from memoryhub import cas
+from memoryhub.actors import Actor
+from memoryhub.errors import Conflict, InvalidRequest, RevisionConflict
+from memoryhub.identifiers import validate_identifier
+
+
+def lorebook_import(
+    *, product: Product, slug: object, name: object, parsed: formats.ParsedBook, actor: Actor
+) -> Lorebook:
+    """Create the lorebook with every entry at revision 1; 409 when the product has one with this id."""
+    slug = validate_identifier(slug, "id")  # type: ignore[arg-type]
+    if not isinstance(name, str) or not 1 <= len(name.strip()) <= 200:
+        raise InvalidRequest("name is required: 1-200 characters", details={"field": "name"})
+    for uid, _ in parsed.entries:
+        _check_uid(uid)
+    try:
+        with transaction.atomic():
+            lorebook = Lorebook.objects.create(
+                product=product, slug=slug, name=name.strip(), format=parsed.format, shell=parsed.shell
+            )
+            entries = LorebookEntry.objects.bulk_create(
+                LorebookEntry(product=product, lorebook=lorebook, uid=uid, position=i, data=native)
+                for i, (uid, native) in enumerate(parsed.entries)
+            )
+            LorebookEntryVersion.objects.bulk_create(
+                LorebookEntryVersion(
+                    product=product, entry=e, revision=1, data=e.data, cause="import", actor=str(actor)
+                )
+                for e in entries
+            )
+    except IntegrityError:
+        raise Conflict(f"a lorebook {slug!r} exists already", code="lorebook_exists") from None
+    return lorebook
+
+
+def lorebook_delete(*, product: Product, slug: str) -> None:
+    lorebook_get(product=product, slug=slug).delete()
+
+
+def _check_uid(uid: str) -> None:
+    if not 1 <= len(uid) <= 64:
+        raise InvalidRequest("an entry uid must be 1-64 characters", details={"field": "uid"})
+
+
+def _cause(actor: Actor) -> str:
+    return actor.type if actor.type in ("api_key", "operator", "tool") else "api_key"
+
+
+def entry_create(*, lorebook: Lorebook, entry: object, uid: object, actor: Actor) -> LorebookEntry:
+    """A new entry from view fields (defaults for the rest); its uid is the next free integer unless given."""
+    changes = validate_changes(entry)
+    view = formats.view_of(formats.WORLDINFO, changes)
+    with transaction.atomic():
+        siblings = LorebookEntry.objects.select_for_update().filter(lorebook=lorebook)  # serializes uid choice
+        taken = set(siblings.values_list("uid", flat=True))
+        if uid is None:
+            uid = str(max((int(u) for u in taken if u.isdigit()), default=-1) + 1)
+        elif not isinstance(uid, str):
+            raise InvalidRequest("uid must be a string", details={"field": "uid"})
+        _check_uid(uid)
+        if uid in taken:
+            raise Conflict(f"lorebook {lorebook.slug!r} has an entry {uid!r} already", code="entry_exists")
+        position = (siblings.aggregate(last=Max("position"))["last"] or 0) + 1
+        native = formats.new_native(lorebook.format, uid, view)
+        row = LorebookEntry.objects.create(
+            product=lorebook.product, lorebook=lorebook, uid=uid, position=position, data=native
+        )
+        LorebookEntryVersion.objects.create(
+            product=lorebook.product, entry=row, revision=1, data=native, cause=_cause(actor), actor=str(actor)
+        )
+    return row
+
+
+def validate_changes(changes: object, where: str = "entry") -> dict:
+    """View fields of an edit, checked with the schema every import and admin edit uses."""
+    if not isinstance(changes, dict):
+        raise InvalidRequest(f"{where} must be an object of entry fields", details={"field": where})
+    return formats.validate_view(changes, where)
+
+
+def entry_update(*, entry: LorebookEntry, expected_revision: int, changes: object, actor: Actor) -> int:
+    """Merge the view fields into the native JSON iff the stored revision is `expected_revision` (409 otherwise)."""
+    clean = validate_changes(changes)
+    if entry.revision != expected_revision:  # the merge base must be the revision the caller read
+        raise RevisionConflict(
+            entry.revision, message=f"the entry is at revision {entry.revision}; re-read and decide again"
+        )
+    native = formats.apply_edit(entry.lorebook.format, entry.data, clean)
+    formats.validate_view(formats.view_of(entry.lorebook.format, native), "entry")
+    if native == entry.data:
+        return entry.revision  # nothing to write: the revision stays
+    return _write(entry, expected_revision, native, deleted=False, actor=actor)
+
+
+def entry_delete(*, entry: LorebookEntry, expected_revision: int, actor: Actor) -> int:
+    """Mark it deleted as a new revision (its history stays; export and recall no longer see it)."""
+    return _write(entry, expected_revision, entry.data, deleted=True, actor=actor)
+
+
+def _write(entry: LorebookEntry, expected: int, native: dict, *, deleted: bool, actor: Actor) -> int:
+    return cas.compare_and_set(
+        cas.Versioned(
+            LorebookEntry,
+            {"pk": entry.pk, "deleted": False},
+            kind="lorebook_entry",
+            conflict_message="the entry is at revision {current}; re-read and decide again",
+            missing_message=f"no entry {entry.uid!r} in lorebook {entry.lorebook.slug!r}",
+        ),
+        expected,
+        changes={"data": native, "deleted": deleted, "updated_at": timezone.now()},
+        history=lambda revision: LorebookEntryVersion.objects.create(
+            product_id=entry.product_id,
+            entry_id=entry.pk,
+            revision=revision,
+            data=native,
+            deleted=deleted,
+            cause=_cause(actor),
+            actor=str(actor)[:200],
+        ),
+    )
+
+
+def entry_for_edit(*, product: Product, slug: str, uid: str) -> LorebookEntry:
+    return entry_get(lorebook_get(product=product, slug=slug), uid)

@@ -1,0 +1,45 @@
+"""The MCP lorebook tools: a model reads the entries of its scenario's lorebooks and edits one under CAS."""
+
+from __future__ import annotations
+
+import pytest
+
+from lorebooks.models import LorebookEntryVersion
+from tests.mcp.support import call, mint, rpc
+
+from .support import import_world
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def token(alice):
+    import_world(alice)
+    alice.post("/v1/lorebooks", {"id": "other", "name": "o", "worldInfo": {"entries": {}}})
+    source = {"id": "wi", "agentRef": "lorebook", "variable": "worldInfo", "lorebooks": ["eldoria"]}
+    body = {"id": "lore", "name": "lore", "memorySources": [source], "template": "{{worldInfo}}"}
+    assert alice.post("/v1/scenarios", body).status_code == 201
+    return mint(alice, scenarioId="lore")
+
+
+def test_the_tools_are_offered_with_a_lorebook_scenario_only(alice, client, token):
+    names = {t["name"] for t in rpc(client, token, "tools/list").json()["result"]["tools"]}
+    assert {"get_lorebook_entries", "edit_lorebook_entry"} <= names
+    plain = {"id": "plain", "name": "p", "memorySources": [], "template": "x"}
+    assert alice.post("/v1/scenarios", plain).status_code == 201
+    other = rpc(client, mint(alice, scenarioId="plain"), "tools/list").json()["result"]["tools"]
+    assert not {"get_lorebook_entries", "edit_lorebook_entry"} & {t["name"] for t in other}
+
+
+def test_a_model_reads_and_edits_an_entry_under_compare_and_set(alice, client, token):
+    read = call(client, token, "get_lorebook_entries")["structuredContent"]
+    assert [b["id"] for b in read["lorebooks"]] == ["eldoria"]  # not "other": the scenario does not recall it
+    entry = next(e for e in read["lorebooks"][0]["entries"] if e["uid"] == "2")
+    edit = {"lorebook": "eldoria", "uid": "2", "expectedRevision": entry["revision"], "entry": {"order": 85}}
+    assert call(client, token, "edit_lorebook_entry", edit)["structuredContent"] == {"revision": 2}
+    stale = call(client, token, "edit_lorebook_entry", edit)
+    assert stale["isError"] is True and "revision 2" in stale["content"][0]["text"]
+    assert alice.get("/v1/lorebooks/eldoria/entries/2").json()["entry"]["order"] == 85
+    assert LorebookEntryVersion.objects.get(entry__uid="2", revision=2).cause == "tool"
+    foreign = call(client, token, "edit_lorebook_entry", edit | {"lorebook": "other", "expectedRevision": 2})
+    assert foreign["isError"] is True
