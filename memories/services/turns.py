@@ -10,8 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.models import Conversation, Message, Scenario, Turn
-from memories.services.branches import turn_supersede
 from memories.selectors.witness import live_messages, witnessed_by
+from memories.services.branches import turn_supersede
 from memories.services.conversations import conversation_scope, conversation_state
 from memories.services.events import event_emit_for_turn
 from memories.services.memory_write import memory_write_after_commit
