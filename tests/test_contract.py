@@ -117,4 +117,11 @@ def test_the_tool_call_answers_the_shapes_of_the_memory_endpoints(alice):
         call, {"name": "update_memory", "arguments": {"expectedRevision": 0, "memory": {"scene": "x"}}}, format="json"
     )
     assert assert_envelope(stale, 409, "revision_conflict")["details"] == {"currentRevision": 1}
+    unknown = tool.post(call, {"name": "drop_memory", "arguments": {}}, format="json")
+    assert assert_envelope(unknown, 400, "invalid_request")["details"] == {"field": "name"}
+    bad = tool.post(
+        call, {"name": "update_memory", "arguments": {"expectedRevision": "1", "memory": {}}}, format="json"
+    )
+    assert assert_envelope(bad, 400, "invalid_request")["details"] == {"field": "arguments.expectedRevision"}
+    assert_envelope(alice.post(call, {"name": "get_memory", "arguments": {}}), 401)  # a product key is not a token
     assert openapi.take_violations() == []

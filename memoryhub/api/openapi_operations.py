@@ -116,8 +116,8 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "envelope: 400 invalid_request for an unknown tool (details.field `name`) or invalid arguments "
         "(details.field `arguments.…`), 400 invalid_memory / 413 memory_too_large as for PUT …/memory, 409 "
         "revision_conflict with details.currentRevision (call get_memory and decide again; never replay the "
-        "write), 403 forbidden when the token's scenario has toolUpdates off, 401 for an expired or revoked "
-        "token, 409 erasure_in_progress while the user is erased.",
+        "write), 403 forbidden when the token's scenario has toolUpdates off, 401 for a product key or an "
+        "expired or revoked token, 409 erasure_in_progress while the user is erased. docs/contract.md#tool-tokens",
     ),
     "memory_kinds_list": (
         "long-term memories",
