@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,9 +20,10 @@ from django.conf import settings
 
 from memories.models import MemoryRevision
 from memories.services.products import product_create
-from tests.support import openapi
+from tests.support import openapi, readme
 
 CLIENT = Path(settings.BASE_DIR) / "clients" / "typescript"
+DOCS = Path(settings.BASE_DIR) / "docs" / "clients.md"
 HERE = Path(__file__).parent
 NPM = shutil.which("npm")
 pytestmark = pytest.mark.skipif(NPM is None and not os.environ.get("MEMORYHUB_REQUIRE_SERVICES"), reason="no npm")
@@ -73,9 +75,31 @@ def installed(client_dependencies, tmp_path_factory) -> Path:
             }
         )
     )
-    for program in ("hub.ts", "seed_flow.ts"):
+    for program in ("hub.ts", "seed_flow.ts", "seed_tools.d.ts"):
         shutil.copy(HERE / program, project / program)
+    for number, block in enumerate(readme.sh_blocks(DOCS.read_text(), info="ts")):
+        (project / f"docs_{number}.ts").write_text(_free_names_declared("\n".join(block[1])))
     return project
+
+
+# What docs/clients.md's snippets take from the surrounding program (each block is compiled on its own).
+FREE = {
+    "process": "{ env: Record<string, string | undefined> }",
+    "baseUrl": "string",
+    "userId": "string",
+    "conversationId": "string",
+    "hub": "import('@memoryhub/client').MemoryHub",
+    "doc": "import('@memoryhub/client').MemoryDocument",
+}
+
+
+def _free_names_declared(code: str) -> str:
+    declared = [
+        f"declare const {name}: {kind};"
+        for name, kind in FREE.items()
+        if re.search(rf"\b{name}\b", code) and not re.search(rf"const (\{{[^}}]*\b{name}\b[^}}]*\}}|{name}\b)", code)
+    ]
+    return code + "\n" + "\n".join(declared) + "\nexport {};\n"
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +138,7 @@ def test_the_generated_types_are_those_of_the_served_schema(client_dependencies,
 def test_the_package_compiles_strictly_and_imports_silently(compiled):
     installed = compiled
     assert (installed / "out" / "hub.js").exists() and (installed / "out" / "seed_flow.js").exists()
+    assert len(list((installed / "out").glob("docs_*.js"))) >= 4  # docs/clients.md's examples compile too
     config = json.loads((installed / "tsconfig.json").read_text())["compilerOptions"]
     assert config["strict"] is True and "paths" not in config and "baseUrl" not in config
     # No side effects: importing it prints nothing and fetches nothing.
