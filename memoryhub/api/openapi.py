@@ -127,7 +127,7 @@ OPS_PATHS = {
 # Components whose objects carry keys beyond their fields: a scenario's sections belong to the apps that register
 # them (memoryhub/runtimes/registry.py: diary, tables, tableWebhook, hinos, …) and are validated by those apps.
 SECTIONS = {"description": "A section of an app that registered one (diary, tables, …), validated by that app."}
-OPEN_COMPONENTS = {"ScenarioOut": SECTIONS, "ScenarioRequest": SECTIONS, "PatchedScenarioRequest": SECTIONS}
+OPEN_COMPONENTS = {"Scenario": SECTIONS, "ScenarioRequest": SECTIONS, "PatchedScenarioRequest": SECTIONS}
 
 
 def add_error_envelope(result, generator, request, public):

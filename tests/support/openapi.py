@@ -21,9 +21,15 @@ from jsonschema import Draft202012Validator
 METHODS = ("get", "put", "post", "patch", "delete")
 
 
-@cache
 def document() -> dict:
-    """The schema as /api/schema/ serves it."""
+    """The schema as /api/schema/ serves it now: it names the registered runtimes (a test may register one)."""
+    from memoryhub.runtimes import registry
+
+    return _document(tuple(registry.runtime_names()))
+
+
+@cache
+def _document(runtimes: tuple[str, ...]) -> dict:
     from drf_spectacular.generators import SchemaGenerator
 
     return SchemaGenerator().get_schema(request=None, public=True)
@@ -53,9 +59,12 @@ def json_schema(node: Any) -> Any:
     return out
 
 
-@cache
 def _routes() -> list[tuple[re.Pattern[str], str]]:
-    paths = document()["paths"]
+    return _routes_of_paths(tuple(document()["paths"]))
+
+
+@cache
+def _routes_of_paths(paths: tuple[str, ...]) -> list[tuple[re.Pattern[str], str]]:
     # Literal segments win over parameters (/memories/search before /memories/{memory_id}).
     ordered = sorted(paths, key=lambda p: (p.count("{"), -len(p)))
     return [(re.compile("^" + "/".join(_segment(s) for s in p.split("/")) + "$"), p) for p in ordered]
@@ -69,9 +78,15 @@ def route(path: str) -> str | None:
     return next((template for pattern, template in _routes() if pattern.match(path)), None)
 
 
-@cache
 def _validator(template: str, method: str, status_key: str, media: str) -> Draft202012Validator:
-    doc = document()
+    from memoryhub.runtimes import registry
+
+    return _validator_of(tuple(registry.runtime_names()), template, method, status_key, media)
+
+
+@cache
+def _validator_of(runtimes: tuple[str, ...], template: str, method: str, status_key: str, media: str):
+    doc = _document(runtimes)
     schema = doc["paths"][template][method]["responses"][status_key]["content"][media]["schema"]
     root = {**json_schema(copy.deepcopy(schema)), "components": json_schema(copy.deepcopy(doc["components"]))}
     return Draft202012Validator(root)

@@ -1686,7 +1686,7 @@ export interface components {
          * @enum {string}
          */
         RoleEnum: "user" | "assistant";
-        ScenarioOut: {
+        Scenario: {
             id: string;
             name: string;
             memoryRuntime?: components["schemas"]["MemoryRuntimeEnum"];
@@ -1709,7 +1709,7 @@ export interface components {
             [key: string]: unknown;
         };
         ScenarioPage: {
-            results: components["schemas"]["ScenarioOut"][];
+            results: components["schemas"]["Scenario"][];
             next: string | null;
         };
         ScenarioRequest: {
@@ -2712,7 +2712,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScenarioOut"];
+                    "application/json": components["schemas"]["Scenario"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
@@ -2742,7 +2742,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScenarioOut"];
+                    "application/json": components["schemas"]["Scenario"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
@@ -2776,7 +2776,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScenarioOut"];
+                    "application/json": components["schemas"]["Scenario"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
@@ -2839,7 +2839,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScenarioOut"];
+                    "application/json": components["schemas"]["Scenario"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */

@@ -6,7 +6,7 @@ declared here fails), so they and the `*_to_dict` functions that write the wire 
 
 from __future__ import annotations
 
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from .documents import MemoryReadSerializer, MemoryWriteResultSerializer
@@ -15,6 +15,7 @@ from .turns import ScenarioSerializer
 JSON_OBJECT = serializers.DictField  # a free-form JSON object
 
 
+@extend_schema_serializer(component_name="Scenario")  # the name clients know the scenario by
 class ScenarioOutSerializer(ScenarioSerializer):
     createdAt = serializers.DateTimeField()
     updatedAt = serializers.DateTimeField()
