@@ -4,7 +4,7 @@
  */
 import createClient, { type Client } from "openapi-fetch";
 
-import { unwrap } from "./http.js";
+import { unwrap, type MemoryObject, type MemorySnapshot } from "./http.js";
 import type { components, paths } from "./schema.js";
 
 export * from "./errors.js";
@@ -13,7 +13,6 @@ export type { components, operations, paths } from "./schema.js";
 
 export type Schemas = components["schemas"];
 export type { MemoryObject, MemorySnapshot } from "./http.js";
-import type { MemoryObject, MemorySnapshot } from "./http.js";
 
 export interface MemoryHubOptions {
   /** The server, e.g. "https://memoryhub.example.com" (no trailing /v1). */
