@@ -43,7 +43,9 @@ def pytest_sessionfinish(session, exitstatus):
         return
     missing = openapi.unexercised()
     if missing:
-        print(f"\nFAIL: operations of the OpenAPI schema no test received a success from: {', '.join(missing)}")
+        message = f"FAIL: operations of the OpenAPI schema no test got a success from: {', '.join(missing)}"
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        (reporter.write_line if reporter else print)(message)
         session.exitstatus = 1
 
 
