@@ -317,7 +317,7 @@ REST_FRAMEWORK = {
         "auth_failures": RATE_LIMIT_AUTH_FAILURES,
     },
     "EXCEPTION_HANDLER": "memoryhub.api.handler.envelope_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "memoryhub.api.openapi.MemoryhubAutoSchema",  # tags, summaries: memoryhub/api/openapi.py
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -332,6 +332,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": MAX_ROW_ID}},  # converters.py
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memoryhub.api.openapi.add_error_envelope",
+    ],
 }
 
 _VALIDATION = "django.contrib.auth.password_validation"

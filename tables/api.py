@@ -25,6 +25,44 @@ class TableEditSerializer(StrictSerializer):
     rows = serializers.JSONField(help_text="The complete new rows: a list of rows, one string per column each.")
 
 
+class TableSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    index = serializers.IntegerField(help_text="The table's place in the scenario's list (the rendered index).")
+    name = serializers.CharField()
+    columns = serializers.ListField(child=serializers.CharField())
+    note = serializers.CharField(allow_blank=True)
+    rules = serializers.DictField(help_text="Trigger texts: init, insert, update, delete.")
+    required = serializers.BooleanField()
+    maxRows = serializers.IntegerField(allow_null=True)
+    rows = serializers.ListField(child=serializers.ListField(child=serializers.CharField(allow_blank=True)))
+    version = serializers.IntegerField()
+    updatedAt = serializers.DateTimeField()
+
+
+class TableListSerializer(serializers.Serializer):
+    tables = TableSerializer(many=True)
+    memoryTable = serializers.CharField(allow_blank=True, help_text="The tables rendered for the template.")
+    version = serializers.IntegerField(help_text="The sum of the tables' versions: changes whenever one does.")
+
+
+class TableEditedSerializer(TableSerializer):
+    changed = serializers.BooleanField(help_text="false when the rows sent were the stored rows (no new version)")
+
+
+class TableVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    rows = serializers.ListField(child=serializers.ListField(child=serializers.CharField(allow_blank=True)))
+    cause = serializers.CharField()
+    actor = serializers.CharField(allow_null=True)
+    turnId = serializers.IntegerField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+
+
+class TableVersionPageSerializer(serializers.Serializer):
+    results = TableVersionSerializer(many=True)
+    next = serializers.CharField(allow_null=True)
+
+
 def table_address(request, user_id: str, conversation_id: str) -> ConversationAddress:
     address = conversation_address(request, user_id, conversation_id)
     return ConversationAddress(address.product, address.user_id, address.conversation_id)
@@ -60,7 +98,7 @@ def version_to_dict(row: MemoryTableVersion) -> dict[str, Any]:
 class TableListView(APIView):
     """The conversation's tables and their rendered `memoryTable` text ({"tables": []} before first use)."""
 
-    @extend_schema(responses=dict, operation_id="tables_list")
+    @extend_schema(responses=TableListSerializer, operation_id="tables_list")
     def get(self, request, user_id: str, conversation_id: str):
         tables = tables_list(table_address(request, user_id, conversation_id))
         return Response(
@@ -75,11 +113,11 @@ class TableListView(APIView):
 class TableDetailView(APIView):
     """One table; PUT replaces its rows iff `expectedVersion` is the stored version (409 otherwise)."""
 
-    @extend_schema(responses=dict, operation_id="table_get")
+    @extend_schema(responses=TableSerializer, operation_id="table_get")
     def get(self, request, user_id: str, conversation_id: str, table_id: int):
         return Response(table_to_dict(table_get(table_address(request, user_id, conversation_id), table_id)))
 
-    @extend_schema(request=TableEditSerializer, responses=dict, operation_id="table_replace")
+    @extend_schema(request=TableEditSerializer, responses=TableEditedSerializer, operation_id="table_replace")
     def put(self, request, user_id: str, conversation_id: str, table_id: int):
         table = table_get(table_address(request, user_id, conversation_id), table_id)
         data = validated(TableEditSerializer, request.data)
@@ -94,7 +132,7 @@ class TableVersionListView(APIView):
     """Every committed version of a table, newest first, with what caused it."""
 
     @extend_schema(
-        responses=dict,
+        responses=TableVersionPageSerializer,
         parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
         operation_id="table_versions",
     )

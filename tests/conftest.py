@@ -15,12 +15,38 @@ from django.core.cache import cache
 from memoryhub import faults
 from memoryhub.api import auth_failures
 from memoryhub.runtimes import registry
+from tests.support import openapi
 from tests.support.api import ProductApi
 from tests.support.services import MARKERS, REQUIRE_SERVICES, service_missing
 
 # The tests' own SECRET_KEY (settings.py lets the test runner generate one): every server and worker the suite
 # starts inherits it, so they verify the tool tokens and sessions this process signs.
 os.environ.setdefault("SECRET_KEY", settings.SECRET_KEY)
+
+
+@pytest.fixture(autouse=True)
+def _responses_match_the_schema():
+    """Every API response of the test validates against the OpenAPI schema (tests/support/openapi.py)."""
+    openapi.install()
+    openapi.document()  # generated once, before the test: never inside a timed request
+    openapi.take_violations()
+    yield
+    violations = openapi.take_violations()
+    assert not violations, "responses the OpenAPI schema does not describe:\n" + "\n".join(violations)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A full run (no paths, -k or -m) also fails for an operation of the schema no test got a 2xx answer from."""
+    option = session.config.option
+    whole = not option.file_or_dir and not option.keyword and not option.markexpr and session.testscollected > 1000
+    if exitstatus != 0 or not whole or session.testsfailed:
+        return
+    missing = openapi.unexercised()
+    if missing:
+        message = f"FAIL: operations of the OpenAPI schema no test got a success from: {', '.join(missing)}"
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        (reporter.write_line if reporter else print)(message)
+        session.exitstatus = 1
 
 
 def pytest_runtest_setup(item):

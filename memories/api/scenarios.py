@@ -10,6 +10,7 @@ from memories.services.scenarios import scenario_create, scenario_delete, scenar
 from memoryhub.api.pagination import page_params
 from memoryhub.timefmt import iso
 
+from .serializers.responses import ScenarioOutSerializer, ScenarioPageSerializer, ScenarioVersionPageSerializer
 from .serializers.turns import ScenarioSerializer
 
 
@@ -38,7 +39,7 @@ def _version_out(version: ScenarioVersion) -> dict:
 
 class ScenarioListView(APIView):
     @extend_schema(
-        responses=ScenarioSerializer(many=True),
+        responses=ScenarioPageSerializer,
         operation_id="scenarios_list",
         parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
     )
@@ -47,22 +48,22 @@ class ScenarioListView(APIView):
         rows, next_cursor = scenarios_page(product=request.user.product, cursor=cursor, limit=limit)
         return Response({"results": [_out(s) for s in rows], "next": next_cursor})
 
-    @extend_schema(request=ScenarioSerializer, responses={201: ScenarioSerializer}, operation_id="scenarios_create")
+    @extend_schema(request=ScenarioSerializer, responses={201: ScenarioOutSerializer}, operation_id="scenarios_create")
     def post(self, request):
         scenario = scenario_create(product=request.user.product, data=request.data, actor=request.user.actor)
         return Response(_fresh(scenario), status=201)
 
 
 class ScenarioDetailView(APIView):
-    @extend_schema(responses=ScenarioSerializer, operation_id="scenarios_get")
+    @extend_schema(responses=ScenarioOutSerializer, operation_id="scenarios_get")
     def get(self, request, scenario_id: str):
         return Response(_out(scenario_get(product=request.user.product, slug=scenario_id)))
 
-    @extend_schema(request=ScenarioSerializer, responses=ScenarioSerializer, operation_id="scenarios_replace")
+    @extend_schema(request=ScenarioSerializer, responses=ScenarioOutSerializer, operation_id="scenarios_replace")
     def put(self, request, scenario_id: str):
         return self._update(request, scenario_id, partial=False)
 
-    @extend_schema(request=ScenarioSerializer, responses=ScenarioSerializer, operation_id="scenarios_patch")
+    @extend_schema(request=ScenarioSerializer, responses=ScenarioOutSerializer, operation_id="scenarios_patch")
     def patch(self, request, scenario_id: str):
         return self._update(request, scenario_id, partial=True)
 
@@ -81,7 +82,7 @@ class ScenarioDetailView(APIView):
 class ScenarioVersionListView(APIView):
     @extend_schema(
         operation_id="scenarios_versions",
-        responses=dict,
+        responses=ScenarioVersionPageSerializer,
         parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
     )
     def get(self, request, scenario_id: str):

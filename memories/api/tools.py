@@ -17,6 +17,7 @@ from memoryhub.api.common import conversation_address, validated
 from memoryhub.timefmt import iso
 
 from .authentication import ProductKeyAuthentication, ToolTokenAuthentication
+from .serializers.responses import ToolCallResultSerializer, ToolListSerializer
 from .serializers.turns import (
     ToolCallSerializer,
     ToolTokenMintedSerializer,
@@ -72,7 +73,7 @@ class ToolListView(APIView):
     authentication_classes = [ToolTokenAuthentication, ProductKeyAuthentication]
     permission_classes = [IsProductOrToolClient]
 
-    @extend_schema(responses=dict, operation_id="tools_list")
+    @extend_schema(responses=ToolListSerializer, operation_id="tools_list")
     def get(self, request):
         token = request.user.claims.get("token")
         return Response({"tools": tools_available(product=request.user.product, token=token)})
@@ -82,7 +83,7 @@ class ToolCallView(APIView):
     authentication_classes = [ToolTokenAuthentication]
     permission_classes = [IsToolClient]
 
-    @extend_schema(request=ToolCallSerializer, responses=dict, operation_id="tools_call")
+    @extend_schema(request=ToolCallSerializer, responses=ToolCallResultSerializer, operation_id="tools_call")
     def post(self, request):
         data = validated(ToolCallSerializer, request.data)
         details = tool_call(

@@ -23,6 +23,13 @@ from memoryhub.api.pagination import page_params
 from memoryhub.identifiers import ID_PATTERN
 from memoryhub.timefmt import iso
 
+from .serializers.responses import (
+    CompletionSerializer,
+    EventPageSerializer,
+    MessagePageSerializer,
+    TurnDetailSerializer,
+    TurnSerializer,
+)
 from .serializers.turns import (
     EmptySerializer,
     TurnCompleteSerializer,
@@ -37,7 +44,7 @@ PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
 class TurnPrepareView(APIView):
     @extend_schema(
         request=TurnPrepareSerializer,
-        responses={201: dict},
+        responses={201: TurnSerializer},
         operation_id="turns_prepare",
         description="Recall every source and render the scenario's template. A rendered prompt over "
         "MEMORYHUB_PROMPT_MAX_CHARS (default 2,000,000 characters) is refused before it is built: "
@@ -82,7 +89,7 @@ class TurnPrepareView(APIView):
 
 
 class TurnDetailView(APIView):
-    @extend_schema(responses=dict, operation_id="turns_get")
+    @extend_schema(responses=TurnDetailSerializer, operation_id="turns_get")
     def get(self, request, user_id: str, conversation_id: str, turn_id: int):
         turn = turn_get(address=conversation_address(request, user_id, conversation_id), turn_id=turn_id)
         extra = {
@@ -94,7 +101,7 @@ class TurnDetailView(APIView):
 
 
 class TurnCompleteView(APIView):
-    @extend_schema(request=TurnCompleteSerializer, responses=dict, operation_id="turns_complete")
+    @extend_schema(request=TurnCompleteSerializer, responses=CompletionSerializer, operation_id="turns_complete")
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
         data = validated(TurnCompleteSerializer, request.data)
@@ -103,7 +110,7 @@ class TurnCompleteView(APIView):
 
 
 class TurnAcceptView(APIView):
-    @extend_schema(request=EmptySerializer, responses=dict, operation_id="turns_accept")
+    @extend_schema(request=EmptySerializer, responses=CompletionSerializer, operation_id="turns_accept")
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
         validated(EmptySerializer, request.data or {})
@@ -111,7 +118,7 @@ class TurnAcceptView(APIView):
 
 
 class MessageListView(APIView):
-    @extend_schema(responses=dict, parameters=PAGE, operation_id="messages_list")
+    @extend_schema(responses=MessagePageSerializer, parameters=PAGE, operation_id="messages_list")
     def get(self, request, user_id: str, conversation_id: str):
         cursor, limit = page_params(request)
         rows, next_cursor = messages_page(
@@ -136,7 +143,9 @@ class MessageListView(APIView):
 
 
 class EventListView(APIView):
-    @extend_schema(responses=dict, parameters=[*PAGE, OpenApiParameter("type", str)], operation_id="events_list")
+    @extend_schema(
+        responses=EventPageSerializer, parameters=[*PAGE, OpenApiParameter("type", str)], operation_id="events_list"
+    )
     def get(self, request, user_id: str, conversation_id: str):
         cursor, limit = page_params(request)
         rows, next_cursor = events_page(

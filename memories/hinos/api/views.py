@@ -59,10 +59,25 @@ def conversation_header(request, *, required: bool) -> str | None:
     return validate_identifier(value, CONVERSATION_HEADER)
 
 
+class HinosPreparedSerializer(serializers.Serializer):
+    claim_id = serializers.CharField(help_text="Names this prepare; commit sends it back.")
+    memory = serializers.CharField(allow_blank=True, help_text='"## <title>\\n<text>" blocks; "" when nothing.')
+    turn = serializers.IntegerField()
+    state_through_round = serializers.IntegerField()
+    sources = serializers.ListField(child=serializers.DictField(), help_text="What each memory source answered.")
+
+
+class HinosCommittedSerializer(serializers.Serializer):
+    committed = serializers.BooleanField()
+    claim_id = serializers.CharField()
+    turn = serializers.IntegerField()
+    replayed = serializers.BooleanField(help_text="true when this claim was committed before: nothing new is written")
+
+
 class HinosPrepareView(APIView):
     @extend_schema(
         request=HinosPrepareSerializer,
-        responses=dict,
+        responses=HinosPreparedSerializer,
         parameters=[HEADER_PARAMETER],
         operation_id="hinos_memory_prepare",
     )
@@ -95,7 +110,10 @@ class HinosPrepareView(APIView):
 
 class HinosCommitView(APIView):
     @extend_schema(
-        request=HinosCommitSerializer, responses=dict, parameters=[HEADER_PARAMETER], operation_id="hinos_memory_commit"
+        request=HinosCommitSerializer,
+        responses=HinosCommittedSerializer,
+        parameters=[HEADER_PARAMETER],
+        operation_id="hinos_memory_commit",
     )
     def post(self, request):
         conversation_id = conversation_header(request, required=False)

@@ -247,7 +247,9 @@ class CheckpointView(APIView):
     """Commit one stage of a task, once."""
 
     @extend_schema(
-        request=s.CheckpointSerializer, responses={201: s.CheckpointResultSerializer}, operation_id="tasks_checkpoint"
+        request=s.CheckpointSerializer,
+        responses={201: s.CheckpointResultSerializer, 200: s.CheckpointResultSerializer},
+        operation_id="tasks_checkpoint",
     )
     def put(self, request, user_id: str, task_id: str, stage: str):
         scope = user_address(request, user_id)
@@ -267,7 +269,11 @@ class CheckpointView(APIView):
 class ReportView(APIView):
     """Publish a task's final report atomically, once."""
 
-    @extend_schema(request=s.ReportSerializer, responses={201: s.ReportResultSerializer}, operation_id="tasks_report")
+    @extend_schema(
+        request=s.ReportSerializer,
+        responses={201: s.ReportResultSerializer, 200: s.ReportResultSerializer},
+        operation_id="tasks_report",
+    )
     def put(self, request, user_id: str, task_id: str):
         scope = user_address(request, user_id)
         task_id = validate_identifier(task_id, "taskId")

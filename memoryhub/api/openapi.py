@@ -1,0 +1,152 @@
+"""What the OpenAPI document says about each operation: its area (tag), summary and description.
+
+One table, keyed by operation id, so that every operation is documented in one place and a new one without an
+entry shows up in tests/test_contract.py. Docstrings are for maintainers and are never published: an operation's
+description is the `extend_schema(description=…)` of its view, else the table's. Every error status carries the
+error envelope (docs/contract.md#the-error-envelope), added here once instead of on every view.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.openapi import AutoSchema
+
+from memoryhub.api.openapi_operations import OPERATIONS, TAGS
+
+__all__ = ["TAGS", "MemoryhubAutoSchema", "add_error_envelope"]
+
+
+class MemoryhubAutoSchema(AutoSchema):
+    def _entry(self) -> tuple[str, str, str] | None:
+        return OPERATIONS.get(self.get_operation_id())
+
+    def get_tags(self) -> list[str]:
+        entry = self._entry()
+        return [entry[0]] if entry else ["undocumented"]
+
+    def get_summary(self) -> str | None:
+        entry = self._entry()
+        return entry[1] if entry else None
+
+    def get_description(self) -> str:  # type: ignore[override]
+        entry = self._entry()
+        return entry[2] if entry else ""
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        schema.pop("description", None)  # a serializer's docstring is an implementation note
+        return schema
+
+
+ERROR_ENVELOPE = {
+    "type": "object",
+    "description": "Every error: `code` is stable and meant for programs, `message` for people, `details` an "
+    "object (empty when there is nothing to add). docs/contract.md#the-error-envelope",
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "example": "revision_conflict"},
+                "message": {"type": "string"},
+                "details": {"type": "object", "additionalProperties": {}},
+            },
+            "required": ["code", "message", "details"],
+            "additionalProperties": False,
+        }
+    },
+    "required": ["error"],
+    "additionalProperties": False,
+}
+ERROR_DESCRIPTION = "An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes."
+
+
+def _plain_operation(operation_id: str, responses: dict) -> dict:
+    tag, summary, description = OPERATIONS[operation_id]
+    return {
+        "operationId": operation_id,
+        "tags": [tag],
+        "summary": summary,
+        "description": description,
+        "security": [{}],
+        "responses": responses,
+    }
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+# The operators' endpoints are plain Django views (memoryhub/api/health.py, metrics.py), outside DRF's generator.
+_STATUS = {"type": "string"}
+OPS_PATHS = {
+    "/healthz": {
+        "get": _plain_operation(
+            "healthz",
+            {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "properties": {"status": {"type": "string", "enum": ["ok"]}},
+                        "required": ["status"],
+                    },
+                    "Alive.",
+                )
+            },
+        )
+    },
+    "/readyz": {
+        "get": _plain_operation(
+            "readyz",
+            {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "status": {"type": "string", "enum": ["ready"]},
+                            "dependencies": {"type": "object", "additionalProperties": _STATUS},
+                        },
+                        "required": ["status", "dependencies"],
+                    },
+                    "Every dependency answers.",
+                ),
+                "503": {"description": "A dependency is down."},
+            },
+        )
+    },
+    "/metrics": {
+        "get": _plain_operation(
+            "metrics",
+            {
+                "200": {"description": "Prometheus text", "content": {"text/plain": {"schema": {"type": "string"}}}},
+                "401": {"description": "No METRICS_TOKEN and not an allowed address."},
+            },
+        )
+    },
+}
+
+
+# Components whose objects carry keys beyond their fields: a scenario's sections belong to the apps that register
+# them (memoryhub/runtimes/registry.py: diary, tables, tableWebhook, hinos, …) and are validated by those apps.
+SECTIONS = {"description": "A section of an app that registered one (diary, tables, …), validated by that app."}
+OPEN_COMPONENTS = {"Scenario": SECTIONS, "ScenarioRequest": SECTIONS, "PatchedScenarioRequest": SECTIONS}
+
+
+def add_error_envelope(result, generator, request, public):
+    """drf-spectacular postprocessing hook: every operation documents its errors as the error envelope."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas["ErrorEnvelope"] = ERROR_ENVELOPE
+    for name, extra in OPEN_COMPONENTS.items():
+        if name in schemas:
+            schemas[name]["additionalProperties"] = extra
+    result["paths"] = {**OPS_PATHS, **result.get("paths", {})}
+    envelope = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
+    result["tags"] = [{"name": name, "description": description} for name, description in TAGS.items()]
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            for status, response in responses.items():
+                if status[0] in "45" and "content" not in response:
+                    response["content"] = envelope
+            responses.setdefault("default", {"description": ERROR_DESCRIPTION, "content": envelope})
+    return result
