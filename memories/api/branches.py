@@ -30,6 +30,13 @@ class RollbackSerializer(serializers.Serializer):
         "the turn by someone else and was left as it is (kinds.<kind>.status)",
     )
     kinds = serializers.DictField(child=serializers.JSONField(), help_text="e.g. tables, state, story, compact")
+    byTurnId = serializers.IntegerField(
+        required=False, allow_null=True, help_text="rolled_back: the turn that superseded it (null for a delete)"
+    )
+    displacedTurnId = serializers.IntegerField(
+        required=False, allow_null=True, help_text="reapplied: the reply this select superseded"
+    )
+    at = serializers.DateTimeField()
 
 
 class SelectedSerializer(serializers.Serializer):

@@ -81,6 +81,24 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "The user accepted the reply: writes waiting for acceptance (commitOn: accepted) run now (409 "
         "turn_not_acceptable before completion).",
     ),
+    "turns_select": (
+        "turns",
+        "Swipe back to a reply",
+        "The turn (a superseded reply of its round) becomes the current reply: the current one is superseded and its "
+        "derived writes rolled back, then this turn's are written again (docs/roleplay.md#swipes-and-rollback).",
+    ),
+    "messages_edit": (
+        "turns",
+        "Edit a message",
+        "A new turn of the same round replaces the message's turn; the old turn's derived writes are rolled back "
+        "and the edited reply's applied (docs/roleplay.md#editing-and-deleting-messages).",
+    ),
+    "messages_delete": (
+        "turns",
+        "Delete a message",
+        "Supersedes the message's turn with no replacement (kept, marked deleted); its derived writes are rolled "
+        "back. Deleting the user message removes its reply too (docs/roleplay.md#editing-and-deleting-messages).",
+    ),
     "messages_list": ("turns", "List messages", "The conversation's messages, oldest first." + _PAGE),
     "events_list": (
         "turns",

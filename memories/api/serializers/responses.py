@@ -59,12 +59,17 @@ class TurnSerializer(serializers.Serializer):
     unreferencedVariables = serializers.ListField(child=serializers.CharField())
     sources = serializers.ListField(child=JSON_OBJECT(), help_text="What each memory source answered.")
     requestId = serializers.CharField(allow_blank=True)
+    witness = JSON_OBJECT(required=False, help_text="group scenes: name, userName, present (docs/roleplay.md)")
 
 
 class TurnDetailSerializer(TurnSerializer):
     committed = serializers.BooleanField()
     memoryWrite = JSON_OBJECT()
     runtimeState = JSON_OBJECT()
+    replacesTurnId = serializers.IntegerField(allow_null=True, required=False)
+    rollback = JSON_OBJECT(
+        required=False, allow_null=True, help_text="what superseding or selecting this turn undid or wrote again"
+    )
 
 
 class MessageSerializer(serializers.Serializer):
@@ -74,6 +79,11 @@ class MessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(["user", "assistant"])
     content = serializers.CharField(allow_blank=True)
     superseded = serializers.BooleanField()
+    deleted = serializers.BooleanField(help_text="removed by DELETE …/messages/{id} (kept, never shown)")
+    name = serializers.CharField(required=False, allow_blank=True, help_text="the speaking character")
+    present = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="the characters present (witness scopes)"
+    )
     createdAt = serializers.DateTimeField()
 
 
