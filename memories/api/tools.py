@@ -16,7 +16,7 @@ from memoryhub.api.authentication import IsProductOrToolClient, IsToolClient
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.timefmt import iso
 
-from .authentication import ProductKeyAuthentication, ToolTokenAuthentication
+from .authentication import ProductKeyAuthentication, ToolTokenAuthentication, ToolTokenOnlyAuthentication
 from .serializers.turns import (
     ToolCallSerializer,
     ToolTokenMintedSerializer,
@@ -79,16 +79,16 @@ class ToolListView(APIView):
 
 
 class ToolCallView(APIView):
-    authentication_classes = [ToolTokenAuthentication]
+    authentication_classes = [ToolTokenOnlyAuthentication]
     permission_classes = [IsToolClient]
 
     @extend_schema(request=ToolCallSerializer, responses=dict, operation_id="tools_call")
     def post(self, request):
         data = validated(ToolCallSerializer, request.data)
-        details = tool_call(
+        result = tool_call(
             product=request.user.product,
             token=request.user.claims["token"],
             name=data["name"],
             arguments=data["arguments"],
         )
-        return Response({"details": details})
+        return Response(result)  # the tool's own result, as /mcp returns it: {revision, memory} or {revision}
