@@ -31,7 +31,7 @@ from tests.support.processes import closed_port
 pytestmark = pytest.mark.django_db
 
 CONV = "/v1/users/u1/conversations/c1"
-SOURCE = {"id": "prefs", "agentRef": "longterm-preferences", "variable": "preferences"}
+SOURCE = {"id": "prefs", "agentRef": "longterm", "variable": "preferences"}
 COFFEE = proposal(
     content={"detail": "brief", "text": "回答要简短"}, evidence="以后回答都简短一点", source="以后回答都简短一点。"
 )
