@@ -16,7 +16,6 @@ def test_screenshots_go_outside_the_tree_unless_asked(monkeypatch, tmp_path):
     default = importlib.reload(support).SCREENSHOTS.resolve()
     assert not default.is_relative_to(root), default
     monkeypatch.setenv("MEMORYHUB_SCREENSHOTS", str(tmp_path / "asked"))
-    assert importlib.reload(support).SCREENSHOTS == tmp_path / "asked"
+    assert tmp_path / "asked" == importlib.reload(support).SCREENSHOTS
     monkeypatch.delenv("MEMORYHUB_SCREENSHOTS")
     importlib.reload(support)
-

@@ -8,8 +8,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.conf import settings
-
 from memories.models import Product, Turn
 from tests.factories import TABLE_TEMPLATES
 from tests.support.api import ProductApi
