@@ -124,3 +124,17 @@ def test_no_app_holds_more_than_about_thirty_percent_of_the_code() -> None:
         owner: _lines([modules[m] for m, o in owners.items() if o == owner]) / total for owner in set(owners.values())
     }
     assert max(shares.values()) <= 0.33, shares
+
+
+def test_the_transient_errors_are_defined_once_and_every_job_task_retries_them() -> None:
+    """memoryhub/transient.py is the one list; a task with its own copy drifts (tables had one, compact none)."""
+    from diaries.tasks import diary_plan_task
+    from memories.compact.tasks import compact_history_task
+    from memoryhub.transient import TRANSIENT_ERRORS
+    from tables.tasks import apply_table_edits
+
+    drivers = {"redis.exceptions.ConnectionError", "django_redis.exceptions.ConnectionInterrupted"}
+    copies = sorted(m for m, imported in GRAPH.items() if imported & drivers and m != "memoryhub.transient")
+    assert copies in ([], ["memoryhub.api.handler", "memoryhub.runtimes.common"]), copies  # they map, not retry
+    for task in (diary_plan_task, compact_history_task, apply_table_edits):
+        assert set(TRANSIENT_ERRORS) <= set(task.autoretry_for), task.name
