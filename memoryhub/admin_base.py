@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext, gettext_lazy
+
+from memoryhub.actors import Actor
+from memoryhub.errors import DomainError
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -23,6 +27,38 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class VersionedEditAdmin(admin.ModelAdmin):
+    """An operator's edit of a versioned resource (document, table, state) as one compare-and-set service call.
+
+    The form checks the version the operator loaded; `save_versioned` calls the service, whose CAS in the
+    database still refuses a write that landed after that check. A refused save says so, writes no "Changed"
+    history entry and shows the form again. Rows are created by the API, never here.
+    """
+
+    def save_versioned(self, request, obj, form, actor: Actor) -> None:
+        raise NotImplementedError
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change):
+        try:
+            self.save_versioned(request, obj, form, Actor.operator(request.user.get_username()))
+        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
+            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
+            obj._save_refused = True  # this request's object: the admin instance is shared between requests
+
+    def log_change(self, request, obj, message):
+        if getattr(obj, "_save_refused", False):
+            return None  # the service refused the save: no "Changed" entry for a change that did not happen
+        return super().log_change(request, obj, message)
+
+    def response_change(self, request, obj):
+        if getattr(obj, "_save_refused", False):
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
 
 
 class ReadOnlyTabularInline(admin.TabularInline):

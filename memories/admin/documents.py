@@ -15,8 +15,7 @@ from memories.services.products import api_key_create
 from memories.services.tools import tool_tokens_revoke_all
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.admin_base import ReadOnlyAdmin, console_link
-from memoryhub.errors import DomainError
+from memoryhub.admin_base import ReadOnlyAdmin, VersionedEditAdmin, console_link
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -105,7 +104,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemoryDocument)
-class MemoryDocumentAdmin(admin.ModelAdmin):
+class MemoryDocumentAdmin(VersionedEditAdmin):
     form = MemoryDocumentForm
     list_display = ["user_id", "conversation_id", "product", "revision", "updated_at", "diff_link"]
     list_filter = ["product"]
@@ -118,9 +117,6 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
     def diff_link(self, obj) -> str:
         return console_link("console:document-diff", obj.pk, "diff")
 
-    def has_add_permission(self, request) -> bool:
-        return False  # documents are created by writes through the API
-
     def history(self, obj) -> str:
         rows = MemoryRevision.objects.filter(
             product=obj.product, user_id=obj.user_id, conversation_id=obj.conversation_id
@@ -130,30 +126,13 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
             format_html_join_rows(rows),
         )
 
-    def save_model(self, request, obj, form, change):
-        address = ConversationAddress(obj.product, obj.user_id, obj.conversation_id)
-        try:
-            memory_document_replace(
-                address=address,
-                expected_revision=form.cleaned_data["loaded_revision"],
-                memory=form.cleaned_data["memory"],
-                actor=Actor.operator(request.user.get_username()),
-            )
-        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
-            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
-            obj._not_saved = True
-
-    def log_change(self, request, obj, message):
-        if getattr(obj, "_not_saved", False):
-            return None  # the service refused the save: no "Changed" entry for a change that did not happen
-        return super().log_change(request, obj, message)
-
-    def response_change(self, request, obj):
-        if getattr(obj, "_not_saved", False):
-            from django.http import HttpResponseRedirect
-
-            return HttpResponseRedirect(request.path)
-        return super().response_change(request, obj)
+    def save_versioned(self, request, obj, form, actor: Actor) -> None:
+        memory_document_replace(
+            address=ConversationAddress(obj.product, obj.user_id, obj.conversation_id),
+            expected_revision=form.cleaned_data["loaded_revision"],
+            memory=form.cleaned_data["memory"],
+            actor=actor,
+        )
 
 
 def format_html_join_rows(rows) -> str:
