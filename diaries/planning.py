@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Literal
 
+from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES
 from memoryhub.wording import count
 
 # The default policy (docs/diaries.md): the first diary after 20 rounds, then one every 10.
@@ -25,9 +26,8 @@ MAX_ROUNDS_SETTING = 100_000
 MAX_QUOTA_PER_DAYS = 366
 MAX_QUOTA_COUNT = 100_000
 
-FREE_CATEGORY = "default"
-PAID_CATEGORIES = ("plus", "ultra", "max")
-SUBSCRIPTION_CATEGORIES = (FREE_CATEGORY, *PAID_CATEGORIES)
+FREE_CATEGORY, *_paid = SUBSCRIPTION_CATEGORIES
+PAID_CATEGORIES = tuple(_paid)
 
 Decision = Literal["skip", "summary_only", "summary_and_diary"]
 SKIP: Decision = "skip"

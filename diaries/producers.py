@@ -8,12 +8,12 @@ of recalled material, not a write cadence.
 from __future__ import annotations
 
 from memoryhub import working_set
-from memoryhub.runtimes.base import RecallRequest, SourceResult
+from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, RecallRequest, SourceResult
 
 from . import selectors
 from .planning import InvalidSubscriptionCategory, normalize_subscription_category
 
-RECALL_COUNTS = {"default": 1, "plus": 2, "ultra": 3, "max": 5}
+RECALL_COUNTS = dict(zip(SUBSCRIPTION_CATEGORIES, (1, 2, 3, 5), strict=True))  # summaries recalled per plan
 # The working set keeps the largest count once, so every category is served from one entry.
 CACHED_COUNT = max(RECALL_COUNTS.values())
 

@@ -138,3 +138,13 @@ def test_the_transient_errors_are_defined_once_and_every_job_task_retries_them()
     assert copies in ([], ["memoryhub.api.handler", "memoryhub.runtimes.common"]), copies  # they map, not retry
     for task in (diary_plan_task, compact_history_task, apply_table_edits):
         assert set(TRANSIENT_ERRORS) <= set(task.autoretry_for), task.name
+
+
+def test_the_subscription_categories_are_defined_once() -> None:
+    """memoryhub/runtimes/base.py names the plans; every other module reads SUBSCRIPTION_CATEGORIES."""
+    naming = sorted(
+        module
+        for module, path in _product_modules().items()
+        if any(isinstance(n, ast.Constant) and n.value == "ultra" for n in ast.walk(ast.parse(path.read_text())))
+    )
+    assert naming == ["memoryhub.runtimes.base"], naming

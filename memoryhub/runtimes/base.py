@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 SourceStatus = Literal["ok", "empty", "error", "unavailable"]
+# The user's plans, free first: the one definition (turns, tool tokens, diary planning and recall read it).
 SUBSCRIPTION_CATEGORIES = ("default", "plus", "ultra", "max")
 
 
