@@ -148,3 +148,18 @@ def test_the_subscription_categories_are_defined_once() -> None:
         if any(isinstance(n, ast.Constant) and n.value == "ultra" for n in ast.walk(ast.parse(path.read_text())))
     )
     assert naming == ["memoryhub.runtimes.base"], naming
+
+
+def test_one_chat_completions_client_for_the_judge_and_the_summariser() -> None:
+    from memoryhub.clients.chat import ChatCompletionsClient
+    from memoryhub.clients.judge import JudgeClient
+    from memoryhub.clients.summarizer import SummarizerClient
+
+    speaking = sorted(m for m, imported in GRAPH.items() if "memoryhub.clients.http.post_json" in imported)
+    assert "memoryhub.clients.judge" not in speaking and "memoryhub.clients.summarizer" not in speaking, speaking
+    for client in (JudgeClient("http://127.0.0.1:9/v1", "m"), SummarizerClient("http://127.0.0.1:9/v1", "m")):
+        assert type(client).complete is ChatCompletionsClient.complete
+    assert (JudgeClient("http://x/v1", "m").service, SummarizerClient("http://x/v1", "m").service) == (
+        "admission_judge",
+        "summarizer",
+    )
