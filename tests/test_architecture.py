@@ -163,3 +163,21 @@ def test_one_chat_completions_client_for_the_judge_and_the_summariser() -> None:
         "admission_judge",
         "summarizer",
     )
+
+
+def test_recall_requests_carry_their_conversation_address() -> None:
+    """A producer reads `request.address`; rebuilding it from request.product/user_id/conversation_id drifts."""
+    rebuilt = []
+    for module, path in _product_modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "ConversationAddress"
+                and node.args
+                and isinstance(node.args[0], ast.Attribute)
+                and isinstance(node.args[0].value, ast.Name)
+                and node.args[0].value.id == "request"
+                and node.args[0].attr == "product"
+            ):
+                rebuilt.append(f"{module}:{node.lineno}")
+    assert rebuilt == [], rebuilt

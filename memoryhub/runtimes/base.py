@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from memoryhub.addresses import ConversationAddress
+
 SourceStatus = Literal["ok", "empty", "error", "unavailable"]
 # The user's plans, free first: the one definition (turns, tool tokens, diary planning and recall read it).
 SUBSCRIPTION_CATEGORIES = ("default", "plus", "ultra", "max")
@@ -26,15 +28,25 @@ class SourceConfig:
 class RecallRequest:
     """Everything a producer may use; identity comes from the authenticated product, never from model output."""
 
-    product: Any
-    user_id: str
-    conversation_id: str
+    address: ConversationAddress  # the conversation recalled for: producers pass it on, never rebuild it
     source: SourceConfig
     scenario: Any = None
     user_message: str = ""
     subscription_category: str | None = None
     round: int = 0
     replaces_turn_id: int | None = None  # set when this turn regenerates a completed reply of the same round
+
+    @property
+    def product(self) -> Any:
+        return self.address.product
+
+    @property
+    def user_id(self) -> str:
+        return self.address.user_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self.address.conversation_id
 
 
 @dataclass(frozen=True)
