@@ -108,9 +108,11 @@ def log_actions(user, objs, message: str, *, flag: int = CHANGE) -> None:
         LogEntry.objects.log_actions(user.pk, objs, flag, change_message=message)
 
 
-def console_link(url_name: str, pk: int, label: str) -> str:
-    """A link to one of the console's pages (memories/console/inspector_urls.py), e.g. a table's diff."""
-    return format_html('<a class="mh-console-link" href="{}">{}</a>', reverse(url_name, args=[pk]), label)
+def console_link(kind: str, pk: int, label: str) -> str:
+    """A link to the console's page of one artefact (`tables`, `documents`, … : memories/console/inspector_views.py)."""
+    return format_html(
+        '<a class="mh-console-link" href="{}">{}</a>', reverse("console:artefact", args=[kind, pk]), label
+    )
 
 
 def pre(value: object) -> str:

@@ -109,7 +109,7 @@ class MemoryTableAdmin(VersionedEditAdmin):
 
     @admin.display(description="versions")
     def diff_link(self, obj: MemoryTable) -> str:
-        return console_link("console:table-diff", obj.pk, "diff")
+        return console_link("tables", obj.pk, "diff")
 
     @admin.display(description="rows")
     def row_count(self, obj: MemoryTable) -> int:

@@ -115,7 +115,7 @@ class MemoryDocumentAdmin(VersionedEditAdmin):
 
     @admin.display(description="revisions")
     def diff_link(self, obj) -> str:
-        return console_link("console:document-diff", obj.pk, "diff")
+        return console_link("documents", obj.pk, "diff")
 
     def history(self, obj) -> str:
         rows = MemoryRevision.objects.filter(

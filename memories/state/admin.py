@@ -45,7 +45,7 @@ class ConversationStateAdmin(VersionedEditAdmin):
 
     @admin.display(description="revisions")
     def diff_link(self, obj: ConversationState) -> str:
-        return console_link("console:state-diff", obj.pk, "diff")
+        return console_link("state", obj.pk, "diff")
 
     @admin.display(description="records")
     def record_count(self, obj: ConversationState) -> int:
