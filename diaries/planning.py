@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Literal
 
-from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES
+from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, normalize_subscription_category
 from memoryhub.wording import count
 
 # The default policy (docs/diaries.md): the first diary after 20 rounds, then one every 10.
@@ -42,17 +42,6 @@ class PolicyError(ValueError):
     def __init__(self, errors: dict[str, str]):
         super().__init__("; ".join(f"{key}: {problem}" for key, problem in errors.items()))
         self.errors = dict(errors)
-
-
-class InvalidSubscriptionCategory(ValueError):
-    """`subscriptionCategory` is not one of SUBSCRIPTION_CATEGORIES (the API maps this to 400)."""
-
-    field = "subscriptionCategory"
-
-    def __init__(self, value: object):
-        allowed = ", ".join(SUBSCRIPTION_CATEGORIES)
-        super().__init__(f"subscriptionCategory must be one of {allowed} (or absent), got {value!r}")
-        self.value = value
 
 
 @dataclass(frozen=True)
@@ -118,15 +107,6 @@ class DiaryPlan:
 
 
 # ---------------------------------------------------------------- subscription categories
-
-
-def normalize_subscription_category(category: object) -> str:
-    """Absent (None) means the free category; anything outside the four names is refused."""
-    if category is None:
-        return FREE_CATEGORY
-    if isinstance(category, str) and category in SUBSCRIPTION_CATEGORIES:
-        return category
-    raise InvalidSubscriptionCategory(category)
 
 
 def is_paid(category: object) -> bool:

@@ -8,10 +8,15 @@ of recalled material, not a write cadence.
 from __future__ import annotations
 
 from memoryhub import working_set
-from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, RecallRequest, SourceResult
+from memoryhub.runtimes.base import (
+    SUBSCRIPTION_CATEGORIES,
+    InvalidSubscriptionCategory,
+    RecallRequest,
+    SourceResult,
+    normalize_subscription_category,
+)
 
 from . import selectors
-from .planning import InvalidSubscriptionCategory, normalize_subscription_category
 
 RECALL_COUNTS = dict(zip(SUBSCRIPTION_CATEGORIES, (1, 2, 3, 5), strict=True))  # summaries recalled per plan
 # The working set keeps the largest count once, so every category is served from one entry.

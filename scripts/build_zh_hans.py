@@ -80,7 +80,7 @@ MESSAGES = {
     "committed": "已提交",
     "superseded": "已被替换",
     "done": "完成",
-    # list filters (memories/console/admin_filters.py)
+    # list filters (memories/admin/filters.py, memories/hinos/admin_filters.py)
     "background job": "后台任务",
     "re-send state": "重新发送状态",
     # actions (memories/console/views.py, templates/console/confirm.html, the API key list)

@@ -181,3 +181,49 @@ def test_recall_requests_carry_their_conversation_address() -> None:
             ):
                 rebuilt.append(f"{module}:{node.lineno}")
     assert rebuilt == [], rebuilt
+
+
+NESTED_APPS = (
+    "memories.longterm",
+    "memories.hinos",
+    "memories.compact",
+    "memories.state",
+    "memories.story",
+    "memories.lifecycle",
+    "memories.console",
+    "memories.mcp",
+    "memories.webhooks",
+)
+
+
+def _app_of(module: str) -> str:
+    return next((n for n in NESTED_APPS if _within(module, (n,))), module.split(".")[0])
+
+
+def test_no_import_cycle_between_apps() -> None:
+    """An app that imports another is never imported back by it (memories↔diaries, memories↔console and
+    console↔hinos were such pairs): the owner of a thing is the app the others import it from."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for module, imported in GRAPH.items():
+        for target in imported:
+            if target.split(".")[0] not in APPS:
+                continue
+            source_app, target_app = _app_of(module), _app_of(target)
+            if source_app != target_app and _is_app(module):
+                edges.setdefault((source_app, target_app), []).append(f"{module} -> {target}")
+    follows: dict[str, set[str]] = {}
+    for source_app, target_app in edges:
+        follows.setdefault(source_app, set()).add(target_app)
+
+    def reachable(app: str) -> set[str]:
+        seen, todo = set(), [app]
+        while todo:
+            for nxt in follows.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    # Any cycle, of two apps or more: an edge whose target reaches back to its source.
+    cycles = {pair: examples[:2] for pair, examples in edges.items() if pair[0] in reachable(pair[1])}
+    assert cycles == {}, cycles

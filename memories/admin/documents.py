@@ -7,11 +7,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from memories.console.services import key_revoke
 from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
 from memories.services.documents import memory_document_replace
-from memories.services.products import api_key_create
+from memories.services.products import api_key_create, api_key_revoke_audited
 from memories.services.tools import tool_tokens_revoke_all
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
@@ -99,7 +98,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         active = list(queryset.filter(revoked_at__isnull=True))
         for api_key in active:
-            key_revoke(api_key=api_key, user=request.user)  # the console's action: revokes and audits
+            api_key_revoke_audited(api_key=api_key, user=request.user)  # revokes and audits, as the console does
         self.message_user(request, f"Revoked {len(active)} key(s).")
 
 

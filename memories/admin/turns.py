@@ -13,7 +13,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from memories.console.admin_filters import JobStateFilter
+from memories.admin.filters import JobStateFilter
 from memories.models import Conversation, Event, MemorySource, Message, Scenario, ScenarioVersion, Turn
 from memories.scenario_validation import ScenarioInvalid, validate_scenario
 from memories.services.scenarios import _MODEL_FIELDS, scenario_create, scenario_update

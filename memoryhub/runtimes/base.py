@@ -12,6 +12,26 @@ SourceStatus = Literal["ok", "empty", "error", "unavailable"]
 SUBSCRIPTION_CATEGORIES = ("default", "plus", "ultra", "max")
 
 
+class InvalidSubscriptionCategory(ValueError):
+    """`subscriptionCategory` is not one of SUBSCRIPTION_CATEGORIES (the API maps this to 400)."""
+
+    field = "subscriptionCategory"
+
+    def __init__(self, value: object):
+        allowed = ", ".join(SUBSCRIPTION_CATEGORIES)
+        super().__init__(f"subscriptionCategory must be one of {allowed} (or absent), got {value!r}")
+        self.value = value
+
+
+def normalize_subscription_category(category: object) -> str:
+    """Absent (None) means the free category; anything outside the four names is refused."""
+    if category is None:
+        return SUBSCRIPTION_CATEGORIES[0]
+    if isinstance(category, str) and category in SUBSCRIPTION_CATEGORIES:
+        return category
+    raise InvalidSubscriptionCategory(category)
+
+
 @dataclass(frozen=True)
 class SourceConfig:
     """One entry of a scenario's memorySources."""
