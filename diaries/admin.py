@@ -126,7 +126,7 @@ class DiaryEntryAdmin(ReadOnlyAdmin):
 
     @admin.display(description="text")
     def text_link(self, obj: DiaryEntry) -> str:
-        return console_link("console:diary-entry", obj.pk, "read")
+        return console_link("diaries", obj.pk, "read")
 
 
 @admin.register(DiaryPlanRecord)

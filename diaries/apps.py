@@ -17,6 +17,7 @@ class DiariesConfig(AppConfig):
         registry.register_source(
             "compassMemory",
             description="the newest diary summaries of the conversation",
+            agent_refs=registry.NAMED,  # the diary's name: each agentRef keeps its own diary
             producer=produce_compass_memory,
             scopes=compass_scopes,
         )

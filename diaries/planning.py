@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Literal
 
+from memoryhub.runtimes.base import SUBSCRIPTION_CATEGORIES, normalize_subscription_category
 from memoryhub.wording import count
 
 # The default policy (docs/diaries.md): the first diary after 20 rounds, then one every 10.
@@ -25,9 +26,8 @@ MAX_ROUNDS_SETTING = 100_000
 MAX_QUOTA_PER_DAYS = 366
 MAX_QUOTA_COUNT = 100_000
 
-FREE_CATEGORY = "default"
-PAID_CATEGORIES = ("plus", "ultra", "max")
-SUBSCRIPTION_CATEGORIES = (FREE_CATEGORY, *PAID_CATEGORIES)
+FREE_CATEGORY, *_paid = SUBSCRIPTION_CATEGORIES
+PAID_CATEGORIES = tuple(_paid)
 
 Decision = Literal["skip", "summary_only", "summary_and_diary"]
 SKIP: Decision = "skip"
@@ -42,17 +42,6 @@ class PolicyError(ValueError):
     def __init__(self, errors: dict[str, str]):
         super().__init__("; ".join(f"{key}: {problem}" for key, problem in errors.items()))
         self.errors = dict(errors)
-
-
-class InvalidSubscriptionCategory(ValueError):
-    """`subscriptionCategory` is not one of SUBSCRIPTION_CATEGORIES (the API maps this to 400)."""
-
-    field = "subscriptionCategory"
-
-    def __init__(self, value: object):
-        allowed = ", ".join(SUBSCRIPTION_CATEGORIES)
-        super().__init__(f"subscriptionCategory must be one of {allowed} (or absent), got {value!r}")
-        self.value = value
 
 
 @dataclass(frozen=True)
@@ -118,15 +107,6 @@ class DiaryPlan:
 
 
 # ---------------------------------------------------------------- subscription categories
-
-
-def normalize_subscription_category(category: object) -> str:
-    """Absent (None) means the free category; anything outside the four names is refused."""
-    if category is None:
-        return FREE_CATEGORY
-    if isinstance(category, str) and category in SUBSCRIPTION_CATEGORIES:
-        return category
-    raise InvalidSubscriptionCategory(category)
 
 
 def is_paid(category: object) -> bool:

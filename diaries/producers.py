@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from memories.selectors.witness import unwitnessed_rounds
 from memoryhub import working_set
-from memoryhub.addresses import ConversationAddress
-from memoryhub.runtimes.base import RecallRequest, SourceResult
+from memoryhub.runtimes.base import (
+    SUBSCRIPTION_CATEGORIES,
+    InvalidSubscriptionCategory,
+    RecallRequest,
+    SourceResult,
+    normalize_subscription_category,
+)
 
 from . import selectors
-from .planning import InvalidSubscriptionCategory, normalize_subscription_category
 
-RECALL_COUNTS = {"default": 1, "plus": 2, "ultra": 3, "max": 5}
+RECALL_COUNTS = dict(zip(SUBSCRIPTION_CATEGORIES, (1, 2, 3, 5), strict=True))  # summaries recalled per plan
 # The working set keeps the largest count once, so every category is served from one entry.
 CACHED_COUNT = max(RECALL_COUNTS.values())
 
@@ -68,7 +72,7 @@ def produce_compass_memory(request: RecallRequest) -> SourceResult:
 
 
 def _unwitnessed(request: RecallRequest) -> set[int]:
-    address = ConversationAddress(request.product, request.user_id, request.conversation_id)
+    address = request.address
     return unwitnessed_rounds(address, character=request.character or "")
 
 

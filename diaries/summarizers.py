@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Protocol, runtime_checkable
 
+from memoryhub.clients.chat import ChatCompletionsClient
 from memoryhub.clients.errors import UpstreamProtocolError
-from memoryhub.clients.summarizer import SERVICE, ChatCompletionsClient
+from memoryhub.clients.summarizer import SERVICE, SummarizerClient
 
 SUMMARY_MAX_CHARS = 300
 DIARY_MAX_CHARS = 1200
@@ -397,7 +398,7 @@ def get_summarizer(settings_like: Mapping[str, object] | object | None = None) -
     if not model:
         # No silent default model: a wrong model name would fail every diary at the provider.
         raise SummarizerConfigError("SUMMARIZER_MODEL is required when SUMMARIZER_BASE_URL is set")
-    client = ChatCompletionsClient(
+    client = SummarizerClient(
         str(base_url),
         str(model),
         str(values["SUMMARIZER_API_KEY"] or "") or None,

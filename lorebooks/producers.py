@@ -14,7 +14,6 @@ from lorebooks import formats
 from lorebooks.activation import LOGIC, MAX_SCAN_DEPTH, Activation, Candidate, ScanSettings, activate
 from lorebooks.selectors import entries_for_recall
 from memories.selectors.witness import recent_witnessed, witnessed_count
-from memoryhub.addresses import ConversationAddress
 from memoryhub.clients.embeddings import get_embedder
 from memoryhub.identifiers import ID_PATTERN
 from memoryhub.runtimes import registry
@@ -80,7 +79,7 @@ def produce_lorebook(request: RecallRequest) -> SourceResult:
     options = request.source.options
     rows, missing = entries_for_recall(request.product, options.get("lorebooks", []))
     candidates = [Candidate(book.slug, entry.uid, formats.view_of(book.format, entry.data)) for book, entry in rows]
-    address = ConversationAddress(request.product, request.user_id, request.conversation_id)
+    address = request.address
     depth = max([options.get("scanDepth", 2)] + [c.view["scanDepth"] or 0 for c in candidates])
     before = recent_witnessed(
         address, character=request.character, before_round=request.round, limit=min(depth, MAX_SCAN_DEPTH)

@@ -19,6 +19,7 @@ class MemoriesConfig(AppConfig):
         registry.register_source(
             "jsonMemory",
             description="the conversation's JSON memory document as compact JSON text",
+            agent_refs=["json-memory"],
             producer=produce_json_memory,
             scopes=json_memory_scopes,
         )

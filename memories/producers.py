@@ -10,9 +10,8 @@ def produce_json_memory(request: RecallRequest) -> SourceResult:
     from memories.selectors.documents import memory_document_get
     from memories.services.documents import json_memory_scope
     from memories.validation import compact_json
-    from memoryhub.addresses import ConversationAddress
 
-    address = ConversationAddress(request.product, request.user_id, request.conversation_id)
+    address = request.address
     (revision, memory), cached = working_set.get_or_build(
         json_memory_scope(address), lambda: memory_document_get(address)
     )
@@ -25,6 +24,5 @@ def produce_json_memory(request: RecallRequest) -> SourceResult:
 
 def json_memory_scopes(request: RecallRequest) -> list[working_set.Scope]:
     from memories.services.documents import json_memory_scope
-    from memoryhub.addresses import ConversationAddress
 
-    return [json_memory_scope(ConversationAddress(request.product, request.user_id, request.conversation_id))]
+    return [json_memory_scope(request.address)]

@@ -8,6 +8,7 @@ from django.conf import settings
 
 from memories.schemas import validate_schema_definition
 from memoryhub.errors import DomainError
+from memoryhub.identifiers import ID_PATTERN
 from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import SourceConfig
 from memoryhub.runtimes.registry import BUILTIN_VARIABLES, DEFAULT_RUNTIME
@@ -160,8 +161,13 @@ def _check_free_variable(where: str, variable: object, errors: dict[str, str]) -
 
 
 def _check_agent_ref(where: str, agent_ref: str, registered: registry.Source, errors: dict[str, str]) -> None:
-    """A variable registered with agentRef choices accepts only those; most accept any."""
-    if registered.agent_refs is not None and agent_ref not in registered.agent_refs:
+    """One of the variable's registered agentRefs, or, for a variable registered NAMED, an identifier."""
+    if registered.agent_refs is None:
+        if not ID_PATTERN.fullmatch(agent_ref):
+            errors[f"{where}.agentRef"] = (
+                f"the agentRef of {registered.variable} names its agent: 1–128 characters of A-Za-z0-9_.@-"
+            )
+    elif agent_ref not in registered.agent_refs:
         choices = ", ".join(sorted(registered.agent_refs))
         errors[f"{where}.agentRef"] = f"unknown agentRef for {registered.variable}; one of: {choices}"
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext, gettext_lazy
+
+from memoryhub.actors import Actor
+from memoryhub.errors import DomainError
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -23,6 +29,38 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class VersionedEditAdmin(admin.ModelAdmin):
+    """An operator's edit of a versioned resource (document, table, state) as one compare-and-set service call.
+
+    The form checks the version the operator loaded; `save_versioned` calls the service, whose CAS in the
+    database still refuses a write that landed after that check. A refused save says so, writes no "Changed"
+    history entry and shows the form again. Rows are created by the API, never here.
+    """
+
+    def save_versioned(self, request, obj, form, actor: Actor) -> None:
+        raise NotImplementedError
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change):
+        try:
+            self.save_versioned(request, obj, form, Actor.operator(request.user.get_username()))
+        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
+            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
+            obj._save_refused = True  # this request's object: the admin instance is shared between requests
+
+    def log_change(self, request, obj, message):
+        if getattr(obj, "_save_refused", False):
+            return None  # the service refused the save: no "Changed" entry for a change that did not happen
+        return super().log_change(request, obj, message)
+
+    def response_change(self, request, obj):
+        if getattr(obj, "_save_refused", False):
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)
+
+
 class ReadOnlyTabularInline(admin.TabularInline):
     """Rows shown beside their parent (history, messages, events): nothing to add, edit or delete."""
 
@@ -36,6 +74,33 @@ class ReadOnlyTabularInline(admin.TabularInline):
         return False
 
 
+def column(field: str, label: str, labels: dict[str, str] | None = None) -> Callable:
+    """A list column showing `field` under a translated header (`label` is a msgid), sortable by the field.
+
+    `labels` translates the field's values (msgids by value; others are shown as stored). A model field's own
+    verbose name is not used, so translating a header needs no migration.
+    """
+
+    @admin.display(description=gettext_lazy(label), ordering=field)
+    def show(obj) -> object:
+        value = getattr(obj, field)
+        return gettext(labels[value]) if labels and value in labels else value
+
+    show.__name__ = field  # the cell's CSS class stays field-<field>
+    return show
+
+
+def titled(field: str, title: str, base: type[admin.FieldListFilter] = admin.AllValuesFieldListFilter) -> tuple:
+    """A list filter on `field` under a translated title (`title` is a msgid), for `list_filter`."""
+
+    class Titled(base):  # type: ignore[valid-type, misc]
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.title = gettext(title)
+
+    return (field, Titled)
+
+
 def log_actions(user, objs, message: str, *, flag: int = CHANGE) -> None:
     """One admin LogEntry per object (the admin's "Recent actions" and each object's history), by `user`."""
     objs = list(objs)
@@ -43,9 +108,11 @@ def log_actions(user, objs, message: str, *, flag: int = CHANGE) -> None:
         LogEntry.objects.log_actions(user.pk, objs, flag, change_message=message)
 
 
-def console_link(url_name: str, pk: int, label: str) -> str:
-    """A link to one of the console's pages (memories/console/inspector_urls.py), e.g. a table's diff."""
-    return format_html('<a class="mh-console-link" href="{}">{}</a>', reverse(url_name, args=[pk]), label)
+def console_link(kind: str, pk: int, label: str) -> str:
+    """A link to the console's page of one artefact (`tables`, `documents`, … : memories/console/inspector_views.py)."""
+    return format_html(
+        '<a class="mh-console-link" href="{}">{}</a>', reverse("console:artefact", args=[kind, pk]), label
+    )
 
 
 def pre(value: object) -> str:

@@ -8,7 +8,9 @@ from functools import cache
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_safe
+from markdown_it import MarkdownIt
 
 from memoryhub import __version__
 
@@ -19,6 +21,13 @@ DESCRIPTION = (
     "model was given.",
 )
 FIRST_SESSION_HEADING = "## A first session with curl"
+
+
+@cache
+def first_session_html() -> SafeString:
+    """The first session rendered from Markdown; raw HTML in the README is escaped, never passed through."""
+    markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+    return mark_safe(markdown.render(first_session()))  # html disabled: every tag in it is the renderer's
 
 
 @cache
@@ -53,5 +62,10 @@ def landing(request: HttpRequest) -> HttpResponse:
         return JsonResponse(
             {"name": "memoryhub", "version": __version__, "description": " ".join(DESCRIPTION), "links": links(request)}
         )
-    context = {"description": DESCRIPTION, "version": __version__, "links": links(request), "session": first_session()}
+    context = {
+        "description": DESCRIPTION,
+        "version": __version__,
+        "links": links(request),
+        "session": first_session_html(),
+    }
     return render(request, "landing.html", context)

@@ -61,7 +61,26 @@ MESSAGES = {
     "done: updated or unchanged": "完成：已更新或无变化",
     "skipped (reply replaced)": "跳过（回复已被替换）",
     "searches measured": "已测量的搜索次数",
-    # list filters (memories/console/admin_filters.py)
+    # the turn list (memories/admin/turns.py): headers, turn and memory-write states, the inspector link
+    "user id": "用户 ID",
+    "conversation id": "会话 ID",
+    "round": "轮",
+    "status": "状态",
+    "scenario slug": "场景标识",
+    "runtime": "运行时",
+    "referenced variables": "引用的变量",
+    "unreferenced variables": "未引用的变量",
+    "memory write": "记忆写入",
+    "created at": "创建时间",
+    "inspector": "检查器",
+    "product": "产品",
+    "inspect": "检查",
+    "prepared": "已准备",
+    "completed": "已完成",
+    "committed": "已提交",
+    "superseded": "已被替换",
+    "done": "完成",
+    # list filters (memories/admin/filters.py, memories/hinos/admin_filters.py)
     "background job": "后台任务",
     "re-send state": "重新发送状态",
     # actions (memories/console/views.py, templates/console/confirm.html, the API key list)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
+from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.admin_base import ReadOnlyAdmin, console_link
-from memoryhub.errors import DomainError
+from memoryhub.admin_base import ReadOnlyAdmin, VersionedEditAdmin, console_link
 from tables.forms import MemoryTableForm
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.selectors import table_edit_records, tables_list
@@ -56,7 +54,7 @@ def _address(table: MemoryTable) -> ConversationAddress:
 
 
 @admin.register(MemoryTable)
-class MemoryTableAdmin(admin.ModelAdmin):
+class MemoryTableAdmin(VersionedEditAdmin):
     form = MemoryTableForm
     list_display = [
         "name",
@@ -109,12 +107,9 @@ class MemoryTableAdmin(admin.ModelAdmin):
         ("This conversation", {"fields": ["conversation_tables", "turn_edits", "history"]}),
     ]
 
-    def has_add_permission(self, request) -> bool:
-        return False  # tables are instantiated from scenario templates on first use
-
     @admin.display(description="versions")
     def diff_link(self, obj: MemoryTable) -> str:
-        return console_link("console:table-diff", obj.pk, "diff")
+        return console_link("tables", obj.pk, "diff")
 
     @admin.display(description="rows")
     def row_count(self, obj: MemoryTable) -> int:
@@ -162,22 +157,13 @@ class MemoryTableAdmin(admin.ModelAdmin):
             ),
         )
 
-    def save_model(self, request, obj, form, change):
-        try:
-            table_edit_manually(
-                table=MemoryTable.objects.get(pk=obj.pk),
-                expected_version=form.cleaned_data["loaded_version"],
-                rows=form.cleaned_data["rows"],
-                actor=Actor.operator(request.user.get_username()),
-            )
-        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
-            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
-            obj._not_saved = True
-
-    def response_change(self, request, obj):
-        if getattr(obj, "_not_saved", False):
-            return HttpResponseRedirect(request.path)
-        return super().response_change(request, obj)
+    def save_versioned(self, request, obj, form, actor: Actor) -> None:
+        table_edit_manually(
+            table=MemoryTable.objects.get(pk=obj.pk),
+            expected_version=form.cleaned_data["loaded_version"],
+            rows=form.cleaned_data["rows"],
+            actor=actor,
+        )
 
 
 @admin.register(TableEditRecord)

@@ -18,6 +18,7 @@ class TablesConfig(AppConfig):
         registry.register_source(
             "memoryTable",
             description="the conversation's memory tables rendered as prompt text",
+            agent_refs=["table-agent"],
             producer=produce_memory_table,
             scopes=memory_table_scopes,
         )

@@ -28,7 +28,7 @@ def produce_memory_table(request: RecallRequest) -> SourceResult:
     templates = scenario_templates(request.scenario)
     if not templates:
         return empty_result("the scenario configures no tables")
-    address = ConversationAddress(request.product, request.user_id, request.conversation_id)
+    address = request.address
     snapshot, cached = _snapshot(address, templates)
     by_name = {table["name"]: table for table in snapshot}
     tables = [by_name[template["name"]] for template in templates]
@@ -95,4 +95,4 @@ def _result(tables: list[dict[str, Any]], *, cached: bool, regenerated: bool) ->
 
 
 def memory_table_scopes(request: RecallRequest) -> list[working_set.Scope]:
-    return [tables_scope(ConversationAddress(request.product, request.user_id, request.conversation_id))]
+    return [tables_scope(request.address)]

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import redis.exceptions
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
-from django_redis.exceptions import ConnectionInterrupted
 
 from memories.models import Turn
 from memories.services.memory_write import failure_reason, memory_write_finish
 from memoryhub import outbox
+from memoryhub.transient import TRANSIENT_ERRORS
 from tables.after_steps import after_steps_run
 from tables.turn_edits import turn_table_edits_apply
-
-# Transient: the database or the cache (whose invalidation is part of every table write) is briefly away.
-TRANSIENT = (
-    OperationalError,
-    InterfaceError,
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
-    ConnectionInterrupted,
-)
-
 
 # The name this app's commit hook is registered under: the turn's memoryWrite.work names it.
 WORK = "tables"
@@ -30,7 +18,7 @@ WORK = "tables"
 @shared_task(
     bind=True,
     name="tables.apply_table_edits",
-    autoretry_for=TRANSIENT,
+    autoretry_for=TRANSIENT_ERRORS,  # the database or the cache (every table write invalidates it) briefly away
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=5,
@@ -45,7 +33,7 @@ def apply_table_edits(self, turn_pk: int) -> str:
     try:
         record = turn_table_edits_apply(turn_pk=turn_pk)
     except Exception as exc:
-        if not (isinstance(exc, TRANSIENT) and (self.request.retries or 0) < (self.max_retries or 0)):
+        if not (isinstance(exc, TRANSIENT_ERRORS) and (self.request.retries or 0) < (self.max_retries or 0)):
             memory_write_finish(turn_pk=turn_pk, work=WORK, failure=failure_reason(exc))
         raise
     if record is None:

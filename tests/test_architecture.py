@@ -124,3 +124,106 @@ def test_no_app_holds_more_than_about_thirty_percent_of_the_code() -> None:
         owner: _lines([modules[m] for m, o in owners.items() if o == owner]) / total for owner in set(owners.values())
     }
     assert max(shares.values()) <= 0.33, shares
+
+
+def test_the_transient_errors_are_defined_once_and_every_job_task_retries_them() -> None:
+    """memoryhub/transient.py is the one list; a task with its own copy drifts (tables had one, compact none)."""
+    from diaries.tasks import diary_plan_task
+    from memories.compact.tasks import compact_history_task
+    from memoryhub.transient import TRANSIENT_ERRORS
+    from tables.tasks import apply_table_edits
+
+    drivers = {"redis.exceptions.ConnectionError", "django_redis.exceptions.ConnectionInterrupted"}
+    copies = sorted(m for m, imported in GRAPH.items() if imported & drivers and m != "memoryhub.transient")
+    assert copies in ([], ["memoryhub.api.handler", "memoryhub.runtimes.common"]), copies  # they map, not retry
+    for task in (diary_plan_task, compact_history_task, apply_table_edits):
+        assert set(TRANSIENT_ERRORS) <= set(task.autoretry_for), task.name
+
+
+def test_the_subscription_categories_are_defined_once() -> None:
+    """memoryhub/runtimes/base.py names the plans; every other module reads SUBSCRIPTION_CATEGORIES."""
+    naming = sorted(
+        module
+        for module, path in _product_modules().items()
+        if any(isinstance(n, ast.Constant) and n.value == "ultra" for n in ast.walk(ast.parse(path.read_text())))
+    )
+    assert naming == ["memoryhub.runtimes.base"], naming
+
+
+def test_one_chat_completions_client_for_the_judge_and_the_summariser() -> None:
+    from memoryhub.clients.chat import ChatCompletionsClient
+    from memoryhub.clients.judge import JudgeClient
+    from memoryhub.clients.summarizer import SummarizerClient
+
+    speaking = sorted(m for m, imported in GRAPH.items() if "memoryhub.clients.http.post_json" in imported)
+    assert "memoryhub.clients.judge" not in speaking and "memoryhub.clients.summarizer" not in speaking, speaking
+    for client in (JudgeClient("http://127.0.0.1:9/v1", "m"), SummarizerClient("http://127.0.0.1:9/v1", "m")):
+        assert type(client).complete is ChatCompletionsClient.complete
+    assert (JudgeClient("http://x/v1", "m").service, SummarizerClient("http://x/v1", "m").service) == (
+        "admission_judge",
+        "summarizer",
+    )
+
+
+def test_recall_requests_carry_their_conversation_address() -> None:
+    """A producer reads `request.address`; rebuilding it from request.product/user_id/conversation_id drifts."""
+    rebuilt = []
+    for module, path in _product_modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "ConversationAddress"
+                and node.args
+                and isinstance(node.args[0], ast.Attribute)
+                and isinstance(node.args[0].value, ast.Name)
+                and node.args[0].value.id == "request"
+                and node.args[0].attr == "product"
+            ):
+                rebuilt.append(f"{module}:{node.lineno}")
+    assert rebuilt == [], rebuilt
+
+
+NESTED_APPS = (
+    "memories.longterm",
+    "memories.hinos",
+    "memories.compact",
+    "memories.state",
+    "memories.story",
+    "memories.lifecycle",
+    "memories.console",
+    "memories.mcp",
+    "memories.webhooks",
+)
+
+
+def _app_of(module: str) -> str:
+    return next((n for n in NESTED_APPS if _within(module, (n,))), module.split(".")[0])
+
+
+def test_no_import_cycle_between_apps() -> None:
+    """An app that imports another is never imported back by it (memories↔diaries, memories↔console and
+    console↔hinos were such pairs): the owner of a thing is the app the others import it from."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for module, imported in GRAPH.items():
+        for target in imported:
+            if target.split(".")[0] not in APPS:
+                continue
+            source_app, target_app = _app_of(module), _app_of(target)
+            if source_app != target_app and _is_app(module):
+                edges.setdefault((source_app, target_app), []).append(f"{module} -> {target}")
+    follows: dict[str, set[str]] = {}
+    for source_app, target_app in edges:
+        follows.setdefault(source_app, set()).add(target_app)
+
+    def reachable(app: str) -> set[str]:
+        seen, todo = set(), [app]
+        while todo:
+            for nxt in follows.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    # Any cycle, of two apps or more: an edge whose target reaches back to its source.
+    cycles = {pair: examples[:2] for pair, examples in edges.items() if pair[0] in reachable(pair[1])}
+    assert cycles == {}, cycles

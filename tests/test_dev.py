@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import io
 import json
+import socket
 import stat
 import subprocess
 import sys
@@ -177,3 +178,45 @@ def test_the_key_file_lives_next_to_the_database(monkeypatch, tmp_path):
     key_file = dev.KEY_FILE
     assert key_file == expected
     assert dev.shown(dev.KEY_FILE) == str(expected)
+
+
+def requirement_names(path: Path) -> set[str]:
+    lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
+    return {line.split("==")[0].split("[")[0].lower() for line in lines if line and not line.startswith("-r")}
+
+
+def test_serve_installs_only_what_serving_needs_and_test_adds_the_tools(monkeypatch, tmp_path):
+    dev = load_dev()
+    serving = requirement_names(ROOT / "requirements.txt")
+    assert {"django", "gunicorn", "whitenoise", "celery"} <= serving
+    assert not {"pytest", "playwright", "ruff", "mypy", "hypothesis", "schemathesis"} & serving
+    assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text().splitlines()
+    assert {"pytest", "playwright", "ruff", "mypy"} <= requirement_names(ROOT / "requirements-dev.txt")
+    installed: list[list[str]] = []
+    monkeypatch.setattr(dev, "venv_python", lambda: Path(sys.executable))
+    monkeypatch.setattr(dev, "STAMPS", {False: tmp_path / "serve.sha256", True: tmp_path / "dev.sha256"})
+    monkeypatch.setattr(dev, "quiet_pip", lambda *args, failure: installed.append([str(a) for a in args]))
+    dev.ensure_venv()
+    assert [args[-1] for args in installed] == [str(dev.REQUIREMENTS), str(dev.MODEL_REQUIREMENTS)]
+    installed.clear()
+    dev.ensure_venv(dev=True)
+    assert installed[0][-1] == str(dev.DEV_REQUIREMENTS)
+    installed.clear()
+    dev.ensure_venv()  # both stamps kept: nothing to install again
+    dev.ensure_venv(dev=True)
+    assert installed == []
+
+
+def test_serve_on_a_busy_port_fails_before_the_key_is_printed(monkeypatch, capsys):
+    dev = load_dev()
+    calls = []
+    monkeypatch.setattr(dev, "ensure_venv", lambda: calls.append("venv") or Path(sys.executable))
+    monkeypatch.setattr(dev, "manage", lambda py, *a, **k: calls.append(a[0]) or subprocess.CompletedProcess(a, 0))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(SystemExit) as stop:
+            dev.cmd_serve(port)
+    assert f"127.0.0.1:{port} is already in use" in str(stop.value.code)
+    assert calls == [] and "API key" not in capsys.readouterr().out

@@ -71,7 +71,7 @@ def test_a_request_past_the_timeout_answers_the_envelope(server):
         "id": "slow",
         "name": "slow",
         "memoryRuntime": "hinos",
-        "memorySources": [{"id": "ext", "agentRef": "ext", "variable": "hinosMemory"}],
+        "memorySources": [{"id": "ext", "agentRef": "hinos", "variable": "hinosMemory"}],
         "template": "{{hinosMemory}} {{userMessage}}",
     }
     made = httpx.post(f"{server['url']}/v1/scenarios", json=scenario, headers=headers, timeout=10)

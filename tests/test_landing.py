@@ -19,6 +19,14 @@ def test_a_browser_gets_html_with_the_links_and_the_version(client):
     assert 'id="first-session"' in page and "expectedRevision" in page
 
 
+def test_the_first_session_is_rendered_from_markdown_not_shown_raw(client):
+    page = client.get("/", HTTP_ACCEPT="text/html").content.decode()
+    session = page[page.index('id="first-session"') :]
+    assert '<pre><code class="language-sh">' in session  # the README's fenced commands
+    assert "<p>" in session and "<code>" in session
+    assert "```" not in session and "\n## " not in session
+
+
 def test_plain_curl_gets_html_and_accept_json_gets_json(client):
     assert client.get("/").headers["Content-Type"].startswith("text/html")  # no Accept header
     body = client.get("/", HTTP_ACCEPT="application/json").json()

@@ -163,6 +163,16 @@ def test_metrics_label_the_route_pattern_not_the_raw_path(alice):
     assert "someone-unique" not in text
 
 
+def test_static_files_are_counted_under_their_own_route(client, db):
+    labels = {"route": "static/<path>", "method": "GET", "status": "200"}
+    before = metric("memoryhub_http_requests_total", **labels)
+    unmatched = metric("memoryhub_http_requests_total", route="unmatched", method="GET", status="200")
+    response = client.get("/static/admin/css/base.css")
+    assert response.status_code == 200
+    assert metric("memoryhub_http_requests_total", **labels) == before + 1
+    assert metric("memoryhub_http_requests_total", route="unmatched", method="GET", status="200") == unmatched
+
+
 def test_metrics_count_errors_with_their_status(alice):
     labels = {"route": MEMORY_ROUTE, "method": "GET", "status": "400"}
     before = metric("memoryhub_http_requests_total", **labels)

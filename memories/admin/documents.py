@@ -7,16 +7,14 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from memories.console.services import key_revoke
 from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
 from memories.services.documents import memory_document_replace
-from memories.services.products import api_key_create
+from memories.services.products import api_key_create, api_key_revoke_audited
 from memories.services.tools import tool_tokens_revoke_all
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.admin_base import ReadOnlyAdmin, console_link
-from memoryhub.errors import DomainError
+from memoryhub.admin_base import ReadOnlyAdmin, VersionedEditAdmin, console_link
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -100,12 +98,12 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         active = list(queryset.filter(revoked_at__isnull=True))
         for api_key in active:
-            key_revoke(api_key=api_key, user=request.user)  # the console's action: revokes and audits
+            api_key_revoke_audited(api_key=api_key, user=request.user)  # revokes and audits, as the console does
         self.message_user(request, f"Revoked {len(active)} key(s).")
 
 
 @admin.register(MemoryDocument)
-class MemoryDocumentAdmin(admin.ModelAdmin):
+class MemoryDocumentAdmin(VersionedEditAdmin):
     form = MemoryDocumentForm
     list_display = ["user_id", "conversation_id", "product", "revision", "updated_at", "diff_link"]
     list_filter = ["product"]
@@ -116,10 +114,7 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
 
     @admin.display(description="revisions")
     def diff_link(self, obj) -> str:
-        return console_link("console:document-diff", obj.pk, "diff")
-
-    def has_add_permission(self, request) -> bool:
-        return False  # documents are created by writes through the API
+        return console_link("documents", obj.pk, "diff")
 
     def history(self, obj) -> str:
         rows = MemoryRevision.objects.filter(
@@ -130,30 +125,13 @@ class MemoryDocumentAdmin(admin.ModelAdmin):
             format_html_join_rows(rows),
         )
 
-    def save_model(self, request, obj, form, change):
-        address = ConversationAddress(obj.product, obj.user_id, obj.conversation_id)
-        try:
-            memory_document_replace(
-                address=address,
-                expected_revision=form.cleaned_data["loaded_revision"],
-                memory=form.cleaned_data["memory"],
-                actor=Actor.operator(request.user.get_username()),
-            )
-        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
-            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
-            obj._not_saved = True
-
-    def log_change(self, request, obj, message):
-        if getattr(obj, "_not_saved", False):
-            return None  # the service refused the save: no "Changed" entry for a change that did not happen
-        return super().log_change(request, obj, message)
-
-    def response_change(self, request, obj):
-        if getattr(obj, "_not_saved", False):
-            from django.http import HttpResponseRedirect
-
-            return HttpResponseRedirect(request.path)
-        return super().response_change(request, obj)
+    def save_versioned(self, request, obj, form, actor: Actor) -> None:
+        memory_document_replace(
+            address=ConversationAddress(obj.product, obj.user_id, obj.conversation_id),
+            expected_revision=form.cleaned_data["loaded_revision"],
+            memory=form.cleaned_data["memory"],
+            actor=actor,
+        )
 
 
 def format_html_join_rows(rows) -> str:

@@ -70,6 +70,20 @@ class ToolTokenAuthentication(BaseAuthentication):
         return "Bearer"
 
 
+class ToolTokenOnlyAuthentication(ToolTokenAuthentication):
+    """A tool token, and a clear refusal of any other bearer (a product key is not a tool token)."""
+
+    def authenticate(self, request):
+        token = bearer_token(request)
+        if token is not None and not token.startswith(TOKEN_PREFIX):
+            # Not counted as a failed authentication: the key is not looked up, so nothing is learnt about it.
+            raise AuthenticationFailed(
+                "this endpoint takes a tool token (mht_…), not a product API key: mint one with "
+                "POST /v1/users/{userId}/conversations/{conversationId}/tool-tokens"
+            )
+        return super().authenticate(request)
+
+
 # --- keys checked by the write itself --------------------------------------------------------------------------
 # A view lists the methods whose one SQL statement checks the key (`key_checked_by_write`, e.g. the memory PUT
 # with `memoryhub_memory_cas_for_key`). For those, a key this process has read before is taken from its snapshot

@@ -16,7 +16,7 @@ from memoryhub.api.authentication import IsProductOrToolClient, IsToolClient
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.timefmt import iso
 
-from .authentication import ProductKeyAuthentication, ToolTokenAuthentication
+from .authentication import ProductKeyAuthentication, ToolTokenAuthentication, ToolTokenOnlyAuthentication
 from .serializers.responses import ToolCallResultSerializer, ToolListSerializer
 from .serializers.turns import (
     ToolCallSerializer,
@@ -80,16 +80,17 @@ class ToolListView(APIView):
 
 
 class ToolCallView(APIView):
-    authentication_classes = [ToolTokenAuthentication]
+    authentication_classes = [ToolTokenOnlyAuthentication]
     permission_classes = [IsToolClient]
 
     @extend_schema(request=ToolCallSerializer, responses=ToolCallResultSerializer, operation_id="tools_call")
     def post(self, request):
         data = validated(ToolCallSerializer, request.data)
-        details = tool_call(
+        result = tool_call(
             product=request.user.product,
             token=request.user.claims["token"],
             name=data["name"],
             arguments=data["arguments"],
         )
-        return Response({"details": details})
+        # The seed's execute(…).details: inside it, exactly get_memory's / update_memory's result (docs/contract.md).
+        return Response({"details": result})

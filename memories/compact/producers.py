@@ -14,7 +14,7 @@ from .services import history_for_prepare
 
 
 def _address(request: RecallRequest) -> ConversationAddress:
-    return ConversationAddress(request.product, request.user_id, request.conversation_id)
+    return request.address
 
 
 def produce_history(request: RecallRequest) -> SourceResult:

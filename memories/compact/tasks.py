@@ -9,12 +9,15 @@ from memories.services.memory_write import failure_reason, memory_write_finish
 from memoryhub import outbox
 from memoryhub.addresses import ConversationAddress
 from memoryhub.clients.errors import UpstreamError
+from memoryhub.transient import TRANSIENT_ERRORS
 
 from .policy import scenario_policy
 from .selectors import scenario_uses_history
 from .services import compaction_due, compaction_for_turn
 
 MAX_RETRIES = 3
+# The summariser's failures and the database's or Redis's blips: the attempt rolled back, running it again is safe.
+RETRIED: tuple[type[Exception], ...] = (UpstreamError, *TRANSIENT_ERRORS)
 # The name the commit hook is registered under.
 WORK = "compact"
 
@@ -22,7 +25,7 @@ WORK = "compact"
 @shared_task(
     bind=True,
     name="compact.compact_history",
-    autoretry_for=(UpstreamError,),
+    autoretry_for=RETRIED,
     max_retries=MAX_RETRIES,
     retry_backoff=5,
     retry_backoff_max=300,
@@ -36,7 +39,7 @@ def compact_history_task(self, turn_pk: int, trigger: str = "threshold") -> str:
             turn_pk=turn_pk, trigger=trigger, attempt=retries, retries_left=MAX_RETRIES - retries
         )
     except Exception as exc:
-        if not (isinstance(exc, UpstreamError) and retries < MAX_RETRIES):
+        if not (isinstance(exc, RETRIED) and retries < MAX_RETRIES):
             memory_write_finish(turn_pk=turn_pk, work=WORK, failure=failure_reason(exc))
         raise
     # "conflict" (another compaction was kept) and "range_changed" (a regeneration; the next prepare rebuilds)

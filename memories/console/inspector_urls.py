@@ -14,9 +14,6 @@ urlpatterns = [
         admin.site.admin_view(views.conversation_timeline),
         name="conversation-timeline",
     ),
-    path("tables/<id:pk>/", admin.site.admin_view(views.table_diff), name="table-diff"),
-    path("documents/<id:pk>/", admin.site.admin_view(views.document_diff), name="document-diff"),
-    path("state/<id:pk>/", admin.site.admin_view(views.state_diff), name="state-diff"),
-    path("story/<id:pk>/", admin.site.admin_view(views.story_diff), name="story-diff"),
-    path("diaries/<id:pk>/", admin.site.admin_view(views.diary_entry), name="diary-entry"),
+    # Every readable artefact (table, document, state, story, diary entry): one table-driven view.
+    path("<slug:kind>/<id:pk>/", admin.site.admin_view(views.artefact_page), name="artefact"),
 ]

@@ -8,6 +8,7 @@ inspector_urls.py, so it has the admin's login and staff check.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
@@ -15,6 +16,7 @@ from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from diaries.models import DiaryEntry
 from memories.console import artefacts, inspector, timeline
@@ -70,35 +72,59 @@ def conversation_timeline(request: HttpRequest, pk: int) -> HttpResponse:
     return _page(request, "console/inspector/timeline.html", _("Conversation timeline"), call, product=product)
 
 
-def table_diff(request: HttpRequest, pk: int) -> HttpResponse:
-    product = _product(request, MemoryTable, pk)
-    old, new = _version(request, "from"), _version(request, "to")
-    call = lambda: artefacts.table_artefact(product=product, table_id=pk, old=old, new=new)  # noqa: E731
-    return _page(request, "console/inspector/table.html", _("Memory table"), call, product=product)
+@dataclass(frozen=True)
+class Artefact:
+    """One readable artefact page: the model whose product is checked, its template, title and selector."""
+
+    model: type[models.Model]
+    template: str
+    title: str  # a msgid, translated per request
+    read: Callable[[Product, int, int | None, int | None], object]  # (product, pk, from, to) → the page's result
+    versions: bool = True  # ?from= / ?to= pick the versions compared
 
 
-def document_diff(request: HttpRequest, pk: int) -> HttpResponse:
-    product = _product(request, MemoryDocument, pk)
-    old, new = _version(request, "from"), _version(request, "to")
-    call = lambda: artefacts.document_artefact(product=product, document_id=pk, old=old, new=new)  # noqa: E731
-    return _page(request, "console/inspector/revisions.html", _("JSON memory"), call, product=product)
+REVISIONS = "console/inspector/revisions.html"
+# The one table of artefact pages: /admin/console/<kind>/<pk>/ (inspector_urls.py); a new artefact is a row here.
+ARTEFACTS: dict[str, Artefact] = {
+    "tables": Artefact(
+        MemoryTable,
+        "console/inspector/table.html",
+        gettext_noop("Memory table"),
+        lambda product, pk, old, new: artefacts.table_artefact(product=product, table_id=pk, old=old, new=new),
+    ),
+    "documents": Artefact(
+        MemoryDocument,
+        REVISIONS,
+        gettext_noop("JSON memory"),
+        lambda product, pk, old, new: artefacts.document_artefact(product=product, document_id=pk, old=old, new=new),
+    ),
+    "state": Artefact(
+        ConversationState,
+        REVISIONS,
+        gettext_noop("Conversation state"),
+        lambda product, pk, old, new: artefacts.state_artefact(product=product, state_id=pk, old=old, new=new),
+    ),
+    "story": Artefact(
+        StorySnapshot,
+        REVISIONS,
+        gettext_noop("Story"),
+        lambda product, pk, old, new: artefacts.story_artefact(product=product, snapshot_id=pk, old=old, new=new),
+    ),
+    "diaries": Artefact(
+        DiaryEntry,
+        "console/inspector/diary.html",
+        gettext_noop("Diary entry"),
+        lambda product, pk, _old, _new: artefacts.diary_artefact(product=product, entry_id=pk),
+        versions=False,
+    ),
+}
 
 
-def state_diff(request: HttpRequest, pk: int) -> HttpResponse:
-    product = _product(request, ConversationState, pk)
-    old, new = _version(request, "from"), _version(request, "to")
-    call = lambda: artefacts.state_artefact(product=product, state_id=pk, old=old, new=new)  # noqa: E731
-    return _page(request, "console/inspector/revisions.html", _("Conversation state"), call, product=product)
-
-
-def story_diff(request: HttpRequest, pk: int) -> HttpResponse:
-    product = _product(request, StorySnapshot, pk)
-    old, new = _version(request, "from"), _version(request, "to")
-    call = lambda: artefacts.story_artefact(product=product, snapshot_id=pk, old=old, new=new)  # noqa: E731
-    return _page(request, "console/inspector/revisions.html", _("Story"), call, product=product)
-
-
-def diary_entry(request: HttpRequest, pk: int) -> HttpResponse:
-    product = _product(request, DiaryEntry, pk)
-    call = lambda: artefacts.diary_artefact(product=product, entry_id=pk)  # noqa: E731
-    return _page(request, "console/inspector/diary.html", _("Diary entry"), call, product=product)
+def artefact_page(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    artefact = ARTEFACTS.get(kind)
+    if artefact is None:
+        raise Http404(_("Not found in this product."))
+    product = _product(request, artefact.model, pk)
+    old, new = (_version(request, "from"), _version(request, "to")) if artefact.versions else (None, None)
+    call = lambda: artefact.read(product, pk, old, new)  # noqa: E731
+    return _page(request, artefact.template, _(artefact.title), call, product=product)

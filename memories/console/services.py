@@ -15,10 +15,10 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from diaries.tasks import diary_plan_task
-from memories.hinos.services.commits import ResendOutcome, hinos_commit_resend
+from memories.hinos.services.commits import RESEND_PERMISSION, hinos_commit_resend_audited
 from memories.models import ApiKey, Event, Turn
 from memories.services.events import event_emit_for_turn
-from memories.services.products import api_key_revoke
+from memories.services.products import api_key_revoke_audited
 from memoryhub import outbox
 from memoryhub.admin_base import log_actions
 from tables.models import TableEditRecord
@@ -32,7 +32,7 @@ RERUN_EVENT = "memory.job_rerun"
 PERMISSIONS = {
     "diaries": "diaries.change_diarystate",
     "tables": "tables.change_memorytable",
-    "resend": "hinos.change_failedhinoscommit",
+    "resend": RESEND_PERMISSION,
     "revoke": "memories.change_apikey",
 }
 
@@ -103,22 +103,13 @@ def job_rerun(*, turn_pk: int, work: str, user) -> ActionOutcome:
     return ActionOutcome("scheduled", message % {"turn": turn.pk, "work": work, "number": number})
 
 
-def hinos_commit_resend_audited(*, event: Event, user) -> ResendOutcome:
-    """Re-send the commit of a failed Hinos event as the operator `user`, recorded as an admin LogEntry."""
-    outcome = hinos_commit_resend(event=event, actor=f"operator:{user.get_username()}")
-    audit(user, event, f"Re-sent the Hinos commit: {outcome.status} — {outcome.message}")
-    return outcome
-
-
 def hinos_resend(*, event: Event, user) -> ActionOutcome:
     outcome = hinos_commit_resend_audited(event=event, user=user)
     return ActionOutcome(RESEND_STATUS.get(outcome.status, "not_rerunnable"), outcome.message)
 
 
 def key_revoke(*, api_key: ApiKey, user) -> ActionOutcome:
-    if api_key.revoked_at is not None:
+    if not api_key_revoke_audited(api_key=api_key, user=user):
         return ActionOutcome("done", _("key %(prefix)s… was already revoked") % {"prefix": api_key.prefix})
-    api_key_revoke(api_key=api_key)
-    audit(user, api_key, f"Revoked the API key {api_key.prefix}…")
     message = _("key %(prefix)s… is revoked: requests with it now answer 401") % {"prefix": api_key.prefix}
     return ActionOutcome("done", message)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from memories.console.admin_filters import ResendStateFilter
-from memories.console.services import PERMISSIONS, hinos_commit_resend_audited
 from memories.forms import pretty_json
+from memories.hinos.admin_filters import ResendStateFilter
 from memories.hinos.models import FailedHinosCommit, HinosClaim
 from memories.hinos.runtime import commit_acknowledged
+from memories.hinos.services.commits import RESEND_PERMISSION, hinos_commit_resend_audited
 from memoryhub.admin_base import ReadOnlyAdmin
 
 
@@ -41,7 +41,7 @@ class FailedHinosCommitAdmin(ReadOnlyAdmin):
 
     def has_resend_permission(self, request) -> bool:
         # Re-sending posts the turn's commit to Hinos again and records its receipt: view is not enough.
-        return request.user.has_perm(PERMISSIONS["resend"])
+        return request.user.has_perm(RESEND_PERMISSION)
 
     @admin.action(description="Re-send the Hinos commit (same claim id)", permissions=["resend"])
     def resend_commit(self, request, queryset):

@@ -17,5 +17,7 @@ class HinosConfig(AppConfig):
 
         registry.register_runtime("hinos", HinosRuntime)
         # Filled by the runtime from the Hinos service's answer, not by a producer.
-        registry.register_source(HINOS_VARIABLE, description="memory text served by the Hinos external memory service")
+        registry.register_source(
+            HINOS_VARIABLE, description="memory text served by the Hinos external memory service", agent_refs=["hinos"]
+        )
         registry.register_scenario_section(SECTION, validate_hinos_section)

@@ -18,6 +18,7 @@ class LongTermConfig(AppConfig):
         registry.register_source(
             "preferences",
             description="the user's long-term memories of the kinds the source names (default: preferences)",
+            agent_refs=["longterm"],
             producer=produce_preferences,
             scopes=preference_scopes,
             options=validate_source_options,

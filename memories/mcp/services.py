@@ -15,7 +15,6 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from diaries.planning import InvalidSubscriptionCategory
 from diaries.producers import recall_count, render_summaries
 from diaries.selectors import diary_agent_ref, diary_recent_summaries
 from lorebooks import formats as lore_formats
@@ -34,6 +33,7 @@ from memoryhub import working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress, UserAddress, run_address_checks
 from memoryhub.errors import InvalidRequest, NotFound, RevisionConflict
+from memoryhub.runtimes.base import InvalidSubscriptionCategory
 from tables.applying import TableState
 from tables.rendering import render_tables
 from tables.selectors import tables_snapshot

@@ -9,6 +9,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memories.models import ApiKey, Product
+from memoryhub.admin_base import log_actions
 from memoryhub.prepared import PreparedSelect
 
 KEY_PREFIX = "mhk_"
@@ -101,3 +102,12 @@ def api_key_snapshot(plaintext: str) -> KeySnapshot | None:
     if api_key is None:
         return None
     return KeySnapshot(api_key, api_key.key_version, api_key.product_version)  # type: ignore[attr-defined]
+
+
+def api_key_revoke_audited(*, api_key: ApiKey, user) -> bool:
+    """Revoke as the operator `user`, recorded as an admin LogEntry; False when the key was already revoked."""
+    if api_key.revoked_at is not None:
+        return False
+    api_key_revoke(api_key=api_key)
+    log_actions(user, [api_key], f"Revoked the API key {api_key.prefix}…")
+    return True

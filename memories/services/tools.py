@@ -16,13 +16,13 @@ from django.core import signing
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
-from diaries.planning import InvalidSubscriptionCategory, normalize_subscription_category
 from memories.models import ApiKey, IssuedToolToken, Product, Scenario
 from memories.selectors.documents import memory_document_get
 from memories.services.documents import memory_document_replace
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress, run_address_checks
 from memoryhub.errors import Forbidden, InvalidRequest, NotFound, RevisionConflict
+from memoryhub.runtimes.base import InvalidSubscriptionCategory, normalize_subscription_category
 
 TOKEN_PREFIX = "mht_"
 _SALT = "memoryhub.tool-token"

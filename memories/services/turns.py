@@ -94,10 +94,7 @@ def turn_prepare_scopes(address: ConversationAddress, slug: str) -> list[working
         if len(_seen_scenarios) >= _SEEN_SCENARIOS_MAX:
             _seen_scenarios.clear()
         return scopes
-    requests = [
-        RecallRequest(address.product, address.user_id, address.conversation_id, source, scenario=seen)
-        for source in scenario_sources(seen)
-    ]
+    requests = [RecallRequest(address, source, scenario=seen) for source in scenario_sources(seen)]
     return scopes + registry.declared_scopes(requests)
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 
-from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
+from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.admin_base import ReadOnlyAdmin, console_link
-from memoryhub.errors import DomainError
+from memoryhub.admin_base import ReadOnlyAdmin, VersionedEditAdmin, console_link
 
 from .forms import StateForm
 from .models import ConversationState, ConversationStateRevision
@@ -29,7 +27,7 @@ def _pre(value: str) -> str:
 
 
 @admin.register(ConversationState)
-class ConversationStateAdmin(admin.ModelAdmin):
+class ConversationStateAdmin(VersionedEditAdmin):
     form = StateForm
     list_display = ["user_id", "conversation_id", "revision", "record_count", "product", "updated_at", "diff_link"]
     list_filter = ["product"]
@@ -45,12 +43,9 @@ class ConversationStateAdmin(admin.ModelAdmin):
         ("History (newest first)", {"fields": ["history"]}),
     ]
 
-    def has_add_permission(self, request) -> bool:
-        return False  # states are created by the first candidate
-
     @admin.display(description="revisions")
     def diff_link(self, obj: ConversationState) -> str:
-        return console_link("console:state-diff", obj.pk, "diff")
+        return console_link("state", obj.pk, "diff")
 
     @admin.display(description="records")
     def record_count(self, obj: ConversationState) -> int:
@@ -84,28 +79,14 @@ class ConversationStateAdmin(admin.ModelAdmin):
         )
         return format_html("<table>{}{}</table>", mark_safe(header), body)
 
-    def save_model(self, request, obj, form, change):
-        try:
-            state_replace(
-                address=_address(ConversationState.objects.select_related("product").get(pk=obj.pk)),
-                base_revision=form.cleaned_data["loaded_revision"],
-                text=form.cleaned_data.get("text") or "",
-                records=form.cleaned_data["records"],
-                actor=Actor.operator(request.user.get_username()),
-            )
-        except DomainError as exc:  # lost a race after clean(): say so, never overwrite
-            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
-            obj._not_saved = True
-
-    def log_change(self, request, obj, message):
-        if getattr(obj, "_not_saved", False):
-            return None
-        return super().log_change(request, obj, message)
-
-    def response_change(self, request, obj):
-        if getattr(obj, "_not_saved", False):
-            return HttpResponseRedirect(request.path)
-        return super().response_change(request, obj)
+    def save_versioned(self, request, obj, form, actor: Actor) -> None:
+        state_replace(
+            address=_address(ConversationState.objects.select_related("product").get(pk=obj.pk)),
+            base_revision=form.cleaned_data["loaded_revision"],
+            text=form.cleaned_data.get("text") or "",
+            records=form.cleaned_data["records"],
+            actor=actor,
+        )
 
 
 @admin.register(ConversationStateRevision)

@@ -15,7 +15,7 @@ from .services import state_scope
 
 
 def _address(request: RecallRequest) -> ConversationAddress:
-    return ConversationAddress(request.product, request.user_id, request.conversation_id)
+    return request.address
 
 
 def produce_conversation_state(request: RecallRequest) -> SourceResult:

@@ -61,7 +61,7 @@ class StorySnapshotAdmin(admin.ModelAdmin):
 
     @admin.display(description="versions")
     def diff_link(self, obj: StorySnapshot) -> str:
-        return console_link("console:story-diff", obj.pk, "diff")
+        return console_link("story", obj.pk, "diff")
 
     @admin.display(description="events")
     def event_count(self, obj: StorySnapshot) -> int:

@@ -18,7 +18,7 @@ from .services import story_scope
 
 
 def _address(request: RecallRequest) -> ConversationAddress:
-    return ConversationAddress(request.product, request.user_id, request.conversation_id)
+    return request.address
 
 
 def produce_story(request: RecallRequest) -> SourceResult:

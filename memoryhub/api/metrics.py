@@ -22,11 +22,24 @@ class MetricsMiddleware:
     def __call__(self, request):
         started = time.perf_counter()
         response = self.get_response(request)
-        match = getattr(request, "resolver_match", None)
-        route = match.route if match else "unmatched"
+        route = route_of(request)
         LATENCY.labels(route=route, method=request.method).observe(time.perf_counter() - started)
         REQUESTS.labels(route=route, method=request.method, status=str(response.status_code)).inc()
         return response
+
+
+def route_of(request) -> str:
+    """The URL pattern; static files (answered by whitenoise before any URL is resolved) count as one route."""
+    match = getattr(request, "resolver_match", None)
+    if match is not None:
+        return match.route
+    if request.path.startswith(STATIC_PREFIX):
+        return STATIC_ROUTE
+    return "unmatched"
+
+
+STATIC_PREFIX = "/" + settings.STATIC_URL.lstrip("/")
+STATIC_ROUTE = settings.STATIC_URL.strip("/") + "/<path>"
 
 
 def metrics_view(request) -> HttpResponse:

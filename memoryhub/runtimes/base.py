@@ -5,8 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from memoryhub.addresses import ConversationAddress
+
 SourceStatus = Literal["ok", "empty", "error", "unavailable"]
+# The user's plans, free first: the one definition (turns, tool tokens, diary planning and recall read it).
 SUBSCRIPTION_CATEGORIES = ("default", "plus", "ultra", "max")
+
+
+class InvalidSubscriptionCategory(ValueError):
+    """`subscriptionCategory` is not one of SUBSCRIPTION_CATEGORIES (the API maps this to 400)."""
+
+    field = "subscriptionCategory"
+
+    def __init__(self, value: object):
+        allowed = ", ".join(SUBSCRIPTION_CATEGORIES)
+        super().__init__(f"subscriptionCategory must be one of {allowed} (or absent), got {value!r}")
+        self.value = value
+
+
+def normalize_subscription_category(category: object) -> str:
+    """Absent (None) means the free category; anything outside the four names is refused."""
+    if category is None:
+        return SUBSCRIPTION_CATEGORIES[0]
+    if isinstance(category, str) and category in SUBSCRIPTION_CATEGORIES:
+        return category
+    raise InvalidSubscriptionCategory(category)
 
 
 @dataclass(frozen=True)
@@ -25,9 +48,7 @@ class SourceConfig:
 class RecallRequest:
     """Everything a producer may use; identity comes from the authenticated product, never from model output."""
 
-    product: Any
-    user_id: str
-    conversation_id: str
+    address: ConversationAddress  # the conversation recalled for: producers pass it on, never rebuild it
     source: SourceConfig
     scenario: Any = None
     user_message: str = ""
@@ -36,6 +57,18 @@ class RecallRequest:
     replaces_turn_id: int | None = None  # set when this turn regenerates a completed reply of the same round
     # The character this turn's reply is for (witness scopes): sources reading messages read only what it witnessed.
     character: str | None = None
+
+    @property
+    def product(self) -> Any:
+        return self.address.product
+
+    @property
+    def user_id(self) -> str:
+        return self.address.user_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self.address.conversation_id
 
 
 @dataclass(frozen=True)

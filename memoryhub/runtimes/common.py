@@ -9,6 +9,7 @@ from django.db import DatabaseError
 from django_redis.exceptions import ConnectionInterrupted
 
 from memoryhub import working_set
+from memoryhub.addresses import ConversationAddress
 from memoryhub.clients.errors import UpstreamError
 from memoryhub.errors import DomainError
 
@@ -43,9 +44,7 @@ def allowed_variable_errors(sources: list[SourceConfig], allowed: frozenset[str]
 
 def recall_request(context: TurnContext, source: SourceConfig, *, with_query: bool) -> RecallRequest:
     return RecallRequest(
-        product=context.product,
-        user_id=context.user_id,
-        conversation_id=context.conversation_id,
+        address=ConversationAddress(context.product, context.user_id, context.conversation_id),
         source=source,
         scenario=context.scenario,
         user_message=context.user_message if with_query else "",  # axon recalls never see the query

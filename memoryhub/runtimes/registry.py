@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from django.apps import apps
 from django.db import transaction
@@ -65,7 +66,8 @@ class Source:
     # None: nothing produces it here (a runtime fills it, e.g. hinosMemory); a turn reports it "unavailable".
     producer: Producer | None = None
     scopes: ScopesFor | None = None
-    # The agentRefs a source of this variable may name; None: any non-empty string.
+    # The agentRefs a source of this variable may name; None (NAMED): the agentRef names one of the app's own
+    # agents (a diary per agentRef), any identifier.
     agent_refs: frozenset[str] | None = None
     # The runtimes that accept this variable besides their built-in ones (see runtime_variables).
     runtimes: frozenset[str] = frozenset()
@@ -155,13 +157,17 @@ def get_runtime(name: str) -> Runtime:
 # --- sources --------------------------------------------------------------------------------------------------
 
 
+# `agent_refs=NAMED`: the source's agentRef is a name the app keys its data by (diaries), not a fixed choice.
+NAMED = "named"
+
+
 def register_source(
     variable: str,
     *,
     description: str,
+    agent_refs: Iterable[str] | Literal["named"],
     producer: Producer | None = None,
     scopes: ScopesFor | None = None,
-    agent_refs: Iterable[str] | None = None,
     runtimes: Iterable[str] = (),
     options: SourceOptionsValidator | None = None,
 ) -> None:
@@ -171,7 +177,9 @@ def register_source(
     editing the runtime's built-in set). `options`: validates the fields a source of this variable may carry
     besides id/agentRef/variable/priority (they reach the producer as `SourceConfig.options`).
     """
-    refs = frozenset(agent_refs) if agent_refs is not None else None
+    refs = None if agent_refs == NAMED else frozenset(agent_refs)
+    if refs is not None and not refs:
+        raise ValueError(f"{variable}: agent_refs names no agentRef (pass the choices, or NAMED)")
     _current().sources[variable] = Source(variable, description, producer, scopes, refs, frozenset(runtimes), options)
 
 

@@ -131,5 +131,5 @@ def seeded(transactional_db) -> Seeded:
 
 @pytest.fixture
 def shot():
-    """`shot(page, "name")` saves docs/console/name.png (full page)."""
+    """`shot(page, "name")` saves name.png (full page) into SCREENSHOTS (tests/browser/support.py)."""
     return screenshot

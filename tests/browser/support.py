@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from django.conf import settings
 
 from memories.models import Product, Turn
 from tests.factories import TABLE_TEMPLATES
 from tests.support.api import ProductApi
 
-SCREENSHOTS = Path(settings.BASE_DIR) / "docs" / "console"
+# Outside the tree unless asked: MEMORYHUB_SCREENSHOTS=docs/console refreshes the committed ones (docs/console.md).
+SCREENSHOTS = Path(os.environ.get("MEMORYHUB_SCREENSHOTS") or Path(tempfile.gettempdir()) / "memoryhub-screenshots")
 USER, CONVERSATION = "u1", "c1"
 CONV = f"/v1/users/{USER}/conversations/{CONVERSATION}"
 SCENARIO = {
@@ -35,7 +36,7 @@ ROUNDS = [
 
 
 def screenshot(page, name: str) -> Path:
-    """Save the whole page as docs/console/<name>.png (committed: the README and docs/console.md show them)."""
+    """Save the whole page as SCREENSHOTS/<name>.png (docs/console/ when asked: the README and docs show them)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

@@ -1,6 +1,6 @@
 """The dashboard in a real browser: log in, read a figure, follow it to its list, switch to Chinese, re-run a
 failed job and re-send a failed Hinos commit through their confirmation pages. Each step saves a screenshot
-into docs/console/ (shown by docs/console.md and the README)."""
+into SCREENSHOTS (docs/console/ when asked: shown by docs/console.md and the README)."""
 
 from __future__ import annotations
 

@@ -87,3 +87,26 @@ def test_the_inspector_in_simplified_chinese(admin_page, live_server, story, sho
     assert page.locator("#compare h2").inner_text() == "与上一轮比较"
     assert page.locator("#prompt-text mark.mh-var").count() == 6
     shot(page, "turn-inspector-zh")
+
+
+def test_the_turn_lists_inspector_column_is_visible_at_1400_px_in_both_languages(admin_page, live_server, story):
+    page = admin_page
+    page.set_viewport_size({"width": 1400, "height": 900})
+    for language in ("en", "zh-hans"):
+        if language != "en":
+            with page.expect_navigation():
+                page.select_option("#language-switcher select", language)
+        page.goto(f"{live_server.url}/admin/memories/turn/")
+        link = page.locator(f"a.mh-inspect[data-turn='{story.turns[0].pk}']")
+        box = link.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 1400, (language, box)
+        assert page.evaluate("document.scrollingElement.scrollLeft") == 0
+    # in Chinese the columns, the link and the turn states are Chinese (the id is "ID" in both)
+    headers = page.locator("#result_list thead th").evaluate_all("els => els.map(e => e.innerText.trim())")
+    english = [h for h in headers if h and h != "ID" and h.isascii()]
+    assert english == [], headers
+    assert link.inner_text() == "检查"
+    filters = page.locator("#changelist-filter summary").all_inner_texts()
+    assert filters and all(not f.isascii() for f in filters), filters
+    statuses = page.locator("#result_list td.field-status").all_inner_texts()
+    assert statuses and all(not s.isascii() for s in statuses), statuses

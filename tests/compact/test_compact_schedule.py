@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import redis.exceptions
+from django.db import OperationalError
 
+from memories.compact import tasks as compact_tasks
 from memories.compact.services import compaction_for_turn
 from memories.compact.tasks import compact_history_task
 
@@ -98,3 +101,24 @@ def test_a_checkpoint_round_compacts_everything_before_the_recent_window(
         "user: Round 6: where is the key?\nassistant: Round 6: the guard keeps it."
     )
     assert history_source(turn)["details"]["rawMessages"] == 2
+
+
+@pytest.mark.parametrize("blip", [OperationalError("server closed the connection"), redis.exceptions.ConnectionError()])
+def test_a_database_or_redis_blip_is_retried_not_a_lost_compaction(alice, monkeypatch, blip) -> None:
+    create_scenario(alice, budget=2000, keep=2)
+    for n in range(1, 10):
+        ninth = play(alice, text(L, f"u{n}"), text(L, f"a{n}"))
+    attempts: list[int] = []
+
+    def once_away(**kwargs):
+        attempts.append(kwargs["attempt"])
+        if len(attempts) == 1:
+            raise blip  # the first attempt's transaction was rolled back
+        return compaction_for_turn(**kwargs)
+
+    monkeypatch.setattr(compact_tasks, "compaction_for_turn", once_away)
+    result = compact_history_task.apply(args=[ninth["turnId"], "threshold"])
+    assert result.successful() and attempts == [0, 1]
+    assert len(compactions(alice)) == 1
+    work = alice.get(f"/v1/users/u1/conversations/c1/turns/{ninth['turnId']}").json()["memoryWrite"]
+    assert work["work"]["compact"] == "done" and work["status"] != "failed", work

@@ -33,7 +33,7 @@ SCENARIO = {
         {"id": "diary", "agentRef": "diary-orchestrator", "variable": "compassMemory"},
         {"id": "state", "agentRef": "state", "variable": "conversationState"},
         {"id": "story", "agentRef": "story", "variable": "story"},
-        {"id": "prefs", "agentRef": "prefs", "variable": "preferences"},
+        {"id": "prefs", "agentRef": "longterm", "variable": "preferences"},
     ],
     "template": TEMPLATE,
     "tables": TABLE_TEMPLATES,

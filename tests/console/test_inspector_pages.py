@@ -31,11 +31,11 @@ def _pages(story) -> list[str]:
         *(reverse("console:turn-inspector", args=[t.pk]) for t in story.turns),
         reverse("console:conversation-timeline", args=[story.conversation.pk]),
         reverse("console:conversation-timeline", args=[story.conversation.pk]) + "?until=1",
-        reverse("console:table-diff", args=[table.pk]) + "?from=1&to=3",
-        reverse("console:document-diff", args=[MemoryDocument.objects.get(product=story.product).pk]),
-        reverse("console:state-diff", args=[ConversationState.objects.get(product=story.product).pk]),
-        reverse("console:story-diff", args=[StorySnapshot.objects.get(product=story.product).pk]),
-        reverse("console:diary-entry", args=[DiaryEntry.objects.get(product=story.product).pk]),
+        reverse("console:artefact", args=["tables", table.pk]) + "?from=1&to=3",
+        reverse("console:artefact", args=["documents", MemoryDocument.objects.get(product=story.product).pk]),
+        reverse("console:artefact", args=["state", ConversationState.objects.get(product=story.product).pk]),
+        reverse("console:artefact", args=["story", StorySnapshot.objects.get(product=story.product).pk]),
+        reverse("console:artefact", args=["diaries", DiaryEntry.objects.get(product=story.product).pk]),
     ]
 
 
@@ -76,8 +76,8 @@ def test_another_products_object_is_404_when_the_product_is_pinned(story, client
         assert client.get(url, {"product": story.product.pk}).status_code == 200, url
     assert client.get(reverse("console:turn-inspector", args=[10**9])).status_code == 404
     table = MemoryTable.objects.get(product=story.product, name="时空表格")
-    assert client.get(reverse("console:table-diff", args=[table.pk]), {"to": "99"}).status_code == 404
-    assert client.get(reverse("console:table-diff", args=[table.pk]), {"to": "x"}).status_code == 404
+    assert client.get(reverse("console:artefact", args=["tables", table.pk]), {"to": "99"}).status_code == 404
+    assert client.get(reverse("console:artefact", args=["tables", table.pk]), {"to": "x"}).status_code == 404
 
 
 def test_artefacts_compare_the_newest_version_with_the_one_before_by_default(story):
@@ -122,17 +122,17 @@ def test_a_turn_of_a_deleted_scenario_shows_its_prompt_whole_and_its_runtime_sta
 def test_the_admin_lists_link_each_artefact_to_its_console_page(story, client):
     client.force_login(SuperuserFactory())
     lists = {
-        "tables_memorytable": "console:table-diff",
-        "memories_memorydocument": "console:document-diff",
-        "state_conversationstate": "console:state-diff",
-        "story_storysnapshot": "console:story-diff",
-        "diaries_diaryentry": "console:diary-entry",
-        "memories_conversation": "console:conversation-timeline",
-        "memories_turn": "console:turn-inspector",
+        "tables_memorytable": ("console:artefact", "tables"),
+        "memories_memorydocument": ("console:artefact", "documents"),
+        "state_conversationstate": ("console:artefact", "state"),
+        "story_storysnapshot": ("console:artefact", "story"),
+        "diaries_diaryentry": ("console:artefact", "diaries"),
+        "memories_conversation": ("console:conversation-timeline",),
+        "memories_turn": ("console:turn-inspector",),
     }
-    for changelist, page in lists.items():
+    for changelist, (page, *kind) in lists.items():
         html = client.get(reverse(f"admin:{changelist}_changelist")).content.decode()
-        prefix = reverse(page, args=[1]).rsplit("/1/", 1)[0]
+        prefix = reverse(page, args=[*kind, 1]).rsplit("/1/", 1)[0]
         assert f'href="{prefix}/' in html, changelist
 
 
@@ -141,3 +141,14 @@ def test_a_version_that_is_not_an_ascii_number_is_not_found(story, client):
     timeline = reverse("console:conversation-timeline", args=[story.conversation.pk])
     for bad in ("x", "³", "9" * 30):  # "³" passes str.isdigit() but not int(); 30 digits pass no column
         assert client.get(f"{timeline}?until={bad}").status_code == 404
+
+
+def test_every_artefact_page_is_one_row_of_one_table_driven_view(story, client):
+    from memories.console import inspector_urls, inspector_views
+
+    assert [p.name for p in inspector_urls.urlpatterns] == ["turn-inspector", "conversation-timeline", "artefact"]
+    assert set(inspector_views.ARTEFACTS) == {"tables", "documents", "state", "story", "diaries"}
+    client.force_login(SuperuserFactory())
+    table = MemoryTable.objects.get(product=story.product, name="时空表格")
+    assert client.get(reverse("console:artefact", args=["tables", table.pk])).status_code == 200
+    assert client.get(reverse("console:artefact", args=["no-such-kind", table.pk])).status_code == 404

@@ -8,6 +8,7 @@ from diaries.producers import produce_compass_memory
 from diaries.selectors import compass_scope
 from diaries.services import diary_append
 from diaries.summarizers import SummaryResult
+from memoryhub.addresses import ConversationAddress
 from memoryhub.runtimes.base import RecallRequest, SourceConfig
 from memoryhub.runtimes.registry import get_producer
 from tests.factories import DIARY_AGENT_REF, DiaryScenarioFactory, TurnFactory
@@ -30,9 +31,7 @@ def _store(product, scenario, count: int, *, conversation_id: str = "c1", every:
 def _recall(product, *, category=None, conversation_id="c1", user_id="u1", source=SOURCE, message=""):
     return produce_compass_memory(
         RecallRequest(
-            product=product,
-            user_id=user_id,
-            conversation_id=conversation_id,
+            address=ConversationAddress(product, user_id, conversation_id),
             source=source,
             user_message=message,
             subscription_category=category,

@@ -11,7 +11,6 @@ from diaries.planning import (
     DiaryPolicy,
     DiaryState,
     FreeDiaryQuota,
-    InvalidSubscriptionCategory,
     PolicyError,
     is_paid,
     parse_diary_policy,
@@ -19,6 +18,7 @@ from diaries.planning import (
     policy_to_dict,
     quota_window_start,
 )
+from memoryhub.runtimes.base import InvalidSubscriptionCategory
 
 DEFAULTS = DiaryPolicy()
 

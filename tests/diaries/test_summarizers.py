@@ -19,7 +19,7 @@ from diaries.summarizers import (
     parse_summary_reply,
 )
 from memoryhub.clients.errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
-from memoryhub.clients.summarizer import ChatCompletionsClient
+from memoryhub.clients.summarizer import SummarizerClient
 from tests.support.http_server import Reply, StubHttpServer
 
 CHINESE = [
@@ -138,7 +138,7 @@ def _completion(content: object) -> dict:
 
 
 def _summarizer(server: StubHttpServer, *, timeout: float = 5.0, api_key: str | None = "sk-test") -> HttpSummarizer:
-    return HttpSummarizer(ChatCompletionsClient(f"{server.url}/v1", "tiny-model", api_key, timeout))
+    return HttpSummarizer(SummarizerClient(f"{server.url}/v1", "tiny-model", api_key, timeout))
 
 
 def test_http_success_sends_openai_wire_format(server: StubHttpServer) -> None:
@@ -196,7 +196,7 @@ def test_connection_refused_is_upstream_unavailable() -> None:
     stub = StubHttpServer().start()
     url = stub.url
     stub.stop()
-    client = ChatCompletionsClient(url, "m", None, 1.0)
+    client = SummarizerClient(url, "m", None, 1.0)
     with pytest.raises(UpstreamUnavailable):
         HttpSummarizer(client).summarize(ENGLISH, 1, 2, want_diary=False)
 

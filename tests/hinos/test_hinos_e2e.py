@@ -16,7 +16,7 @@ from tests.support.processes import wait_for
 CONV = "/v1/users/u1/conversations/c1"
 SMALL_DIARY = {"minRounds": 1, "freeRoundsPerDiary": 1}
 DIARY_SOURCE = {"id": "diary", "agentRef": "diary-main", "variable": "compassMemory"}
-HINOS_SOURCE = {"id": "external-memory", "agentRef": "your-hinos-source", "variable": "hinosMemory"}
+HINOS_SOURCE = {"id": "external-memory", "agentRef": "hinos", "variable": "hinosMemory"}
 TEMPLATE = "你是守卫。\nMemory:\n{{hinosMemory}}\nUser: {{userMessage}}"
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,8 +17,8 @@ SCENARIO = {
     "memoryRuntime": "hinos",
     "template": TEMPLATE,
     "memorySources": [
-        {"id": "external-memory", "agentRef": "your-hinos-source", "variable": "hinosMemory"},
-        {"id": "state", "agentRef": "json", "variable": "jsonMemory"},
+        {"id": "external-memory", "agentRef": "hinos", "variable": "hinosMemory"},
+        {"id": "state", "agentRef": "json-memory", "variable": "jsonMemory"},
     ],
     "hinos": {"modelConfigId": "mc-1", "promptId": "p-1"},
 }

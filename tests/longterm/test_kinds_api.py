@@ -228,7 +228,7 @@ def test_a_scenario_names_only_valid_kind_lists(alice, source_fields, field):
 
 
 def test_other_variables_accept_no_extra_source_fields(alice):
-    source = {"id": "doc", "agentRef": "json", "variable": "jsonMemory", "kinds": ["diet"]}
+    source = {"id": "doc", "agentRef": "json-memory", "variable": "jsonMemory", "kinds": ["diet"]}
     error = assert_envelope(alice.post("/v1/scenarios", {"id": "s", "name": "S", "memorySources": [source]}), 400)
     assert error["details"]["fields"]["memorySources[0].kinds"] == "unknown field"
 

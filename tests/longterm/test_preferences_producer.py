@@ -13,7 +13,7 @@ from memories.longterm.models import LongTermMemory
 from memories.longterm.producers import produce_preferences
 from memories.longterm.services.memories import Proposal, memory_create, preferences_scope
 from memories.models import Scenario
-from memoryhub.addresses import UserAddress
+from memoryhub.addresses import ConversationAddress, UserAddress
 from memoryhub.runtimes.base import RecallRequest, SourceConfig
 from tests.longterm.support import (
     EN_DETAIL,
@@ -31,7 +31,7 @@ from tests.support.processes import closed_port
 pytestmark = pytest.mark.django_db
 
 CONV = "/v1/users/u1/conversations/c1"
-SOURCE = {"id": "prefs", "agentRef": "longterm-preferences", "variable": "preferences"}
+SOURCE = {"id": "prefs", "agentRef": "longterm", "variable": "preferences"}
 COFFEE = proposal(
     content={"detail": "brief", "text": "回答要简短"}, evidence="以后回答都简短一点", source="以后回答都简短一点。"
 )
@@ -64,9 +64,7 @@ def recall(api, message: str = "你好", scenario_row=None):
     source = SourceConfig(SOURCE["id"], SOURCE["agentRef"], SOURCE["variable"])
     return produce_preferences(
         RecallRequest(
-            product=api.product,
-            user_id="u1",
-            conversation_id="c1",
+            address=ConversationAddress(api.product, "u1", "c1"),
             source=source,
             scenario=scenario_row,
             user_message=message,

@@ -47,7 +47,9 @@ def _form(product, *, slug="gate", runtime="personalization", sources=(), templa
 
 
 def test_admin_creates_a_valid_scenario_through_the_service(operator, alice):
-    form = _form(alice.product, sources=[("s1", "json", "jsonMemory")], template="{{jsonMemory}} {{userMessage}}")
+    form = _form(
+        alice.product, sources=[("s1", "json-memory", "jsonMemory")], template="{{jsonMemory}} {{userMessage}}"
+    )
     response = operator.post("/admin/memories/scenario/add/", form)
     assert response.status_code == 302, response.content.decode()[:3000]
     scenario = Scenario.objects.get(product=alice.product, slug="gate")
@@ -56,7 +58,7 @@ def test_admin_creates_a_valid_scenario_through_the_service(operator, alice):
 
 
 def test_admin_shows_the_same_validation_messages_and_saves_nothing(operator, alice):
-    form = _form(alice.product, runtime="axon_go", sources=[("s1", "json", "jsonMemory")])
+    form = _form(alice.product, runtime="axon_go", sources=[("s1", "json-memory", "jsonMemory")])
     response = operator.post("/admin/memories/scenario/add/", form)
     assert response.status_code == 200
     assert "memorySources[0].variable" in response.content.decode()
@@ -70,7 +72,7 @@ def test_turn_admin_shows_the_prompt_and_sources(operator, alice):
             "id": "gate",
             "name": "Gate",
             "template": "M={{jsonMemory}} U={{userMessage}}",
-            "memorySources": [{"id": "s1", "agentRef": "j", "variable": "jsonMemory"}],
+            "memorySources": [{"id": "s1", "agentRef": "json-memory", "variable": "jsonMemory"}],
         },
     )
     alice.put("/v1/users/u1/conversations/c1/memory", {"expectedRevision": 0, "memory": {"k": "铜钥匙"}})

@@ -112,10 +112,12 @@ def test_a_tool_token_cannot_call_product_endpoints(alice):
     assert alice.get(f"{CONV}/memory").json() == {"revision": 0, "memory": None}
 
 
-def test_a_product_key_cannot_call_tools(alice):
+def test_a_product_key_cannot_call_tools_and_is_told_to_mint_a_tool_token(alice):
     response = alice.post("/v1/tools/call", {"name": "get_memory", "arguments": {}})
-    assert response.status_code in (401, 403)
-    assert_envelope(response, response.status_code)
+    error = assert_envelope(response, 401, "unauthenticated")
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert "tool token" in error["message"] and "not a product API key" in error["message"]
+    assert "tool-tokens" in error["message"]
     assert_envelope(APIClient().post("/v1/tools/call", {"name": "get_memory", "arguments": {}}, format="json"), 401)
 
 
@@ -166,9 +168,8 @@ def test_get_and_update_memory_through_the_tool(alice):
 def test_the_token_alone_fixes_user_conversation_and_product(alice, bob):
     alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"who": "u1"}})
     alice.put("/v1/users/u2/conversations/c1/memory", {"expectedRevision": 0, "memory": {"who": "u2"}})
-    assert call(mint(alice, conv="/v1/users/u2/conversations/c1")["token"], "get_memory").json()["details"][
-        "memory"
-    ] == {"who": "u2"}
+    u2 = mint(alice, conv="/v1/users/u2/conversations/c1")["token"]
+    assert call(u2, "get_memory").json()["details"]["memory"] == {"who": "u2"}
     bobs = mint(bob)["token"]  # the same user and conversation names in another product
     assert call(bobs, "get_memory").json() == {"details": {"revision": 0, "memory": None}}
     assert call(bobs, "update_memory", {"expectedRevision": 0, "memory": {"who": "bob"}}).status_code == 200

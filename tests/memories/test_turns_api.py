@@ -16,7 +16,7 @@ SCENARIO = {
     "name": "City gate",
     "memorySources": [
         {"id": "s1", "agentRef": "json-memory", "variable": "jsonMemory"},
-        {"id": "s2", "agentRef": "tables", "variable": "memoryTable"},
+        {"id": "s2", "agentRef": "table-agent", "variable": "memoryTable"},
     ],
     "template": "Memory: {{jsonMemory}}\nUser: {{userMessage}}",
 }

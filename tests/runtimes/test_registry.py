@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -148,14 +150,53 @@ def test_a_source_registered_with_agent_refs_accepts_only_those(alice):
     assert alice.post("/v1/scenarios", echo_scenario()).status_code == 201
 
 
-def test_sources_registered_without_agent_refs_accept_any_agent_ref(alice):
-    body = {
-        "id": "gate",
-        "name": "Gate",
-        "template": "{{jsonMemory}}",
-        "memorySources": [{"id": "s1", "agentRef": "anything-at-all", "variable": "jsonMemory"}],
-    }
-    assert alice.post("/v1/scenarios", body).status_code == 201
+@pytest.mark.parametrize(
+    ("variable", "agent_ref"),
+    [
+        ("jsonMemory", "json-memory"),
+        ("memoryTable", "table-agent"),
+        ("hinosMemory", "hinos"),
+        ("preferences", "longterm"),
+        ("conversationState", "state"),
+        ("history", "history"),
+        ("story", "story"),
+    ],
+)
+def test_every_source_accepts_only_its_registered_agent_ref(alice, variable, agent_ref):
+    assert registry.get_source(variable).agent_refs == frozenset([agent_ref])
+    runtime = "hinos" if variable == "hinosMemory" else "personalization"
+    scenario = {"id": "gate", "name": "Gate", "template": f"{{{{{variable}}}}}", "memoryRuntime": runtime}
+    source = {"id": "s1", "variable": variable}
+    fields = refused_fields(alice, {**scenario, "memorySources": [{**source, "agentRef": "no-such-agent"}]})
+    assert fields["memorySources[0].agentRef"] == f"unknown agentRef for {variable}; one of: {agent_ref}"
+    accepted = alice.post("/v1/scenarios", {**scenario, "memorySources": [{**source, "agentRef": agent_ref}]})
+    assert accepted.status_code == 201, accepted.json()
+
+
+def test_every_registered_source_declares_its_agent_refs():
+    with pytest.raises(ValueError, match="names no agentRef"):
+        registry.register_source("emptyMemory", description="none", agent_refs=[])
+    named = [v for v in registry.variable_names() if registry.get_source(v).agent_refs is None]
+    assert named == ["compassMemory"]
+
+
+def test_the_readme_names_each_sources_agent_ref():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| kind | variable (agentRef) |") :].split("\n\n")[0]
+    for variable in registry.variable_names():
+        refs = registry.get_source(variable).agent_refs
+        row = next((line for line in table.splitlines() if f"| `{variable}` (" in line), None)
+        assert row is not None, variable
+        assert all(f"`{ref}`" in row for ref in refs or ()), (variable, row)
+        assert refs or "the diary's name" in row
+
+
+def test_a_diary_source_names_its_diary_with_an_identifier(alice):
+    base = {"id": "gate", "name": "Gate", "template": "{{compassMemory}}"}
+    bad = {**base, "memorySources": [{"id": "s1", "agentRef": "a diary!", "variable": "compassMemory"}]}
+    assert "names its agent" in refused_fields(alice, bad)["memorySources[0].agentRef"]
+    good = {**base, "memorySources": [{"id": "s1", "agentRef": "diary-main", "variable": "compassMemory"}]}
+    assert alice.post("/v1/scenarios", good).status_code == 201
 
 
 # --- rendering -------------------------------------------------------------------------------------------

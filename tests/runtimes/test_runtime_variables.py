@@ -21,7 +21,7 @@ def test_the_apps_variables_are_accepted_by_the_runtimes_they_name():
 
 
 def test_a_registration_adds_to_the_built_in_set_and_reset_removes_it():
-    registry.register_source("probeMemory", description="a probe", runtimes=["axon_go"])
+    registry.register_source("probeMemory", description="a probe", agent_refs=["probe"], runtimes=["axon_go"])
     assert errors("axon_go", "probeMemory") == {}
     assert errors("axon_go", "memoryTable") == {}  # the built-in set is kept
     assert "memorySources[0].variable" in errors("personalization", "probeMemory")

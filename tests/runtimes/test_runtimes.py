@@ -8,6 +8,7 @@ from memoryhub.clients.errors import UpstreamTimeout
 from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import RecallRequest, SourceResult
 from tests.support.api import assert_envelope
+from tests.support.scenarios import agent_ref
 
 CONV = "/v1/users/u1/conversations/c1"
 ALL_VARIABLES = ["jsonMemory", "preferences", "compassMemory", "memoryTable", "hinosMemory"]
@@ -35,7 +36,7 @@ def make_scenario(api, slug: str, runtime: str, variables: list[str], template: 
         "id": slug,
         "name": slug,
         "memoryRuntime": runtime,
-        "memorySources": [{"id": f"src-{v}", "agentRef": f"ref-{v}", "variable": v} for v in variables],
+        "memorySources": [{"id": f"src-{v}", "agentRef": agent_ref(v, f"ref-{v}"), "variable": v} for v in variables],
         "template": template
         if template is not None
         else " | ".join(f"{{{{{v}}}}}" for v in variables) + " || {{userMessage}}",
@@ -65,7 +66,7 @@ def test_each_runtime_accepts_exactly_its_variables(alice, runtime, variable):
         "name": "s",
         "memoryRuntime": runtime,
         "template": f"{{{{{variable}}}}}",
-        "memorySources": [{"id": "a", "agentRef": "r", "variable": variable}],
+        "memorySources": [{"id": "a", "agentRef": agent_ref(variable, "r"), "variable": variable}],
     }
     response = alice.post("/v1/scenarios", body)
     if variable in ALLOWED[runtime]:
@@ -84,7 +85,7 @@ def test_hinos_accepts_its_source_beside_personal_variables(alice, variable):
         "template": f"{{{{hinosMemory}}}} {{{{{variable}}}}}",
         "memorySources": [
             {"id": "a", "agentRef": "hinos", "variable": "hinosMemory"},
-            {"id": "b", "agentRef": "r", "variable": variable},
+            {"id": "b", "agentRef": agent_ref(variable, "r"), "variable": variable},
         ],
     }
     assert alice.post("/v1/scenarios", body).status_code == 201

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memoryhub.runtimes import registry
 from tests.support.api import assert_envelope
 
 BASE = {
@@ -16,8 +17,14 @@ def scenario(**overrides) -> dict:
     return {**BASE, **overrides}
 
 
+def agent_ref(variable: str, name: str = "diary-main") -> str:
+    """The agentRef the registry accepts for the variable; `name` for one whose agentRef is a name (diaries)."""
+    registered = registry.get_source(variable)
+    return sorted(registered.agent_refs)[0] if registered and registered.agent_refs else name
+
+
 def source(index: int, variable: str, **extra) -> dict:
-    return {"id": f"s{index}", "agentRef": f"ref-{index}", "variable": variable, **extra}
+    return {"id": f"s{index}", "agentRef": agent_ref(variable, f"ref-{index}"), "variable": variable, **extra}
 
 
 def create(api, body: dict) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.cache import cache
 
+from memoryhub.addresses import ConversationAddress
 from memoryhub.runtimes.base import RecallRequest, SourceConfig
 from memoryhub.runtimes.registry import get_producer
 from tables.models import MemoryTable
@@ -31,9 +32,7 @@ EMPTY_TEXT = (
 def recall(product, scenario, *, round_number=1, user_id="u1", conversation_id="c1", replaces=None):
     return produce_memory_table(
         RecallRequest(
-            product=product,
-            user_id=user_id,
-            conversation_id=conversation_id,
+            address=ConversationAddress(product, user_id, conversation_id),
             source=SOURCE,
             scenario=scenario,
             round=round_number,

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
+from tables.forms import MemoryTableForm
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.turn_edits import turn_table_edits_apply
 from tests.factories import TableScenarioFactory, TurnFactory
@@ -84,3 +86,16 @@ def test_edit_records_are_read_only_and_show_applied_and_skipped_calls(admin_cli
     assert admin_client.post(change_url(record), {}).status_code == 403
     assert admin_client.get(reverse("admin:tables_tableeditrecord_changelist")).status_code == 200
     assert admin_client.get(reverse("admin:tables_memorytableversion_changelist")).status_code == 200
+
+
+def test_an_edit_losing_a_race_after_validation_writes_no_changed_entry(admin_client, scene, monkeypatch):
+    # Another write lands between the form's check and the service call: the service's CAS refuses it.
+    monkeypatch.setattr(MemoryTableForm, "clean", lambda form: form.cleaned_data)
+    MemoryTable.objects.filter(pk=scene.pk).update(version=5)
+    response = save(admin_client, scene, [["x", "", "", ""]], loaded_version=2)
+    assert any("Not saved" in str(m) for m in get_messages(response.wsgi_request))
+    scene.refresh_from_db()
+    assert scene.rows == [["五月一日", "", "<b>灯塔</b>", ""]]
+    assert not LogEntry.objects.filter(object_id=str(scene.pk), action_flag=CHANGE).exists()
+    save(admin_client, scene, [["y", "", "", ""]], loaded_version=5)
+    assert LogEntry.objects.filter(object_id=str(scene.pk), action_flag=CHANGE).count() == 1

@@ -147,7 +147,7 @@ def scenario(**sections) -> dict:
         "id": "rp",
         "name": "RP",
         "memoryRuntime": "axon_go",
-        "memorySources": [{"id": "t", "agentRef": "tables", "variable": "memoryTable"}],
+        "memorySources": [{"id": "t", "agentRef": "table-agent", "variable": "memoryTable"}],
         "template": "{{memoryTable}}\n{{userMessage}}",
         **sections,
     }

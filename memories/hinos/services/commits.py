@@ -24,6 +24,7 @@ from memories.hinos.runtime import (
 from memories.models import Event, Turn
 from memories.services.events import event_emit_for_turn
 from memories.services.turns import turn_commit
+from memoryhub.admin_base import log_actions
 from memoryhub.clients.errors import UpstreamError
 from memoryhub.errors import Conflict
 
@@ -74,3 +75,14 @@ def _finish(turn: Turn, actor: str) -> None:
         return
     write = {"status": "committed", "reason": f"re-sent by {actor} at {timezone.now().isoformat()}"}
     Turn.objects.filter(pk=turn.pk).update(memory_write=write)
+
+
+# The permission a re-send needs: the change permission of the failed commit (view is never enough).
+RESEND_PERMISSION = "hinos.change_failedhinoscommit"
+
+
+def hinos_commit_resend_audited(*, event: Event, user) -> ResendOutcome:
+    """Re-send the commit of a failed Hinos event as the operator `user`, recorded as an admin LogEntry."""
+    outcome = hinos_commit_resend(event=event, actor=f"operator:{user.get_username()}")
+    log_actions(user, [event], f"Re-sent the Hinos commit: {outcome.status} — {outcome.message}")
+    return outcome
