@@ -130,7 +130,7 @@ def test_a_bad_present_list_is_400(alice, present):
 
 
 def test_tables_are_recalled_as_before_the_first_round_a_character_missed(alice):
-    sources = [{"id": "t", "agentRef": "tables", "variable": "memoryTable"}]
+    sources = [{"id": "t", "agentRef": "table-agent", "variable": "memoryTable"}]
     body = {
         "id": "scene",
         "name": "s",
