@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Mapping
 
 from . import statements as st
-from .base import NOT_DURABLE_PREFERENCE, Refused
+from .base import NEGATION, NO_STATEMENT, NOT_DURABLE_PREFERENCE, NOT_STATED, ONE_OFF, OTHER_PERSON, Refused
 
 # code -> (names accepted in content, words that mention the language in evidence)
 _LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -293,10 +293,16 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
         if not any(not m.negated for m in mentions):
             if mentions:
                 raise Refused(
-                    NOT_DURABLE_PREFERENCE, f"the evidence asks not to use language {code!r}", path="/content/language"
+                    NOT_DURABLE_PREFERENCE,
+                    f"the evidence asks not to use language {code!r}",
+                    path="/content/language",
+                    cause=NEGATION,
                 )
             raise Refused(
-                NOT_DURABLE_PREFERENCE, f"the evidence does not mention language {code!r}", path="/content/language"
+                NOT_DURABLE_PREFERENCE,
+                f"the evidence does not mention language {code!r}",
+                path="/content/language",
+                cause=NOT_STATED,
             )
         claims["language"] = mentions
         if _CHOICE.search(reading.text):
@@ -307,22 +313,29 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
     if "detail" in normalized:
         detail = normalized["detail"]
         if detail not in stated_levels:
+            negated = any(m.negated for m in details[detail])
             raise Refused(
-                NOT_DURABLE_PREFERENCE, f"the evidence does not ask for {detail!r} answers", path="/content/detail"
+                NOT_DURABLE_PREFERENCE,
+                f"the evidence {'asks not to give' if negated else 'does not ask for'} {detail!r} answers",
+                path="/content/detail",
+                cause=NEGATION if negated else NOT_STATED,
             )
         if len(stated_levels) > 1:
             raise Refused(
                 NOT_DURABLE_PREFERENCE,
                 f"the evidence states conflicting detail levels: {sorted(stated_levels)}",
                 path="/content/detail",
+                cause=NO_STATEMENT,
             )
         claims["detail"] = details[detail]
     views = [st.view(reading, index) for index in range(len(reading.spans))]
     for mentions in claims.values():
         if any(st.speaks_of_someone_else(views[m.clause].text) for m in mentions):
-            raise st.refuse("the evidence speaks about someone else, not the user's own words")
+            raise st.refuse("the evidence speaks about someone else, not the user's own words", cause=OTHER_PERSON)
     if any(st.is_task(view) for view in views):
-        raise st.refuse("the evidence asks for specific content (a one-off request), not how to answer in general")
+        raise st.refuse(
+            "the evidence asks for specific content (a one-off request), not how to answer in general", cause=ONE_OFF
+        )
     if deferred is not None:
         raise deferred
     for name, mentions in claims.items():

@@ -28,7 +28,19 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .base import NOT_DURABLE_PREFERENCE, Refused
+from . import reasons
+from .base import (
+    HEDGE,
+    HYPOTHETICAL,
+    NO_STATEMENT,
+    NOT_DURABLE_PREFERENCE,
+    ONE_OFF,
+    OTHER_PERSON,
+    PAST,
+    QUESTION,
+    TEMPORARY,
+    Refused,
+)
 
 _I = re.IGNORECASE
 
@@ -162,31 +174,39 @@ _DURABLE_START = _rx(
 
 
 def speaks_of_someone_else(clause: str) -> bool:
-    return bool(_THIRD_PERSON.search(clause))
+    return bool(_THIRD_PERSON.search(clause) or reasons.speaks_of_someone_else(clause))
 
 
-def refuse(reason: str, *, uncertain: bool = False) -> Refused:
-    return Refused(NOT_DURABLE_PREFERENCE, reason, path="/evidence", uncertain=uncertain)
+def refuse(reason: str, *, uncertain: bool = False, cause: str = NO_STATEMENT) -> Refused:
+    return Refused(NOT_DURABLE_PREFERENCE, reason, path="/evidence", uncertain=uncertain, cause=cause)
 
 
 def check_statement(evidence: str, *, third_person: bool = True) -> None:
-    """Chit-chat, guesses, hedges, someone else's preference, one-off requests: Refused, else None.
+    """The whole-quote refusal reasons (reasons.py and the lexicons above): Refused with its cause, else None.
 
     `third_person=False` leaves words about someone else to the caller, who may judge them per clause
     ("Reply in English so my colleague can read it" is the user's instruction).
     """
     text = normalize_text(evidence).strip()
     if CHITCHAT.match(text):
-        raise refuse("chit-chat is not a durable preference")
+        raise refuse("chit-chat is not a durable preference", cause=NO_STATEMENT)
+    if reasons.is_hypothetical(text):
+        raise refuse("the evidence is hypothetical ('if I were …'), not the user's preference", cause=HYPOTHETICAL)
+    if reasons.is_past(text):
+        raise refuse("the evidence is a past preference ('I used to …'), not a current one", cause=PAST)
+    if reasons.is_question(text):
+        raise refuse("the evidence asks a question, it states no preference", cause=QUESTION)
     unhedged = _NOT_GUESS.sub(" ", text)
-    if _GUESS.search(unhedged):
-        raise refuse("the evidence is a guess, not a stated preference")
-    if third_person and _THIRD_PERSON.search(text):
-        raise refuse("the evidence speaks about someone else, not the user's own words")
+    if _GUESS.search(unhedged) or reasons.HEDGE_MORE.search(unhedged):
+        raise refuse("the evidence is a guess, not a stated preference", cause=HEDGE)
+    if third_person and (_THIRD_PERSON.search(text) or reasons.speaks_of_someone_else(text)):
+        raise refuse("the evidence speaks about someone else, not the user's own words", cause=OTHER_PERSON)
     if _HEDGE.search(text):
-        raise refuse("the evidence is hedged ('I think …'), not a stated preference", uncertain=True)
+        raise refuse("the evidence is hedged ('I think …'), not a stated preference", uncertain=True, cause=HEDGE)
+    if reasons.is_temporary(text):
+        raise refuse("the evidence is limited to a period (today, this session), not durable", cause=TEMPORARY)
     if _ONE_OFF.search(_DURABLE_START.sub(" ", text)):
-        raise refuse("the evidence is a one-off request, not a durable preference")
+        raise refuse("the evidence is a one-off request, not a durable preference", cause=ONE_OFF)
 
 
 # ---------------------------------------------------------------------------------------------

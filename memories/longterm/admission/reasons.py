@@ -1,0 +1,226 @@
+"""One small detector per refusal reason (docs/long-term-memories.md, "Refusal reasons").
+
+A preference whose claimed fields the quote states is admitted *unless* one of these finds its reason
+in the quote. Each detector reads the normalised quote (statements.normalize_text: NFKC, lower case,
+traditional characters folded) in English, Chinese or both mixed, and answers True when its reason
+holds. They are deliberately narrow: a detector that fires on an ordinary instruction is a false
+refusal, so each one names the construction of its reason ("used to", "以前"), not a topic.
+
+`hedge`, `one_off` and `other_person` keep their older, larger lexicons in statements.py; the ones here
+are the reasons the rules did not name before (past, hypothetical, temporary, question) and the
+widening of hedge and other_person that real writing needed.
+"""
+
+from __future__ import annotations
+
+import re
+
+_I = re.IGNORECASE
+
+
+def _w(word: str) -> str:
+    return rf"(?<![a-z']){word}(?![a-z])"
+
+
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(alternatives), _I)
+
+
+# ---------------------------------------------------------------------------------------------
+# past: a preference that no longer holds
+# ---------------------------------------------------------------------------------------------
+
+_PAST = _rx(
+    _w(r"(?<!am )(?<!'m )(?<!be )(?<!get )(?<!got )(?<!are )(?<!is )(?<!getting )used to (?!it|this|that|them)"),
+    _w(r"i once"),
+    _w(r"back (?:then|when|in)"),
+    _w(r"in the past"),
+    _w(r"previously"),
+    _w(r"formerly"),
+    _w(r"(?:years|months|weeks|a while|long) ago"),
+    _w(r"when i was (?:a |an |in |at |young|little|younger|still|studying|at school)"),
+    _w(r"as a (?:kid|child|student|teenager)"),
+    _w(r"i (?:preferred|liked|wanted|loved|needed|asked for|used)") + r"(?![^.,;!?]*(?:now|still|again))",
+    _w(r"that was (?:before|then|years)"),
+    _w(r"(?:last|previous) (?:year|semester|month|summer|winter)"),
+    r"以前|之前我|过去|曾经|从前|小时候|那时候?|当年|当时|上学的?时候|读书的?时候|念书的?时候|早些年|前几年|去年|原来我|我原来|我原先|原先",
+)
+# "…but now …", "现在…": the past part is contrasted with a preference that holds now.
+_NOW = _rx(_w(r"(?:now|nowadays|these days|from now on|today on|anymore|any more|currently)"), r"现在|如今|从此|以后|今后|往后|目前")
+
+
+def is_past(text: str) -> bool:
+    match = _PAST.search(text)
+    if not match:
+        return False
+    return not _NOW.search(text, match.end()) and not _NOW.search(text[: match.start()])
+
+
+# ---------------------------------------------------------------------------------------------
+# hypothetical: a counterfactual, not the user's preference
+# ---------------------------------------------------------------------------------------------
+
+_HYPOTHETICAL = _rx(
+    _w(r"if i (?:were|was|had|became|ever became|ever were|ever had|did|could)"),
+    _w(r"if i (?:am|'m) ever"),
+    _w(r"were i"),
+    _w(r"had i"),
+    _w(r"suppos(?:e|ing)"),
+    _w(r"imagine"),
+    _w(r"hypothetical(?:ly)?"),
+    _w(r"in theory"),
+    _w(r"theoretically"),
+    _w(r"let's say"),
+    _w(r"say i (?:was|were|had)"),
+    _w(r"in (?:a|another) (?:world|life)"),
+    _w(r"if (?:someday|one day|ever)"),
+    _w(r"i (?:would|'d) (?:probably |maybe )?(?:want|prefer|like|need|love|choose|pick|go for)")
+    + r"[^.;!?]*"
+    + _w(r"if (?!possible|you (?:can|could|don't|do not|would|wouldn't)|that's|it's ok|you're able)"),
+    r"假如|假设|假使|倘若|如果我是|要是我是|如果我当|要是我当|如果我有|要是我有|如果我成为|如果我变成|设想|想象一下|万一我|要是哪天|如果哪天|如果有一天|如果我还是|要是我还是",
+)
+
+
+def is_hypothetical(text: str) -> bool:
+    return bool(_HYPOTHETICAL.search(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# temporary: a bounded period (today, this session, this week), not a standing preference
+# ---------------------------------------------------------------------------------------------
+
+_TEMPORARY = _rx(
+    _w(r"today"),
+    _w(r"tonight"),
+    _w(r"this (?:morning|afternoon|evening|week|weekend|month|session|chat|conversation|thread|trip|semester)"),
+    _w(r"for (?:the rest of )?(?:this|the current|our current) (?:session|chat|conversation|thread|week|month)"),
+    _w(r"(?:for|during|in) the (?:next|coming) (?:\w+ )?(?:minutes?|hours?|days?|weeks?|months?)"),
+    _w(r"for (?:a|an|one|two|a few|the next|a couple of) (?:\w+ )?(?:minutes?|hours?|days?|weeks?|while)"),
+    _w(r"for (?:now|the moment|the time being|the day|the week)"),
+    _w(r"until (?:tomorrow|tonight|monday|tuesday|wednesday|thursday|friday|saturday|sunday|next|the end|i'm back|my)"),
+    _w(r"till (?:tomorrow|tonight|next|the end)"),
+    _w(r"(?:temporar(?:y|ily)|for a bit|right now|at the moment|just for now)"),
+    _w(r"while i(?:'m| am) (?:traveling|travelling|abroad|away|on|in|at|busy|sick|studying|preparing)"),
+    _w(r"this (?:one )?time only"),
+    r"今天|今晚|今早|今天下午|这周|本周|这个星期|这星期|这礼拜|这个月|本月|这几天|这两天|这段时间|这阵子|最近几天|接下来几天|"
+    r"接下来的?(?:一|两|几|\d)?(?:个)?(?:小时|天|周|星期|礼拜)|这个会话|本次会话|这次会话|这个对话|本次对话|这次对话|这轮对话|"
+    r"这次聊天|这个聊天|暂时|临时|暂且|目前先|先这样|明天之前|周末之前|考试前|出差期间|这学期",
+)
+# "from today on", "starting today", "从今天起": a start, the preference then stands.
+_STANDING_START = _rx(
+    _w(r"from today(?: on(?:wards)?)?"),
+    _w(r"(?:starting|beginning|as of) (?:today|now|this week)"),
+    _w(r"from now on"),
+    _w(r"from this (?:moment|point) on"),
+    r"从今天(?:起|开始)|今天起|从现在(?:起|开始)|从这周(?:起|开始)|从本周(?:起|开始)|从这个月(?:起|开始)",
+)
+
+
+def is_temporary(text: str) -> bool:
+    return bool(_TEMPORARY.search(_STANDING_START.sub(" ", text)))
+
+
+# ---------------------------------------------------------------------------------------------
+# question: it asks (about ability, opinion or a choice) rather than states or requests
+# ---------------------------------------------------------------------------------------------
+
+_QUESTION_MARK = re.compile(r"[?？]")
+# A request in question form is an instruction: "Could you answer in English from now on?", "能用中文回答吗？"
+_EN_REQUEST = _rx(
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls|from now on|going forward|in future)[,\s]+)*"
+    r"(?:can|could|would|will|won't) (?:you|u)(?: please| kindly| just| always| maybe)? "
+    r"(?!even |really |actually |speak|understand|read|know|handle|do |manage|support|write chinese|write english)",
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls)[,\s]+)*(?:would you mind|do you mind|mind|how about|why don't you|"
+    r"is it ok(?:ay)? if you|would it be possible (?:for you )?to|can we|could we|shall we)",
+)
+_EN_ASKS = _rx(
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw)[,:\s]+)*"
+    r"(?:do|does|did|is|are|was|were|should|shall|which|what|how|why|who|where|when|have|has|am|isn't|aren't|"
+    r"don't|doesn't|wouldn't)(?![a-z'])",
+    _w(r"(?:can|could|do|does|will) you (?:even |really |actually )?(?:speak|understand|read|know|handle|manage|support|do)"),
+    _w(r"are you able to"),
+    _w(r"is it (?:possible|better|ok|okay|fine)"),
+    _w(r"or not"),
+)
+_ZH_REQUEST = _rx(
+    r"(?:能|可以|可不可以|能不能|能否|行不行|好不好|好吗|行吗|可以吗|成吗|好么|麻烦|请|劳驾)",
+)
+_ZH_ASKS = _rx(
+    r"你(?:会|懂|能听懂|看得懂|听得懂|能看懂)(?:不会)?(?:说|讲|写|用|看|读)?[^，。,]{0,6}?[吗么嘛]",
+    r"你(?:会不会|懂不懂)",
+    r"(?:是不是|是否|有没有|要不要|需不需要|喜不喜欢|喜欢[^，。,]{0,8}吗|觉得[^，。,]{0,12}[吗呢]|哪个|哪种|哪一种|什么语言|什么样|怎么样|为什么|为啥|多长|多短)",
+    r"还是[^，。,？?]{0,10}[？?]",
+    r"你(?:平时|一般|通常)?(?:用|说|喜欢)[^，。,]{0,10}[吗呢]",
+    r"(?:对吗|对吧|是吗)",
+)
+
+
+def is_question(text: str) -> bool:
+    """A question that asks about the assistant, an opinion or a choice; a request phrased as a question
+    ("Could you reply in English?", "可以用中文回答吗？") is not one."""
+    stripped = text.strip()
+    zh_question = bool(_QUESTION_MARK.search(stripped) or re.search(r"[吗么呢][\s。!！~～]*$", stripped))
+    if not zh_question:
+        return False
+    sentences = [s for s in re.split(r"(?<=[.!。！;；\n])", stripped) if s.strip()]
+    asking = [s for s in sentences if _QUESTION_MARK.search(s) or re.search(r"[吗么呢][\s。!！~～]*$", s)]
+    if len(asking) < len(sentences):
+        return False  # a statement or instruction stands beside the question: judged by the other rules
+    for sentence in asking:
+        if _EN_REQUEST.search(sentence):
+            continue
+        if _EN_ASKS.search(sentence) or _ZH_ASKS.search(sentence):
+            return True
+        if re.search(r"[\u3400-\u9fff]", sentence) and not _ZH_REQUEST.search(sentence):
+            return True  # a Chinese question without a request word ("中文好吗" has 好吗, "用中文呢？" has none)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# hedge (widened) and other_person (widened)
+# ---------------------------------------------------------------------------------------------
+
+HEDGE_MORE = _rx(
+    _w(r"kind of"),
+    _w(r"kinda"),
+    _w(r"sort of"),
+    _w(r"sorta"),
+    _w(r"i'm leaning"),
+    _w(r"i am leaning"),
+    _w(r"leaning towards?"),
+    _w(r"not (?:entirely |totally |really |completely |100% )?(?:sure|certain)"),
+    _w(r"unsure"),
+    _w(r"i'm not positive"),
+    _w(r"i suspect"),
+    _w(r"could be"),
+    _w(r"or something"),
+    _w(r"i'm guessing"),
+    _w(r"might be"),
+    _w(r"i wonder"),
+    _w(r"no idea"),
+    _w(r"who knows"),
+    r"不太确定|不确定|说不好|说不准|应该是吧|应该吧|大概吧|也许吧|或许吧|可能吧|我猜|不好说|拿不准|吧\?|吧？|好像是|貌似|感觉(?:我)?(?:好像|可能|应该)|应该会|我想我|不知道(?:我)?(?:是不是|要不要|喜不喜欢)",
+)
+_PARTY_EN = (
+    r"(?:kids?|children|son|sons|daughters?|wife|husband|partner|spouse|mom|mum|mother|dad|father|parents?|"
+    r"friends?|boss|manager|team|teammates?|colleagues?|coworkers?|co-workers?|students?|clients?|customers?|"
+    r"users?|family|sister|brother|siblings?|grandma|grandpa|grandmother|grandfather|grandparents|aunt|uncle|"
+    r"cousin|roommate|flatmate|classmates?|teacher|professor|girlfriend|boyfriend|fiancee?|neighbou?r|"
+    r"readers?|audience|employees?|staff|assistant|supervisor|tutor|niece|nephew)"
+)
+OTHER_PERSON_MORE = _rx(
+    _w(rf"(?:my|our|his|her|their|the) (?:\w+ )?{_PARTY_EN}(?:'s)?")
+    + r"\s+(?:[a-z']+\s+){0,3}?(?:prefers?|likes?|loves?|wants?|needs?|hates?|asked|prefer|wanted|would like|"
+    r"'d like|enjoys?)(?![a-z])",
+    _w(r"(?:he|she|they)(?:'s| is| are| really| also| usually| always| only| just)?\s+(?:[a-z']+\s+){0,2}?"
+       r"(?:prefers?|likes?|loves?|wants?|needs?|hates?|wanted|asked|enjoys?)"),
+    _w(r"(?:everyone|everybody|most people|people|nobody|someone|somebody)\s+(?:[a-z']+\s+){0,2}?"
+       r"(?:prefers?|likes?|loves?|wants?|needs?)"),
+    r"(?<!其)(?:我|我们)?(?:的)?(?:老婆|老公|妻子|丈夫|太太|先生|爱人|孩子|儿子|女儿|妈妈|妈|爸爸|爸|父母|朋友|同事|老板|领导|经理|"
+    r"上司|客户|学生|老师|同学|室友|姐姐|哥哥|妹妹|弟弟|奶奶|爷爷|外婆|外公|姥姥|家人|女朋友|男朋友|女友|男友|团队|队友|"
+    r"用户|读者|他们|她们|他|她|大家|别人|人家)[^，。,！!？?]{0,6}?(?:喜欢|想要|希望|偏好|偏爱|习惯|需要|要求|爱|更喜欢|比较喜欢|想)",
+)
+
+
+def speaks_of_someone_else(text: str) -> bool:
+    return bool(OTHER_PERSON_MORE.search(text))
