@@ -188,6 +188,7 @@ def evaluate_blind(cases: list[dict]) -> BlindResult:
         out.by_label[(expected, reason)] += 1
         if expected == "admit":
             out.to_admit += 1
+            out.confusion[("admit", got)] += 1
             missed = not result.ok
             if missed:
                 out.false_refusals.append(case["id"])

@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import reasons
+from . import lexicon, reasons
 from .base import (
     HEDGE,
     HYPOTHETICAL,
@@ -67,10 +67,11 @@ _TRADITIONAL = str.maketrans(
 
 
 def normalize_text(text: str) -> str:
-    """NFKC (full-width forms), traditional characters folded, typographic quotes folded, lower case."""
+    """NFKC (full-width forms), traditional characters folded, typographic quotes folded, lower case, and
+    typos of the words the rules read folded to those words (lexicon.py)."""
     text = unicodedata.normalize("NFKC", text).translate(_TRADITIONAL)
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
-    return text.lower()
+    return lexicon.correct(text.lower())
 
 
 # ---------------------------------------------------------------------------------------------
