@@ -11,8 +11,9 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
+from . import aboutness
 from . import statements as st
-from .base import NEGATION, NO_STATEMENT, NOT_DURABLE_PREFERENCE, NOT_STATED, ONE_OFF, OTHER_PERSON, Refused
+from .base import NEGATION, NO_STATEMENT, NOT_DURABLE_PREFERENCE, NOT_STATED, ONE_OFF, OTHER_PERSON, QUESTION, Refused
 
 # code -> (names accepted in content, words that mention the language in evidence)
 _LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -394,7 +395,7 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
                 path="/content/detail",
                 cause=NEGATION if negated else NOT_STATED,
             )
-        if len(stated_levels) > 1:
+        if len(stated_levels) > 1 and not (detail == "normal" or stated_levels == {"brief", "normal"}):
             raise Refused(
                 NOT_DURABLE_PREFERENCE,
                 f"the evidence states conflicting detail levels: {sorted(stated_levels)}",
@@ -406,18 +407,24 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
     for mentions in claims.values():
         if any(st.speaks_of_someone_else(views[m.clause].text) for m in mentions):
             raise st.refuse("the evidence speaks about someone else, not the user's own words", cause=OTHER_PERSON)
-    if any(st.is_task(view) for view in views):
+    if any(aboutness.is_task(reading, view) for view in views):
         raise st.refuse(
             "the evidence asks for specific content (a one-off request), not how to answer in general", cause=ONE_OFF
         )
     if deferred is not None:
         raise deferred
+    _check_states_something(reading, views, claims)
+
+
+def _check_states_something(reading: st.Reading, views: list[st.ClauseView], claims: dict) -> None:
+    """Refuse for `question` / `no_statement` only on a positive finding (aboutness.py)."""
     for name, mentions in claims.items():
-        if not _in_pure_clause(mentions, views):
-            raise st.refuse(f"the evidence mentions the {name} but does not say to answer that way", uncertain=True)
-    counts = [0] * len(views)
-    for mentions in claims.values():
-        for mention in mentions:
-            counts[mention.clause] += 1
-    if not any(st.is_directive(view, counts[index]) for index, view in enumerate(views)):
+        affirmed = [m for m in mentions if not m.negated]
+        if affirmed and all(st.is_ability_question(views[m.clause]) for m in affirmed):
+            raise st.refuse("the evidence asks what the assistant can do, not how to answer", cause=QUESTION)
+        if affirmed and all(aboutness.negated_after(reading, m) for m in affirmed):
+            raise st.refuse(f"the evidence refuses the claimed {name}", cause=NEGATION)
+        if affirmed and all(aboutness.about_something_else(reading, m) for m in affirmed):
+            raise st.refuse(f"the evidence mentions the {name} about something else, not the answers", uncertain=True)
+    if "detail" not in claims and not aboutness.asks_anything(reading.text):
         raise st.refuse("the evidence states no preference or instruction", uncertain=True)

@@ -42,11 +42,19 @@ _PAST = _rx(
     _w(r"as a (?:kid|child|student|teenager)"),
     _w(r"i (?:preferred|liked|wanted|loved|needed|asked for|used)") + r"(?![^.,;!?]*(?:now|still|again))",
     _w(r"that was (?:before|then|years)"),
+    _w(r"(?:in|at|during) my (?:previous|old|last|former|first) (?:job|school|role|company|life|years?)"),
+    _w(r"(?:my|the) (?:old|former|previous|earlier|original) (?:preference|setting|habit|choice|way)"),
+    _w(r"there (?:was|were) (?:a time|times|days)"),
+    _w(r"earlier (?:this|last) (?:year|month|week)"),
+    _w(r"(?:i'd|i had|i have) (?:always )?(?:preferred|liked|wanted|used)"),
+    _w(r"would (?:always |usually |often )?(?:ask for|want|prefer|like)") + r"[^.;!?]*" + _w(r"(?:back then|in the past|before|as a kid|as a student|when i was)"),
+    _w(r"would(?:'ve| have) (?:wanted|liked|preferred|loved|chosen)"),
     _w(r"(?:last|previous) (?:year|semester|month|summer|winter)"),
-    r"以前|之前我|过去|曾经|从前|小时候|那时候?|当年|当时|上学的?时候|读书的?时候|念书的?时候|早些年|前几年|去年|原来我|我原来|我原先|原先",
+    r"以前|之前我|过去|曾经|从前|小时候|那时候?|当年|当时|早些年|前几年|去年|原来我|我原来|我原先|原先|那会儿?|那阵子|那段时间|"
+    r"那几年|早先|当初|一度|前阵子|前段时间|前些日子|上个月|上周|上学期|(?:上|读|念)(?:大学|高中|中学|小学|初中|学|书|研究生|研|硕士|博士)的?(?:时候|时)",
 )
 # "…but now …", "现在…": the past part is contrasted with a preference that holds now.
-_NOW = _rx(_w(r"(?:now|nowadays|these days|from now on|today on|anymore|any more|currently)"), r"现在|如今|从此|以后|今后|往后|目前")
+_NOW = _rx(_w(r"(?:now|nowadays|these days|from now on|today on|currently)"), r"现在|如今|从此|以后|今后|往后|目前")
 
 
 def is_past(text: str) -> bool:
@@ -74,10 +82,21 @@ _HYPOTHETICAL = _rx(
     _w(r"say i (?:was|were|had)"),
     _w(r"in (?:a|another) (?:world|life)"),
     _w(r"if (?:someday|one day|ever)"),
+    _w(r"if i ever"),
+    _w(r"in case i ever"),
+    _w(r"if only"),
+    _w(r"what if"),
+    _w(r"pretend(?:ing)?"),
+    _w(r"role[- ]?play"),
+    _w(r"in an? (?:ideal|perfect|other|different|alternate) (?:world|universe|life)"),
+    _w(r"in (?:that|such a|this) (?:case|scenario|situation)"),
+    _w(r"(?:would|'d)(?:'ve| have) (?:wanted|liked|preferred|loved|chosen|asked)"),
+    _w(r"(?:i|i'd|i would) (?:probably |maybe |then )?(?:want|prefer|like|need) [^.;!?]*" + r"\b(?:if|were|had) i\b"),
     _w(r"i (?:would|'d) (?:probably |maybe )?(?:want|prefer|like|need|love|choose|pick|go for)")
     + r"[^.;!?]*"
     + _w(r"if (?!possible|you (?:can|could|don't|do not|would|wouldn't)|that's|it's ok|you're able)"),
-    r"假如|假设|假使|倘若|如果我是|要是我是|如果我当|要是我当|如果我有|要是我有|如果我成为|如果我变成|设想|想象一下|万一我|要是哪天|如果哪天|如果有一天|如果我还是|要是我还是",
+    r"(?:如果|要是|若是|假若|若)[^。！!?？]{0,24}?我(?:就|会|就会|可能会|应该会|大概会|也会|才会)(?:想|希望|喜欢|要|让|选|偏好|更喜欢|需要|比较喜欢)|"
+    r"要是我|如果哪一天|假如|假设|假使|倘若|如果我是|要是我是|如果我当|要是我当|如果我有|要是我有|如果我成为|如果我变成|设想|想象一下|万一我|要是哪天|如果哪天|如果有一天|如果我还是|要是我还是",
 )
 
 
@@ -137,6 +156,7 @@ _EN_ASKS = _rx(
     r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw)[,:\s]+)*"
     r"(?:do|does|did|is|are|was|were|should|shall|which|what|how|why|who|where|when|have|has|am|isn't|aren't|"
     r"don't|doesn't|wouldn't)(?![a-z'])",
+    r"^\s*(?:would|could|can|will|might)\s+(?!you\b|u\b|we\b)[a-z]+",
     _w(r"(?:can|could|do|does|will) you (?:even |really |actually )?(?:speak|understand|read|know|handle|manage|support|do)"),
     _w(r"are you able to"),
     _w(r"is it (?:possible|better|ok|okay|fine)"),
@@ -146,12 +166,18 @@ _ZH_REQUEST = _rx(
     r"(?:能|可以|可不可以|能不能|能否|行不行|好不好|好吗|行吗|可以吗|成吗|好么|麻烦|请|劳驾)",
 )
 _ZH_ASKS = _rx(
-    r"你(?:会|懂|能听懂|看得懂|听得懂|能看懂)(?:不会)?(?:说|讲|写|用|看|读)?[^，。,]{0,6}?[吗么嘛]",
+    r"你(?:会|懂|能听懂|看得懂|听得懂|能看懂)(?:不会)?(?:说|讲|写|用|看|读)?[^，。,]{0,24}?[吗么嘛]",
     r"你(?:会不会|懂不懂)",
     r"(?:是不是|是否|有没有|要不要|需不需要|喜不喜欢|喜欢[^，。,]{0,8}吗|觉得[^，。,]{0,12}[吗呢]|哪个|哪种|哪一种|什么语言|什么样|怎么样|为什么|为啥|多长|多短)",
     r"还是[^，。,？?]{0,10}[？?]",
     r"你(?:平时|一般|通常)?(?:用|说|喜欢)[^，。,]{0,10}[吗呢]",
     r"(?:对吗|对吧|是吗)",
+)
+
+
+_BARE_QUESTION = _rx(
+    r"^\s*(?:do|does|did|is|are|which|what|why|how(?! about))\s+(?:you|your|it|the|short|long|detailed|brief|"
+    r"english|chinese|answers?|replies)\b(?!.*\b(?:please|pls|plz)\b)"
 )
 
 
@@ -161,7 +187,7 @@ def is_question(text: str) -> bool:
     stripped = text.strip()
     zh_question = bool(_QUESTION_MARK.search(stripped) or re.search(r"[吗么呢][\s。!！~～]*$", stripped))
     if not zh_question:
-        return False
+        return bool(_BARE_QUESTION.search(stripped)) and not re.search(r"[.!。！]\s*\S", stripped)
     sentences = [s for s in re.split(r"(?<=[.!。！;；\n])", stripped) if s.strip()]
     asking = [s for s in sentences if _QUESTION_MARK.search(s) or re.search(r"[吗么呢][\s。!！~～]*$", s)]
     if len(asking) < len(sentences):
@@ -210,12 +236,25 @@ _PARTY_EN = (
 )
 OTHER_PERSON_MORE = _rx(
     _w(rf"(?:my|our|his|her|their|the) (?:\w+ )?{_PARTY_EN}(?:'s)?")
-    + r"\s+(?:[a-z']+\s+){0,3}?(?:prefers?|likes?|loves?|wants?|needs?|hates?|asked|prefer|wanted|would like|"
-    r"'d like|enjoys?)(?![a-z])",
+    + r"\s*(?:[a-z']+\s+){0,3}?(?:prefers?|likes?|loves?|wants?|needs?|hates?|asked|prefer|wanted|would like|"
+    r"'d like|'d rather|would rather|enjoys?|said|says|told|tells|asks|insists|thinks|suggested|喜欢|希望|想要|偏好|"
+    r"更喜欢|比较喜欢|习惯|要求|需要)(?![a-z])",
     _w(r"(?:he|she|they)(?:'s| is| are| really| also| usually| always| only| just)?\s+(?:[a-z']+\s+){0,2}?"
        r"(?:prefers?|likes?|loves?|wants?|needs?|hates?|wanted|asked|enjoys?)"),
-    _w(r"(?:everyone|everybody|most people|people|nobody|someone|somebody)\s+(?:[a-z']+\s+){0,2}?"
+    _w(r"(?:everyone|everybody|most people|people|nobody|someone|somebody)\s+(?:[a-z']+\s+){0,4}?"
        r"(?:prefers?|likes?|loves?|wants?|needs?)"),
+    _w(r"(?:he|she|they)(?:'d| would) (?:rather|prefer|like|want|love)"),
+    r"^\s*(?!i\b|you\b|it\b|this\b|that\b|what\b|which\b|who\b|one\b|everything\b|nothing\b|english\b|chinese\b|"
+    r"short\b|brief\b|detailed\b|answers?\b|replies\b|please\b|always\b|just\b|also\b)[a-z]+"
+    r"\s+(?:always |really |usually |also |only |just |mostly |generally )?"
+    r"(?:prefers|likes|wants|needs|loves|enjoys|asks for|would like|'d like|would rather|喜欢|希望)(?![a-z])",
+    _w(r"(?!it|this|that|what|one|everything|nothing|english|chinese)[a-z]+'s (?:preference|choice|favou?rite)"),
+    r"^\s*for (?:my|our) " + _PARTY_EN,
+    r"^\s*(?:小|老|阿)[\u4e00-\u9fff](?:[\u4e00-\u9fff])?(?:也|总是|一直|比较|更)?(?:喜欢|希望|想要|偏好|习惯|要求|觉得)",
+    r"^\s*[王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗高郑梁谢宋唐韩冯于董萧程曹袁邓许傅沈曾彭吕苏卢蒋蔡贾丁魏薛叶阎余潘杜戴夏钟汪田任姜范方石姚谭廖邹熊金陆郝孔白崔康毛邱秦江史顾侯邵孟龙万段雷钱汤尹黎易常武乔贺赖龚文]"
+    r"[\u4e00-\u9fff]{1,2}(?:也|总是|一直|比较|更)?(?:喜欢|希望|想要|偏好|习惯|要求|觉得)",
+    r"(?:老婆|老公|妻子|丈夫|太太|先生|孩子|儿子|女儿|妈妈|妈|爸爸|爸|父母|朋友|同事|老板|领导|经理|客户|学生|老师|同学|室友|"
+    r"女朋友|男朋友|他|她|他们|她们)\s*(?:prefers?|likes?|wants?|needs?|loves?)(?![a-z])",
     r"(?<!其)(?:我|我们)?(?:的)?(?:老婆|老公|妻子|丈夫|太太|先生|爱人|孩子|儿子|女儿|妈妈|妈|爸爸|爸|父母|朋友|同事|老板|领导|经理|"
     r"上司|客户|学生|老师|同学|室友|姐姐|哥哥|妹妹|弟弟|奶奶|爷爷|外婆|外公|姥姥|家人|女朋友|男朋友|女友|男友|团队|队友|"
     r"用户|读者|他们|她们|他|她|大家|别人|人家)[^，。,！!？?]{0,6}?(?:喜欢|想要|希望|偏好|偏爱|习惯|需要|要求|爱|更喜欢|比较喜欢|想)",

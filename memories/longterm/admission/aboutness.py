@@ -1,0 +1,269 @@
+"""`no_statement` and `one_off` by what a quote is about, found rather than assumed.
+
+The rules used to admit a quote only when every word around a style mention belonged to a vocabulary of
+"words about answering"; any word outside it (a typo, "tone", "essays", "拿") refused a clear
+preference. Now a mention is refused as *about something else* only on a positive finding:
+
+* it modifies a noun that is not an answer ("Chinese *food*", "English *class*", "英文*小说*",
+  "英文*不好*") — unless a verb of using or answering introduces it ("answer in English quickly",
+  "用中文写");
+* it is the object of a fact about the user ("I *speak* English", "I'm *learning* Spanish",
+  "我在*学*英文") rather than of a request;
+
+and a quote states nothing when it has no word of answering, asking or preferring at all ("English.",
+"Chinese is hard"). A request for specific content (a task) is refused as `one_off` only when nothing in
+the quote makes it standing ("from now on", "always", "以后", "每次", "unless I say otherwise").
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import statements as st
+
+_I = re.IGNORECASE
+
+
+def _w(word: str) -> str:
+    return rf"(?<![a-z']){word}(?![a-z])"
+
+
+# ---------------------------------------------------------------------------------------------
+# Standing markers: a task with one of these is a standing instruction about answers
+# ---------------------------------------------------------------------------------------------
+
+_DURABLE = re.compile(
+    "|".join(
+        [
+            _w(r"from now on"),
+            _w(r"going forward"),
+            _w(r"(?:in|for) (?:the )?future"),
+            _w(r"always"),
+            _w(r"every ?time"),
+            _w(r"whenever"),
+            _w(r"by default"),
+            _w(r"default(?:s)? to"),
+            _w(r"in general"),
+            _w(r"generally"),
+            _w(r"all (?:of )?(?:your|the) (?:answers|replies|responses)"),
+            _w(r"unless i (?:say|ask|tell)"),
+            _w(r"until i (?:say|tell|ask)"),
+            _w(r"from (?:here|this point|today) on"),
+            _w(r"(?:for|in) (?:every|all|each) (?:answer|reply|response|question|message)s?"),
+            _w(r"(?:each|every) (?:answer|reply|response)"),
+            r"以后|今后|往后|之后都|从今以后|从现在|从今天|每次|每一次|一直|始终|总是|默认|一律|统一|全程|永远|所有(?:的)?(?:回答|回复)",
+        ]
+    ),
+    _I,
+)
+
+
+def has_durable_marker(text: str) -> bool:
+    return bool(_DURABLE.search(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# A mention about something else
+# ---------------------------------------------------------------------------------------------
+
+# What may follow a style mention in English when it is about answering.
+_PREDICATE = frozenset({"is", "are", "was", "were", "sounds", "seems", "looks", "has", "isn't", "wasn't", "'s"})
+_PREFERRED = re.compile(
+    _w(
+        r"(?:fine|good|great|best|better|ok|okay|perfect|ideal|preferred|what i (?:want|need|like|prefer)|"
+        r"easier|easiest|more comfortable|my preference|the way to go|enough|welcome|appreciated|nice|"
+        r"much better|way better|always|the best|all i need|what works)"
+    ),
+    _I,
+)
+_TOPIC_NOUNS = frozenset(
+    "conversation conversations topics topic subjects subject concepts questions question issues problems things "
+    "stuff matters reading technical general content".split()
+)
+_EN_FOLLOWERS = (st._EN_VOCAB - _PREDICATE - _TOPIC_NOUNS) | frozenset(
+    """
+    replies responses explanations answers versions output outputs words text summaries summary
+    unless except whenever where wherever even though although when if while until since
+    possible thanks thx ty cheers pls plz please rather instead mostly primarily exclusively always
+    tone style voice register formally casually friendly politely warmly
+    throughout overall ones onward
+    """.split()
+)
+_EN_INTRO = re.compile(
+    _w(
+        r"(?:in|into|use|using|speak|speaking|talk|talking|write|writing|reply|respond|answer|switch|stick|"
+        r"stay|keep|give|to|with|default|communicate|chat|converse|text|message|only|please|be|more|less|"
+        r"very|really|too|so|and|or|but|just|always)"
+    )
+    + r"\s*$",
+    _I,
+)
+_EN_POSSESSED = re.compile(_w(r"(?:my|his|her|their|our)") + r"\s+(?:own\s+|spoken\s+|written\s+)?$", _I)
+_EN_DESCRIBED = re.compile(
+    _w(r"(?:is|was|are|were|looks|seemed|seems|sounds|felt|feels|being)")
+    + r"\s+(?:very |really |so |quite |pretty |super |extremely |too |a bit |rather |fairly )?$",
+    _I,
+)
+_EN_SUBJECT = re.compile(
+    _w(r"(?:my|the|this|that|our|his|her|their|your)")
+    + r"\s+([a-z]+)\s+(?:needs to be|need to be|should be|must be|has to be|have to be|will be|is|are|was|were)\s+"
+    r"(?:very |really |so |quite |too |a bit |more |less |kept )?$",
+    _I,
+)
+_ANSWER_NOUNS = frozenset(
+    "answer answers reply replies response responses explanation explanations message messages text texts output "
+    "writing responding replying answering language style tone".split()
+)
+_EN_LEARNING = re.compile(
+    _w(r"(?:learn|learning|study|studying|practi[cs]e|practi[cs]ing|improve|improving|teach|teaching|master)")
+    + r"\s+(?:my\s+|some\s+|more\s+|better\s+)?$",
+    _I,
+)
+_PREFERENCE_BEFORE = re.compile(_w(r"(?:prefer|like|want|rather|love|need|'d|would)"), _I)
+_EN_FACT = re.compile(
+    r"(?:^|[\s,])(?:i|i'm|im|i am|we|we're|my \w+)\s+(?:\w+\s+){0,2}?(?:speak|know|study|studied|studying|learn|"
+    r"learning|learned|learnt|teach|teaching|understand|read|practi[cs]e|practi[cs]ing|grew up|was born|"
+    r"am from|live|lived|improve|improving|took|taking|passed|failed|watch|watching|listen|listening|"
+    r"bought)\s+(?:\w+\s+){0,2}?$",
+    _I,
+)
+_ZH_FOLLOWERS = re.compile(
+    r"^(?:[\s,，。.!！?？;；:：~～…)）\]】\"'”]|$|回|答|复|说|讲|写|交流|沟通|聊|对话|就|吧|呀|啊|哈|哦|噢|喔|呢|了|好|行|"
+    r"可|来|进行|作答|表达|解释|讲解|吗|么|和我|跟我|对我|给我|与我|同我|地|分析|剖析|探讨|展开|介绍|阐明|举例|列|带|总结|概括|"
+    r"的(?:回|答|解|方式|形式|版本|内容|表述|文字|描述|分析|讲解|介绍|句子|话|说明|风格|语言|长度|篇幅|东西|就|吧|[，。,.!！]|$)|"
+    r"版|模式|即|也|或|还|为主|作为|为|输出|描述|阐述|说明|表述|文字|内容|，|哟|嘛|呗|啦|喽|咯|撰写|书写|展示|呈现|"
+    r"简|详|短|长|多|少|一点|一些|一下|点|些|儿|谢|please|pls|plz|thx|thanks|[a-z]|\d|🙏|😊|🙂|❤)",
+)
+_ZH_INTRO = re.compile(r"(?:用|说|讲|以|拿|使用|改用|换成|换用|切换到|切换成|全用|都用|只用|请用|说用)\s*$")
+_ZH_FACT = re.compile(
+    r"(?:学|学习|练|练习|懂|看|读|听|考|教|背|报|读了|看了|买了|在学|在练|我的|他的|她的|你的)\s*(?:一本|一部|一首|一门|一些|一点)?\s*$"
+    r"|(?:我|我们)(?:在|正在|也|还|都)?(?:会|能|可以)(?:说|讲|写|看|读|听)(?:一点|一些|点|流利的|很好的|几句)?\s*$"
+)
+_STYLE_WORD = re.compile(
+    _w(r"(?:short|shorter|brief|long|longer|detailed|concise|quick|simple|plain|clear|formal|casual|friendly)"), _I
+)
+
+
+def _english_about_else(before: str, after: str) -> bool:
+    if _EN_POSSESSED.search(before):
+        return True  # "my English is bad", "correct my English"
+    subject = _EN_SUBJECT.search(before)
+    if subject and subject.group(1) not in _ANSWER_NOUNS:
+        return True  # "My presentation needs to be short"
+    described = _EN_DESCRIBED.search(before)
+    if described and not re.search(r"answers?|repl|respons|explanation|it\b|prefer|language|choice|default|favou?rite|being", before):
+        return True  # "that book was very detailed"
+    if _EN_LEARNING.search(before) or (_EN_FACT.search(before) and not _PREFERENCE_BEFORE.search(before)):
+        return True  # "I speak English", "I'm learning Spanish", "I want to learn English"
+    following = re.match(r"\s*([a-z']+)(.*)", after)
+    if not following:
+        return False
+    word, rest = following.group(1), following.group(2)
+    if word in _PREDICATE:
+        return not _PREFERRED.search(rest[:40]) and not _EN_INTRO.search(before)  # "English is hard"
+    if word in _EN_FOLLOWERS or _STYLE_WORD.fullmatch(word):
+        return False
+    return not _EN_INTRO.search(before)  # "Chinese food", "English class"
+
+
+_ZH_DESCRIBED = re.compile(r"得(?:很|非常|挺|太|真|特别|相当|十分|超|好)$|(?:很|非常|挺|真|特别|相当|十分)$")
+_ZH_REQUEST_NEAR = re.compile(r"请|要|希望|想|喜欢|点|一些|些|吧|以后|今后|尽量|麻烦|务必|一定")
+_ZH_AFTER_NEGATED = re.compile(r"^[^，。,！!？?]{0,6}?(?:看不懂|听不懂|不懂|不要|不喜欢|不需要|受不了|不习惯|太难|很难|不好)")
+
+
+def _chinese_about_else(before: str, after: str, clause: str) -> bool:
+    if _ZH_INTRO.search(before):
+        return False
+    if _ZH_FACT.search(before):
+        return True  # "我在学英文", "我会说一点英语", "我的英文"
+    if _ZH_DESCRIBED.search(before) and not _ZH_REQUEST_NEAR.search(clause):
+        return True  # "这本书写得很详细": a description, not a request
+    return not _ZH_FOLLOWERS.match(after)
+
+
+def about_something_else(reading: st.Reading, mention: st.Mention) -> bool:
+    """Is this mention about a thing other than the answers (a noun it modifies, a fact about the user)?"""
+    clause_start, clause_end = reading.spans[mention.clause]
+    before = reading.text[clause_start : mention.start]
+    after = reading.text[mention.end : clause_end]
+    word = reading.text[mention.start : mention.end]
+    if re.search(r"[a-z]", word):
+        return _english_about_else(before, after)
+    return _chinese_about_else(before, after, reading.text[clause_start:clause_end])
+
+
+def negated_after(reading: st.Reading, mention: st.Mention) -> bool:
+    """"英文的回答我看不懂": the mention is refused by what follows it in its clause."""
+    after = reading.text[mention.end : reading.spans[mention.clause][1]]
+    return bool(_ZH_AFTER_NEGATED.search(after))
+
+
+# ---------------------------------------------------------------------------------------------
+# Does the quote ask, answer or prefer anything at all?
+# ---------------------------------------------------------------------------------------------
+
+_ASKING = re.compile(
+    "|".join(
+        [
+            _w(
+                r"(?:answer|answers|answering|answered|reply|replies|replying|respond|responding|response|responses|"
+                r"write|writing|wrote|written|talk|talking|speak|speaking|explain|explaining|explanation|"
+                r"explanations|tell|say|use|using|communicate|chat|message|messages|text|output|keep|give|stick|"
+                r"switch|go|make|be|stay|describe|walk|break|spell|cut|skip|stop|avoid|don't|do|never|limit|"
+                r"prefer|preferred|preference|like|love|want|wanted|need|rather|appreciate|help|helps|best|works|"
+                r"suits|ok|okay|fine|great|good|better|ideal|perfect|please|pls|plz|kindly|always|only|default|"
+                r"thanks|thank|thx|could you|can you|would you|will you|let's|should|must|version|style|format|"
+                r"would|i'd|sentences|words|lines|bullets?|paragraphs?|summary|summaries|details?)"
+            ),
+            r"回|答|复|说|讲|用|写|解释|交流|沟通|聊|请|麻烦|劳驾|拜托|以后|今后|希望|喜欢|想|要|需要|就行|就好|即可|"
+            r"吧|点|些|别|不要|不用|尽量|默认|谢谢|给我|跟我|和我|对我|习惯|偏好|最好|适合|可以|能|行|好|多|少|句|字|篇幅",
+        ]
+    ),
+    _I,
+)
+
+
+def asks_anything(text: str) -> bool:
+    return bool(_ASKING.search(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# A task (specific content) rather than a way of answering
+# ---------------------------------------------------------------------------------------------
+
+_GENERIC = frozenset(
+    """
+    everything things stuff anything something it all topics topic concepts concept subjects subject questions
+    question issues problems ideas idea whatever any every each matters points point examples example reasoning
+    steps step answer answers reply replies response responses explanation explanations me you us like would
+    expert beginner newbie child kid friend
+    """.split()
+)
+
+
+_ZH_TASK = re.compile(
+    r"(?:写|做|画|编|起草|生成|列|拟)(?:一|几|两|三|个)(?:封|篇|首|个|份|段|张|条|句|下)|帮我|替我|翻译|润色|改一下|改改|检查一下"
+)
+_EN_EDIT_TASK = re.compile(
+    r"^\s*(?:(?:please|pls|can you|could you|would you|just|now)\s+)*(?:correct|proofread|edit|rewrite|rephrase|"
+    r"polish|translate|fix|improve)\s+(?:my|this|the|these|that|it)\b",
+    _I,
+)
+_ANSWER_VERB_START = re.compile(
+    r"^\s*(?:(?:please|pls|plz|kindly|just|also|and|so|now|then|always)\s+)*(?:answer|reply|respond)(?![a-z])", _I
+)
+
+
+def is_task(reading: st.Reading, view: st.ClauseView) -> bool:
+    """A request for specific content ("Tell me about Paris in detail", "给我讲讲量子力学"): a task verb whose
+    clause names something other than generic words, in a quote with no standing marker."""
+    if has_durable_marker(reading.text):
+        return False
+    if _ZH_TASK.search(view.text) or _EN_EDIT_TASK.match(view.text):
+        return True
+    if not st.is_task(view):
+        return False
+    if _ANSWER_VERB_START.match(view.text) and not re.search(r"\b(?:about|on|regarding)\b", view.text):
+        return False
+    residue = [word for word in view.residue if word not in _GENERIC]
+    return bool(residue)
