@@ -101,7 +101,8 @@ _EN_INTRO = re.compile(
 _EN_POSSESSED = re.compile(_w(r"(?:my|his|her|their|our)") + r"\s+(?:own\s+|spoken\s+|written\s+)?$", _I)
 _EN_DESCRIBED = re.compile(
     _w(r"(?:is|was|are|were|looks|seemed|seems|sounds|felt|feels|being)")
-    + r"\s+(?:very |really |so |quite |pretty |super |extremely |too |a bit |rather |fairly )?$",
+    + r"\s+(?:a |an |the )?(?:very |really |so |quite |pretty |super |extremely |too |a bit |rather |fairly )?"
+    r"(?:[a-z]+,? (?:and|or) )?(?:very |really |so |quite |pretty |super |extremely |too )?$",
     _I,
 )
 _EN_SUBJECT = re.compile(
@@ -130,13 +131,15 @@ _EN_FACT = re.compile(
 _ZH_FOLLOWERS = re.compile(
     r"^(?:[\s,，。.!！?？;；:：~～…)）\]】\"'”]|$|回|答|复|说|讲|写|交流|沟通|聊|对话|就|吧|呀|啊|哈|哦|噢|喔|呢|了|好|行|"
     r"可|来|进行|作答|表达|解释|讲解|吗|么|和我|跟我|对我|给我|与我|同我|地|分析|剖析|探讨|展开|介绍|阐明|举例|列|带|总结|概括|"
-    r"的(?:回|答|解|方式|形式|版本|内容|表述|文字|描述|分析|讲解|介绍|句子|话|说明|风格|语言|长度|篇幅|东西|就|吧|[，。,.!！]|$)|"
+    r"的(?:回|答|解|方式|形式|版本|内容|表述|文字|描述|分析|讲解|介绍|句子|话|说明|风格|语言|长度|篇幅|东西|就|吧|[，。,.!！]|$|\s*[a-z])|"
     r"版|模式|即|也|或|还|为主|作为|为|输出|描述|阐述|说明|表述|文字|内容|，|哟|嘛|呗|啦|喽|咯|撰写|书写|展示|呈现|"
     r"简|详|短|长|多|少|一点|一些|一下|点|些|儿|谢|please|pls|plz|thx|thanks|[a-z]|\d|🙏|😊|🙂|❤)",
 )
 _ZH_INTRO = re.compile(r"(?:用|说|讲|以|拿|使用|改用|换成|换用|切换到|切换成|全用|都用|只用|请用|说用)\s*$")
+_ZH_PERCEIVE = re.compile(r"(?:看|读|听)\s*$")
+_ZH_PREFERS = re.compile(r"喜欢|习惯|希望|想|爱|偏好|要|prefer|like|love|want")
 _ZH_FACT = re.compile(
-    r"(?:学|学习|练|练习|懂|看|读|听|考|教|背|报|读了|看了|买了|在学|在练|我的|他的|她的|你的)\s*(?:一本|一部|一首|一门|一些|一点)?\s*$"
+    r"(?:学|学习|练|练习|懂|考|教|背|报|读了|看了|买了|在学|在练|我的|他的|她的|你的)\s*(?:一本|一部|一首|一门|一些|一点)?\s*$"
     r"|(?:我|我们)(?:在|正在|也|还|都)?(?:会|能|可以)(?:说|讲|写|看|读|听)(?:一点|一些|点|流利的|很好的|几句)?\s*$"
 )
 _STYLE_WORD = re.compile(
@@ -168,14 +171,25 @@ def _english_about_else(before: str, after: str) -> bool:
 
 _ZH_DESCRIBED = re.compile(r"得(?:很|非常|挺|太|真|特别|相当|十分|超|好)$|(?:很|非常|挺|真|特别|相当|十分)$")
 _ZH_REQUEST_NEAR = re.compile(r"请|要|希望|想|喜欢|点|一些|些|吧|以后|今后|尽量|麻烦|务必|一定")
-_ZH_AFTER_NEGATED = re.compile(r"^[^，。,！!？?]{0,6}?(?:看不懂|听不懂|不懂|不要|不喜欢|不需要|受不了|不习惯|太难|很难|不好)")
+_ZH_AFTER_NEGATED = re.compile(
+    r"^[^，。,！!？?]{0,6}?(?:看不懂|听不懂|不懂|不要|不喜欢|不需要|受不了|不习惯|太难|很难|不好|就算了|就免了|不用了|免了|"
+    r"算了|不要了|不需要了|没必要|就不必了)"
+    r"|^\s*(?:answers?|replies|responses)?\s*(?:\?|,)?\s*(?:no thanks|no thank you|not for me|please no|no way|nope)"
+)
+# Indifference: "English or Chinese, whatever", "中英文都可以", "either is fine" state no preference.
+INDIFFERENT = re.compile(
+    _w(r"(?:whatever|doesn't matter|does not matter|don't care|do not care|no preference|either way|any language|"
+       r"either is fine|both are fine|either one|bilingual|both (?:languages|are ok|work))")
+    + r"|无所谓|都行|都可以|都可|随便|不在乎|没关系|中英文|中英双语|双语|英中|哪种都|哪个都",
+    _I,
+)
 
 
 def _chinese_about_else(before: str, after: str, clause: str) -> bool:
     if _ZH_INTRO.search(before):
         return False
-    if _ZH_FACT.search(before):
-        return True  # "我在学英文", "我会说一点英语", "我的英文"
+    if _ZH_FACT.search(before) or (_ZH_PERCEIVE.search(before) and not _ZH_PREFERS.search(before)):
+        return True  # "我在学英文", "我会说一点英语", "我的英文", "我在看英文书" (not "我喜欢看详细的回答")
     if _ZH_DESCRIBED.search(before) and not _ZH_REQUEST_NEAR.search(clause):
         return True  # "这本书写得很详细": a description, not a request
     return not _ZH_FOLLOWERS.match(after)
@@ -236,7 +250,7 @@ _GENERIC = frozenset(
     everything things stuff anything something it all topics topic concepts concept subjects subject questions
     question issues problems ideas idea whatever any every each matters points point examples example reasoning
     steps step answer answers reply replies response responses explanation explanations me you us like would
-    expert beginner newbie child kid friend
+    expert beginner newbie child kid friend back
     """.split()
 )
 

@@ -40,7 +40,10 @@ _REAL = frozenset(
     respond responds depths simpler simplest simplex quickie quicker quickest normals mediums medial median
     detain detains details detailer elaborated elaborates moderated moderates moderator lengths lengthen
     concede conciser shorten shortens shortly thorium throat quick quack quirk quit quite quiet quote
-    always alway allays away anyway sentence sentences english chinese
+    always alway allays away anyway sentence sentences english chinese exhausting exhausted exhaustion exhaust
+    comprehension comprehend exploration explorations expansion extension extensions expensive intensive
+    extended expanded detained retained obtained contained sustained deteriorate collaborate elaborately
+    responsive responsible respondent thoroughfare
     """.split()
 )
 
@@ -78,7 +81,7 @@ def osa_distance(a: str, b: str, limit: int = 2) -> int:
 
 
 def _allowed(word: str) -> int:
-    return 2 if len(word) >= 8 else 1 if len(word) >= 5 else 0
+    return 2 if len(word) >= 9 else 1 if len(word) >= 5 else 0
 
 
 def _is_swap(a: str, b: str) -> bool:

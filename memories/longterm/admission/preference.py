@@ -11,9 +11,9 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
-from . import aboutness
+from . import aboutness, reasons
 from . import statements as st
-from .base import NEGATION, NO_STATEMENT, NOT_DURABLE_PREFERENCE, NOT_STATED, ONE_OFF, OTHER_PERSON, QUESTION, Refused
+from .base import NEGATION, NO_STATEMENT, NOT_DURABLE_PREFERENCE, NOT_STATED, ONE_OFF, OTHER_PERSON, PAST, QUESTION, Refused
 
 # code -> (names accepted in content, words that mention the language in evidence)
 _LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -210,7 +210,14 @@ _BRIEF = st._rx(
     st.ascii_word(r"(?:don't|do not|stop|no|never|without|less|avoid|not) (?:over[- ]?explain(?:ing)?|rambl(?:e|ing)|waffl(?:e|ing)|essays?|walls? of text|writing essays|long[- ]winded|padding)"),
     st.ascii_word(r"(?:two|three|four|a few|a couple(?: of)?|couple|1|2|3|4|one or two|two or three|2-3|1-2|few) (?:short )?(?:sentences|lines|bullets?|paragraphs?)(?: max(?:imum)?| at most| tops)?"),
     st.ascii_word(r"(?:one|a single|1) (?:short )?(?:sentence|line|paragraph)"),
-    st.ascii_word(r"(?:keep it|keep things|keep them|keep answers|keep replies) (?:short|simple|tight|lean|tiny|small)"),
+    st.ascii_word(
+        r"keep (?:it|things|them|the answers|answers|replies|the replies|responses|your answers|your replies) "
+        r"(?:short|simple|tight|lean|tiny|small|brief|concise|crisp)"
+    ),
+    st.ascii_word(
+        r"(?:no more than|at most|under|max(?:imum)?|within|not more than|not over|one|a single) "
+        r"(?:a |one |two |three |\d+ )?(?:short )?(?:paragraphs?|sentences?|lines?)"
+    ),
     st.ascii_word(r"short and simple"),
     st.ascii_word(r"short sentences"),
     st.ascii_word(r"concise(?:ly)?"),
@@ -248,7 +255,7 @@ _LONG = st._rx(
 )
 _DETAILED = st._rx(
     r"详细",
-    r"透彻",
+    r"(?:讲|说|解释)?(?:得)?透彻",
     r"讲透",
     r"说透",
     r"细致",
@@ -347,6 +354,17 @@ def _detail_mentions(reading: st.Reading) -> dict[str, list[st.Mention]]:
     return found
 
 
+def _conflicting(details: dict[str, list[st.Mention]], claimed: str) -> bool:
+    """Another level affirmed in a clause that also affirms the claimed one ("short but detailed answers").
+    In separate clauses the other level is the complaint the instruction answers: "I find long answers
+    exhausting, short ones please". A claimed medium level absorbs the words it is made of."""
+    if claimed == "normal":
+        return False
+    mine = {m.clause for m in details[claimed] if not m.negated}
+    others = [m for level, ms in details.items() if level not in (claimed, "normal") for m in ms if not m.negated]
+    return any(m.clause in mine or m.label != "long" for m in others)
+
+
 def _in_pure_clause(mentions: list[st.Mention], views: list[st.ClauseView]) -> bool:
     """Is one of the un-negated mentions in a clause about answering only?"""
     return any(views[m.clause].pure for m in mentions if not m.negated)
@@ -395,7 +413,7 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
                 path="/content/detail",
                 cause=NEGATION if negated else NOT_STATED,
             )
-        if len(stated_levels) > 1 and not (detail == "normal" or stated_levels == {"brief", "normal"}):
+        if _conflicting(details, detail):
             raise Refused(
                 NOT_DURABLE_PREFERENCE,
                 f"the evidence states conflicting detail levels: {sorted(stated_levels)}",
@@ -422,6 +440,10 @@ def _check_states_something(reading: st.Reading, views: list[st.ClauseView], cla
         affirmed = [m for m in mentions if not m.negated]
         if affirmed and all(st.is_ability_question(views[m.clause]) for m in affirmed):
             raise st.refuse("the evidence asks what the assistant can do, not how to answer", cause=QUESTION)
+        if affirmed and all(aboutness.INDIFFERENT.search(views[m.clause].text) for m in affirmed):
+            raise st.refuse(f"the evidence is indifferent about the {name}, it prefers nothing", cause=NO_STATEMENT)
+        if affirmed and all(reasons.past_at(reading.text, reading.spans[m.clause], m.start) for m in affirmed):
+            raise st.refuse(f"the {name} is a past preference, not a current one", cause=PAST)
         if affirmed and all(aboutness.negated_after(reading, m) for m in affirmed):
             raise st.refuse(f"the evidence refuses the claimed {name}", cause=NEGATION)
         if affirmed and all(aboutness.about_something_else(reading, m) for m in affirmed):

@@ -31,13 +31,18 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 # ---------------------------------------------------------------------------------------------
 
 _PAST = _rx(
-    _w(r"(?<!am )(?<!'m )(?<!be )(?<!get )(?<!got )(?<!are )(?<!is )(?<!getting )used to (?!it|this|that|them)"),
+    r"(?<![a-z'])(?<!am )(?<!'m )(?<!be )(?<!get )(?<!got )(?<!are )(?<!is )(?<!getting )used to(?= )(?! (?:it|this|that|them)\b)",
     _w(r"i once"),
-    _w(r"back (?:then|when|in)"),
+    _w(r"back (?:then|when|in (?:the day|college|school|uni|university|\d{4}|my|those|high school)|in the day)"),
     _w(r"in the past"),
     _w(r"previously"),
     _w(r"formerly"),
-    _w(r"(?:years|months|weeks|a while|long) ago"),
+    _w(r"(?:years|months|weeks|a while|long|some time|a few \w+|a couple of \w+) (?:ago|back)"),
+    _w(r"(?:was|were) (?:my|all i|what i) (?:thing|preference|go-to|favou?rite|choice|style|wanted|liked|needed)"),
+    _w(r"i was (?:all about|into|a fan of|big on)"),
+    _w(r"(?:my )?(?:preference|choice|go-to) (?:was|used to be)"),
+    _w(r"before i (?:moved|started|changed|switched|got|became|left|graduated|retired|learned|learnt)"),
+    _w(r"(?:in|during) (?:grad |high |middle )?(?:school|college|university|uni)\b(?! now)"),
     _w(r"when i was (?:a |an |in |at |young|little|younger|still|studying|at school)"),
     _w(r"as a (?:kid|child|student|teenager)"),
     _w(r"i (?:preferred|liked|wanted|loved|needed|asked for|used)") + r"(?![^.,;!?]*(?:now|still|again))",
@@ -55,6 +60,18 @@ _PAST = _rx(
 )
 # "…but now …", "现在…": the past part is contrasted with a preference that holds now.
 _NOW = _rx(_w(r"(?:now|nowadays|these days|from now on|today on|currently)"), r"现在|如今|从此|以后|今后|往后|目前")
+
+
+def past_at(text: str, clause: tuple[int, int], position: int) -> bool:
+    """Is the mention at `position` said of the past? Its clause has a past marker and no "now", or the last
+    marker before it is a past one ("I used to like English, now I want Chinese": English is past)."""
+    start, end = clause
+    segment = text[start:end]
+    if _PAST.search(segment):
+        return not _NOW.search(segment)
+    markers = [(m.start(), "past") for m in _PAST.finditer(text, 0, position)]
+    markers += [(m.start(), "now") for m in _NOW.finditer(text, 0, position)]
+    return bool(markers) and max(markers)[1] == "past"
 
 
 def is_past(text: str) -> bool:
@@ -83,6 +100,9 @@ _HYPOTHETICAL = _rx(
     _w(r"in (?:a|another) (?:world|life)"),
     _w(r"if (?:someday|one day|ever)"),
     _w(r"if i ever"),
+    _w(r"if i (?:\w+ed|spoke|knew|lived|went|had|were|was|could|did|got|became|understood|wrote|read|took|grew)")
+    + r"[^.;!?]*"
+    + _w(r"(?:i'd|i would|i might|i'd probably|i would probably)"),
     _w(r"in case i ever"),
     _w(r"if only"),
     _w(r"what if"),

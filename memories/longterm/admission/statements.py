@@ -221,13 +221,19 @@ _CLAUSE = re.compile(r"[^,，、。.!！?？;；:：\n]+[,，、。.!！?？;；
 _EN_NEGATOR = _rx(
     ascii_word(
         r"(?:don't|dont|do not|does not|doesn't|not|never|no|nor|stop|avoid|without|isn't|aren't|won't|"
-        r"can't|cannot|hate|dislike|against|neither|less|instead of|rather than|other than|except|over)"
+        r"can't|cannot|hate|dislike|against|neither|less|instead of|rather than|other than|except|over|quit|"
+        r"enough with|can't stand|not a fan of|anything but|everything but|tired of|sick of|fed up with|no more|"
+        r"get rid of|ditch|drop)"
     )
 )
 _ZH_NEGATOR = re.compile(
-    r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|别(?!的|人)|没(?!错)|勿|莫|无需|无须|甭|讨厌|拒绝|停止"
+    r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|别(?!的|人)|没(?!错)|勿|莫|无需|无须|甭|讨厌|拒绝|停止|受够了?|少用|少说"
 )
-_RESET = _rx(ascii_word(r"(?:but|instead(?! of)|rather(?! than)|only)"), r"而是|但是|但|只|就用|改用")
+_RESET = _rx(
+    ascii_word(r"(?:(?<!anything )(?<!everything )but|instead(?! of)|rather(?! than)|only)"),
+    ascii_word(r"and (?:keep|be|give|use|answer|reply|make|just|write|stick|go|stay|please|instead)"),
+    r"而是|但是|但|只|就用|改用",
+)
 
 
 _CONTRAST = re.compile(
