@@ -24,11 +24,11 @@ from . import judge as _judge
 from . import statements
 from .base import (
     EVIDENCE_NOT_IN_SOURCE,
-    REFUSAL_REASONS,
     INVALID_CONTENT,
     NO_CONSENT,
     NOT_DURABLE_PREFERENCE,
     REFUSAL_CODES,
+    REFUSAL_REASONS,
     SECRET_DETECTED,
     UNKNOWN_KIND,
     Admission,
@@ -99,9 +99,7 @@ def _refuse(
 
 
 def _refused(refused: Refused, path: str | None = None) -> Admission:
-    return _refuse(
-        refused.code, refused.reason, refused.path or path, uncertain=refused.uncertain, cause=refused.cause
-    )
+    return _refuse(refused.code, refused.reason, refused.path or path, uncertain=refused.uncertain, cause=refused.cause)
 
 
 def _secret_in(source: str, evidence: str, content: object) -> tuple[str, str] | None:

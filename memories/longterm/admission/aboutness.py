@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from . import reasons
 from . import statements as st
 
 _I = re.IGNORECASE
@@ -32,34 +33,7 @@ def _w(word: str) -> str:
 # Standing markers: a task with one of these is a standing instruction about answers
 # ---------------------------------------------------------------------------------------------
 
-_DURABLE = re.compile(
-    "|".join(
-        [
-            _w(r"from now on"),
-            _w(r"going forward"),
-            _w(r"(?:in|for) (?:the )?future"),
-            _w(r"always"),
-            _w(r"every ?time"),
-            _w(r"whenever"),
-            _w(r"by default"),
-            _w(r"default(?:s)? to"),
-            _w(r"in general"),
-            _w(r"generally"),
-            _w(r"all (?:of )?(?:your|the) (?:answers|replies|responses)"),
-            _w(r"unless i (?:say|ask|tell)"),
-            _w(r"until i (?:say|tell|ask)"),
-            _w(r"from (?:here|this point|today) on"),
-            _w(r"(?:for|in) (?:every|all|each) (?:answer|reply|response|question|message)s?"),
-            _w(r"(?:each|every) (?:answer|reply|response)"),
-            r"以后|今后|往后|之后都|从今以后|从现在|从今天|每次|每一次|一直|始终|总是|默认|一律|统一|全程|永远|所有(?:的)?(?:回答|回复)",
-        ]
-    ),
-    _I,
-)
-
-
-def has_durable_marker(text: str) -> bool:
-    return bool(_DURABLE.search(text))
+has_durable_marker = reasons.has_durable_marker
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,17 +51,81 @@ _PREFERRED = re.compile(
     _I,
 )
 _TOPIC_NOUNS = frozenset(
-    "conversation conversations topics topic subjects subject concepts questions question issues problems things "
-    "stuff matters reading technical general content".split()
+    [
+        "conversation",
+        "conversations",
+        "topics",
+        "topic",
+        "subjects",
+        "subject",
+        "concepts",
+        "questions",
+        "question",
+        "issues",
+        "problems",
+        "things",
+        "stuff",
+        "matters",
+        "reading",
+        "technical",
+        "general",
+        "content",
+    ]
 )
 _EN_FOLLOWERS = (st._EN_VOCAB - _PREDICATE - _TOPIC_NOUNS) | frozenset(
-    """
-    replies responses explanations answers versions output outputs words text summaries summary
-    unless except whenever where wherever even though although when if while until since
-    possible thanks thx ty cheers pls plz please rather instead mostly primarily exclusively always
-    tone style voice register formally casually friendly politely warmly
-    throughout overall ones onward
-    """.split()
+    [
+        "replies",
+        "responses",
+        "explanations",
+        "answers",
+        "versions",
+        "output",
+        "outputs",
+        "words",
+        "text",
+        "summaries",
+        "summary",
+        "unless",
+        "except",
+        "whenever",
+        "where",
+        "wherever",
+        "even",
+        "though",
+        "although",
+        "when",
+        "if",
+        "while",
+        "until",
+        "since",
+        "possible",
+        "thanks",
+        "thx",
+        "ty",
+        "cheers",
+        "pls",
+        "plz",
+        "please",
+        "rather",
+        "instead",
+        "mostly",
+        "primarily",
+        "exclusively",
+        "always",
+        "tone",
+        "style",
+        "voice",
+        "register",
+        "formally",
+        "casually",
+        "friendly",
+        "politely",
+        "warmly",
+        "throughout",
+        "overall",
+        "ones",
+        "onward",
+    ]
 )
 _EN_INTRO = re.compile(
     _w(
@@ -112,8 +150,28 @@ _EN_SUBJECT = re.compile(
     _I,
 )
 _ANSWER_NOUNS = frozenset(
-    "answer answers reply replies response responses explanation explanations message messages text texts output "
-    "writing responding replying answering language style tone".split()
+    [
+        "answer",
+        "answers",
+        "reply",
+        "replies",
+        "response",
+        "responses",
+        "explanation",
+        "explanations",
+        "message",
+        "messages",
+        "text",
+        "texts",
+        "output",
+        "writing",
+        "responding",
+        "replying",
+        "answering",
+        "language",
+        "style",
+        "tone",
+    ]
 )
 _EN_LEARNING = re.compile(
     _w(r"(?:learn|learning|study|studying|practi[cs]e|practi[cs]ing|improve|improving|teach|teaching|master)")
@@ -131,7 +189,8 @@ _EN_FACT = re.compile(
 _ZH_FOLLOWERS = re.compile(
     r"^(?:[\s,，。.!！?？;；:：~～…)）\]】\"'”]|$|回|答|复|说|讲|写|交流|沟通|聊|对话|就|吧|呀|啊|哈|哦|噢|喔|呢|了|好|行|"
     r"可|来|进行|作答|表达|解释|讲解|吗|么|和我|跟我|对我|给我|与我|同我|地|分析|剖析|探讨|展开|介绍|阐明|举例|列|带|总结|概括|"
-    r"的(?:回|答|解|方式|形式|版本|内容|表述|文字|描述|分析|讲解|介绍|句子|话|说明|风格|语言|长度|篇幅|东西|就|吧|[，。,.!！]|$|\s*[a-z])|"
+    r"的(?:回|答|解|方式|形式|版本|内容|表述|文字|描述|分析|讲解|介绍|句子|话|说明|风格|语言|长度|篇幅|东西|就|吧|[，。,.!！]|$|\s*[a-z]|"
+    r"步骤|例子|过程|推导|讲述|信息|资料|说法|理由|原因|思路|论述|阐述|版本)|"
     r"版|模式|即|也|或|还|为主|作为|为|输出|描述|阐述|说明|表述|文字|内容|，|哟|嘛|呗|啦|喽|咯|撰写|书写|展示|呈现|"
     r"简|详|短|长|多|少|一点|一些|一下|点|些|儿|谢|please|pls|plz|thx|thanks|[a-z]|\d|🙏|😊|🙂|❤)",
 )
@@ -147,14 +206,32 @@ _STYLE_WORD = re.compile(
 )
 
 
+_EN_SPECIFIC = re.compile(
+    _w(r"(?:thanks|thank you|thx|ty|cheers)")
+    + r"(?: so much| a lot| very much)?(?: for)? (?:the|your|that|this|such an?)\s+(?:[a-z]+\s+)?$"
+    + "|"
+    + _w(r"(?:that|this|it) (?:was|is)(?: such)? (?:a|an)?")
+    + r"\s*(?:really |very |nice |great |good )?(?:[a-z]+,? (?:and|or) )?$",
+    _I,
+)
+_CONJUNCTION = re.compile(r"\s*(?:and|or|&|/)\s+[a-z]+(.*)", _I)
+
+
 def _english_about_else(before: str, after: str) -> bool:
+    if _EN_SPECIFIC.search(before):
+        return True  # "Thanks for the detailed answer!": one past answer, not a preference
+    chained = _CONJUNCTION.match(after)
+    if chained and re.match(r"\s*(?:are|were|is)\b", chained.group(1)):
+        after = chained.group(1)  # "English and Chinese are both important languages"
     if _EN_POSSESSED.search(before):
         return True  # "my English is bad", "correct my English"
     subject = _EN_SUBJECT.search(before)
     if subject and subject.group(1) not in _ANSWER_NOUNS:
         return True  # "My presentation needs to be short"
     described = _EN_DESCRIBED.search(before)
-    if described and not re.search(r"answers?|repl|respons|explanation|it\b|prefer|language|choice|default|favou?rite|being", before):
+    if described and not re.search(
+        r"answers?|repl|respons|explanation|it\b|prefer|language|choice|default|favou?rite|being", before
+    ):
         return True  # "that book was very detailed"
     if _EN_LEARNING.search(before) or (_EN_FACT.search(before) and not _PREFERENCE_BEFORE.search(before)):
         return True  # "I speak English", "I'm learning Spanish", "I want to learn English"
@@ -178,20 +255,35 @@ _ZH_AFTER_NEGATED = re.compile(
 )
 # Indifference: "English or Chinese, whatever", "中英文都可以", "either is fine" state no preference.
 INDIFFERENT = re.compile(
-    _w(r"(?:whatever|doesn't matter|does not matter|don't care|do not care|no preference|either way|any language|"
-       r"either is fine|both are fine|either one|bilingual|both (?:languages|are ok|work))")
+    _w(
+        r"(?:whatever|doesn't matter|does not matter|don't care|do not care|no preference|either way|any language|"
+        r"either is fine|both are fine|either one|bilingual|both (?:languages|are ok|work))"
+    )
     + r"|无所谓|都行|都可以|都可|随便|不在乎|没关系|中英文|中英双语|双语|英中|哪种都|哪个都",
     _I,
 )
 
 
-def _chinese_about_else(before: str, after: str, clause: str) -> bool:
+_ZH_DETAIL_FOLLOWERS = re.compile(r"^(?:比较|最好|更好|为好|为宜|挺好|好些|合适|越)")
+
+
+_ZH_SPECIFIC = re.compile(r"(?:谢谢|感谢|多谢)(?:你|您)?(?:的|这么|如此)?[^，。,]{0,3}$")
+_ZH_SPEAKER_FACT = re.compile(r"(?:^|[，,。])\s*我(?:们)?(?:平时|一般|通常|主要|日常|在家|母语)?(?:说|讲)\s*$")
+
+
+def _chinese_about_else(before: str, after: str, clause: str, detail: bool) -> bool:
+    if _ZH_SPECIFIC.search(before):
+        return True  # "谢谢你详细的回答": one past answer
+    if _ZH_SPEAKER_FACT.search(before):
+        return True  # "我说中文": what the user speaks
     if _ZH_INTRO.search(before):
         return False
     if _ZH_FACT.search(before) or (_ZH_PERCEIVE.search(before) and not _ZH_PREFERS.search(before)):
         return True  # "我在学英文", "我会说一点英语", "我的英文", "我在看英文书" (not "我喜欢看详细的回答")
     if _ZH_DESCRIBED.search(before) and not _ZH_REQUEST_NEAR.search(clause):
         return True  # "这本书写得很详细": a description, not a request
+    if detail and _ZH_DETAIL_FOLLOWERS.match(after):
+        return False  # "回答短一些比较好", "越详细越好"
     return not _ZH_FOLLOWERS.match(after)
 
 
@@ -203,11 +295,12 @@ def about_something_else(reading: st.Reading, mention: st.Mention) -> bool:
     word = reading.text[mention.start : mention.end]
     if re.search(r"[a-z]", word):
         return _english_about_else(before, after)
-    return _chinese_about_else(before, after, reading.text[clause_start:clause_end])
+    detail = not mention.label.startswith("language")
+    return _chinese_about_else(before, after, reading.text[clause_start:clause_end], detail)
 
 
 def negated_after(reading: st.Reading, mention: st.Mention) -> bool:
-    """"英文的回答我看不懂": the mention is refused by what follows it in its clause."""
+    """ "英文的回答我看不懂": the mention is refused by what follows it in its clause."""
     after = reading.text[mention.end : reading.spans[mention.clause][1]]
     return bool(_ZH_AFTER_NEGATED.search(after))
 
@@ -246,12 +339,66 @@ def asks_anything(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 _GENERIC = frozenset(
-    """
-    everything things stuff anything something it all topics topic concepts concept subjects subject questions
-    question issues problems ideas idea whatever any every each matters points point examples example reasoning
-    steps step answer answers reply replies response responses explanation explanations me you us like would
-    expert beginner newbie child kid friend back
-    """.split()
+    [
+        "everything",
+        "things",
+        "stuff",
+        "anything",
+        "something",
+        "it",
+        "all",
+        "topics",
+        "topic",
+        "concepts",
+        "concept",
+        "subjects",
+        "subject",
+        "questions",
+        "question",
+        "issues",
+        "problems",
+        "ideas",
+        "idea",
+        "whatever",
+        "any",
+        "every",
+        "each",
+        "matters",
+        "points",
+        "point",
+        "examples",
+        "example",
+        "reasoning",
+        "steps",
+        "step",
+        "answer",
+        "answers",
+        "reply",
+        "replies",
+        "response",
+        "responses",
+        "explanation",
+        "explanations",
+        "me",
+        "you",
+        "us",
+        "like",
+        "would",
+        "expert",
+        "beginner",
+        "newbie",
+        "child",
+        "kid",
+        "friend",
+        "back",
+        "straight",
+        "habit",
+        "rule",
+        "sure",
+        "way",
+        "clear",
+        "plain",
+    ]
 )
 
 

@@ -13,7 +13,17 @@ from collections.abc import Mapping
 
 from . import aboutness, reasons
 from . import statements as st
-from .base import NEGATION, NO_STATEMENT, NOT_DURABLE_PREFERENCE, NOT_STATED, ONE_OFF, OTHER_PERSON, PAST, QUESTION, Refused
+from .base import (
+    NEGATION,
+    NO_STATEMENT,
+    NOT_DURABLE_PREFERENCE,
+    NOT_STATED,
+    ONE_OFF,
+    OTHER_PERSON,
+    PAST,
+    QUESTION,
+    Refused,
+)
 
 # code -> (names accepted in content, words that mention the language in evidence)
 _LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -137,7 +147,9 @@ _NORMAL = st._rx(
     r"长度正常",
     r"正常(?:的)?(?:长度|篇幅)?",
     st.ascii_word(r"(?:nothing|neither|not) too (?:long|short),? (?:(?:and|or|nor|but) )?(?:not )?too (?:short|long)"),
-    st.ascii_word(r"(?:a |an )?(?:normal|moderate|medium|reasonable|average|regular|standard|usual) (?:amount|level) of detail"),
+    st.ascii_word(
+        r"(?:a |an )?(?:normal|moderate|medium|reasonable|average|regular|standard|usual) (?:amount|level) of detail"
+    ),
     st.ascii_word(r"(?:reasonable|regular|standard|usual|typical)[- ]length"),
     st.ascii_word(r"just right"),
     st.ascii_word(r"somewhere in (?:the )?(?:between|middle)"),
@@ -196,6 +208,10 @@ _BRIEF = st._rx(
     r"直接(?:说|给)?(?:重点|结论|答案)",
     st.ascii_word(r"brief(?:ly|er)?"),
     st.ascii_word(r"brevity"),
+    st.ascii_word(
+        r"(?:in |within )?(?:under|less than|within) (?:a|one|\d+|two|a couple of) (?:minutes?|mins?|seconds?)"
+    ),
+    st.ascii_word(r"quick (?:read|reads|answers?|replies|responses)"),
     st.ascii_word(r"quick(?:ly|er)?"),
     st.ascii_word(r"snappy"),
     st.ascii_word(r"crisp"),
@@ -206,9 +222,15 @@ _BRIEF = st._rx(
     st.ascii_word(r"one[- ]liners?"),
     st.ascii_word(r"in a nutshell"),
     st.ascii_word(r"cut to the chase"),
-    st.ascii_word(r"(?:skip|cut|no|without|less|minus|drop|lose) (?:the )?(?:fluff|filler|rambling|waffle|padding|small talk|preamble)"),
-    st.ascii_word(r"(?:don't|do not|stop|no|never|without|less|avoid|not) (?:over[- ]?explain(?:ing)?|rambl(?:e|ing)|waffl(?:e|ing)|essays?|walls? of text|writing essays|long[- ]winded|padding)"),
-    st.ascii_word(r"(?:two|three|four|a few|a couple(?: of)?|couple|1|2|3|4|one or two|two or three|2-3|1-2|few) (?:short )?(?:sentences|lines|bullets?|paragraphs?)(?: max(?:imum)?| at most| tops)?"),
+    st.ascii_word(
+        r"(?:skip|cut|no|without|less|minus|drop|lose) (?:the )?(?:fluff|filler|rambling|waffle|padding|small talk|preamble)"
+    ),
+    st.ascii_word(
+        r"(?:don't|do not|stop|no|never|without|less|avoid|not) (?:over[- ]?explain(?:ing)?|rambl(?:e|ing)|waffl(?:e|ing)|essays?|walls? of text|writing essays|long[- ]winded|padding)"
+    ),
+    st.ascii_word(
+        r"(?:two|three|four|a few|a couple(?: of)?|couple|1|2|3|4|one or two|two or three|2-3|1-2|few) (?:short )?(?:sentences|lines|bullets?|paragraphs?)(?: max(?:imum)?| at most| tops)?"
+    ),
     st.ascii_word(r"(?:one|a single|1) (?:short )?(?:sentence|line|paragraph)"),
     st.ascii_word(
         r"keep (?:it|things|them|the answers|answers|replies|the replies|responses|your answers|your replies) "
@@ -254,6 +276,11 @@ _LONG = st._rx(
     r"长的",
 )
 _DETAILED = st._rx(
+    st.ascii_word(
+        r"(?:don't|do not|never) (?:hold back on|skimp on|spare(?: me)?|be afraid (?:of|to go into)|shy away from|"
+        r"leave out|skip|cut) (?:the |any )?(?:details?|depth|explanations?)"
+    ),
+    st.ascii_word(r"can't get enough of (?:the )?(?:details?|depth|detailed|long|thorough)(?: \w+)?"),
     r"详细",
     r"(?:讲|说|解释)?(?:得)?透彻",
     r"讲透",
@@ -423,6 +450,9 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
         claims["detail"] = details[detail]
     views = [st.view(reading, index) for index in range(len(reading.spans))]
     for mentions in claims.values():
+        scopes = [st.scoped(views[m.clause].text) for m in mentions if not m.negated]
+        if scopes and all(scopes):
+            raise st.refuse_scoped(scopes[0] or "")  # "from now on, but translate this one": the claim is scoped
         if any(st.speaks_of_someone_else(views[m.clause].text) for m in mentions):
             raise st.refuse("the evidence speaks about someone else, not the user's own words", cause=OTHER_PERSON)
     if any(aboutness.is_task(reading, view) for view in views):

@@ -42,17 +42,20 @@ _PAST = _rx(
     _w(r"i was (?:all about|into|a fan of|big on)"),
     _w(r"(?:my )?(?:preference|choice|go-to) (?:was|used to be)"),
     _w(r"before i (?:moved|started|changed|switched|got|became|left|graduated|retired|learned|learnt)"),
-    _w(r"(?:in|during) (?:grad |high |middle )?(?:school|college|university|uni)\b(?! now)"),
     _w(r"when i was (?:a |an |in |at |young|little|younger|still|studying|at school)"),
-    _w(r"as a (?:kid|child|student|teenager)"),
-    _w(r"i (?:preferred|liked|wanted|loved|needed|asked for|used)") + r"(?![^.,;!?]*(?:now|still|again))",
+    _w(r"as a (?:kid|child|teenager)"),
+    _w(r"i (?:preferred|liked|wanted|loved|needed|asked for|used)")
+    + r"(?! to (?:say|ask|tell|let|mention|remind|check|request|clarify|make|add|note|point))"
+    + r"(?![^.,;!?]*(?:now|still|again))",
     _w(r"that was (?:before|then|years)"),
     _w(r"(?:in|at|during) my (?:previous|old|last|former|first) (?:job|school|role|company|life|years?)"),
     _w(r"(?:my|the) (?:old|former|previous|earlier|original) (?:preference|setting|habit|choice|way)"),
     _w(r"there (?:was|were) (?:a time|times|days)"),
     _w(r"earlier (?:this|last) (?:year|month|week)"),
     _w(r"(?:i'd|i had|i have) (?:always )?(?:preferred|liked|wanted|used)"),
-    _w(r"would (?:always |usually |often )?(?:ask for|want|prefer|like)") + r"[^.;!?]*" + _w(r"(?:back then|in the past|before|as a kid|as a student|when i was)"),
+    _w(r"would (?:always |usually |often )?(?:ask for|want|prefer|like)")
+    + r"[^.;!?]*"
+    + _w(r"(?:back then|in the past|before|as a kid|as a student|when i was)"),
     _w(r"would(?:'ve| have) (?:wanted|liked|preferred|loved|chosen)"),
     _w(r"(?:last|previous) (?:year|semester|month|summer|winter)"),
     r"以前|之前我|过去|曾经|从前|小时候|那时候?|当年|当时|早些年|前几年|去年|原来我|我原来|我原先|原先|那会儿?|那阵子|那段时间|"
@@ -62,13 +65,23 @@ _PAST = _rx(
 _NOW = _rx(_w(r"(?:now|nowadays|these days|from now on|today on|currently)"), r"现在|如今|从此|以后|今后|往后|目前")
 
 
+_OWN_DIRECTIVE = _rx(
+    r"^\s*(?:(?:but|so|and|then|now)\s+)?(?:please|pls|plz|kindly|always|just|answer|reply|respond|use|keep|be|give|"
+    r"write|talk|speak|stick|switch|make|explain)(?![a-z])",
+    r"^\s*(?:但是?|所以|那|现在)?(?:请|麻烦|以后|今后|你|用|回答|回复|说|讲)",
+)
+
+
 def past_at(text: str, clause: tuple[int, int], position: int) -> bool:
     """Is the mention at `position` said of the past? Its clause has a past marker and no "now", or the last
-    marker before it is a past one ("I used to like English, now I want Chinese": English is past)."""
+    marker before it is a past one and its own clause does not direct ("I used to like English, and Chinese
+    too": Chinese is past; "I used Chinese last time, but please answer in English": English is not)."""
     start, end = clause
     segment = text[start:end]
     if _PAST.search(segment):
         return not _NOW.search(segment)
+    if _OWN_DIRECTIVE.search(segment):
+        return False
     markers = [(m.start(), "past") for m in _PAST.finditer(text, 0, position)]
     markers += [(m.start(), "now") for m in _NOW.finditer(text, 0, position)]
     return bool(markers) and max(markers)[1] == "past"
@@ -134,7 +147,7 @@ _TEMPORARY = _rx(
     _w(r"this (?:morning|afternoon|evening|week|weekend|month|session|chat|conversation|thread|trip|semester)"),
     _w(r"for (?:the rest of )?(?:this|the current|our current) (?:session|chat|conversation|thread|week|month)"),
     _w(r"(?:for|during|in) the (?:next|coming) (?:\w+ )?(?:minutes?|hours?|days?|weeks?|months?)"),
-    _w(r"for (?:a|an|one|two|a few|the next|a couple of) (?:\w+ )?(?:minutes?|hours?|days?|weeks?|while)"),
+    _w(r"for (?:a|an|one|two|a few|the next|a couple of) (?:\w+ )?(?:minutes?|hours?|days?|weeks?)"),
     _w(r"for (?:now|the moment|the time being|the day|the week)"),
     _w(r"until (?:tomorrow|tonight|monday|tuesday|wednesday|thursday|friday|saturday|sunday|next|the end|i'm back|my)"),
     _w(r"till (?:tomorrow|tonight|next|the end)"),
@@ -151,7 +164,8 @@ _STANDING_START = _rx(
     _w(r"(?:starting|beginning|as of) (?:today|now|this week)"),
     _w(r"from now on"),
     _w(r"from this (?:moment|point) on"),
-    r"从今天(?:起|开始)|今天起|从现在(?:起|开始)|从这周(?:起|开始)|从本周(?:起|开始)|从这个月(?:起|开始)",
+    r"从今天(?:起|开始)|今天起|今天开始|今天以后|今天之后|从今往后|从现在(?:起|开始)|从这周(?:起|开始)|从本周(?:起|开始)|"
+    r"从这个月(?:起|开始)",
 )
 
 
@@ -168,7 +182,8 @@ _QUESTION_MARK = re.compile(r"[?？]")
 _EN_REQUEST = _rx(
     r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls|from now on|going forward|in future)[,\s]+)*"
     r"(?:can|could|would|will|won't) (?:you|u)(?: please| kindly| just| always| maybe)? "
-    r"(?!even |really |actually |speak|understand|read|know|handle|do |manage|support|write chinese|write english)",
+    r"(?!even |really |actually |speak|understand|read|know|handle|do |manage|support|write chinese|write english|"
+    r"prefer|rather|like me|want me|like it if i|think|say|recommend|suggest)",
     r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls)[,\s]+)*(?:would you mind|do you mind|mind|how about|why don't you|"
     r"is it ok(?:ay)? if you|would it be possible (?:for you )?to|can we|could we|shall we)",
 )
@@ -177,8 +192,11 @@ _EN_ASKS = _rx(
     r"(?:do|does|did|is|are|was|were|should|shall|which|what|how|why|who|where|when|have|has|am|isn't|aren't|"
     r"don't|doesn't|wouldn't)(?![a-z'])",
     r"^\s*(?:would|could|can|will|might)\s+(?!you\b|u\b|we\b)[a-z]+",
-    _w(r"(?:can|could|do|does|will) you (?:even |really |actually )?(?:speak|understand|read|know|handle|manage|support|do)"),
+    _w(
+        r"(?:can|could|do|does|will) you (?:even |really |actually )?(?:speak|understand|read|know|handle|manage|support|do)"
+    ),
     _w(r"are you able to"),
+    _w(r"(?:would|do|will|did) you (?:prefer|rather|like me|want me|like it if i|think|recommend|suggest|mind if i)"),
     _w(r"is it (?:possible|better|ok|okay|fine)"),
     _w(r"or not"),
 )
@@ -192,6 +210,7 @@ _ZH_ASKS = _rx(
     r"还是[^，。,？?]{0,10}[？?]",
     r"你(?:平时|一般|通常)?(?:用|说|喜欢)[^，。,]{0,10}[吗呢]",
     r"(?:对吗|对吧|是吗)",
+    r"(?:会不会|是不是|是否)(?:更|比较)?好",
 )
 
 
@@ -259,10 +278,14 @@ OTHER_PERSON_MORE = _rx(
     + r"\s*(?:[a-z']+\s+){0,3}?(?:prefers?|likes?|loves?|wants?|needs?|hates?|asked|prefer|wanted|would like|"
     r"'d like|'d rather|would rather|enjoys?|said|says|told|tells|asks|insists|thinks|suggested|喜欢|希望|想要|偏好|"
     r"更喜欢|比较喜欢|习惯|要求|需要)(?![a-z])",
-    _w(r"(?:he|she|they)(?:'s| is| are| really| also| usually| always| only| just)?\s+(?:[a-z']+\s+){0,2}?"
-       r"(?:prefers?|likes?|loves?|wants?|needs?|hates?|wanted|asked|enjoys?)"),
-    _w(r"(?:everyone|everybody|most people|people|nobody|someone|somebody)\s+(?:[a-z']+\s+){0,4}?"
-       r"(?:prefers?|likes?|loves?|wants?|needs?)"),
+    _w(
+        r"(?:he|she|they)(?:'s| is| are| really| also| usually| always| only| just)?\s+(?:[a-z']+\s+){0,2}?"
+        r"(?:prefers?|likes?|loves?|wants?|needs?|hates?|wanted|asked|enjoys?)"
+    ),
+    _w(
+        r"(?:everyone|everybody|most people|people|nobody|someone|somebody)\s+(?:[a-z']+\s+){0,4}?"
+        r"(?:prefers?|likes?|loves?|wants?|needs?)"
+    ),
     _w(r"(?:he|she|they)(?:'d| would) (?:rather|prefer|like|want|love)"),
     r"^\s*(?!i\b|you\b|it\b|this\b|that\b|what\b|which\b|who\b|one\b|everything\b|nothing\b|english\b|chinese\b|"
     r"short\b|brief\b|detailed\b|answers?\b|replies\b|please\b|always\b|just\b|also\b)[a-z]+"
@@ -283,3 +306,37 @@ OTHER_PERSON_MORE = _rx(
 
 def speaks_of_someone_else(text: str) -> bool:
     return bool(OTHER_PERSON_MORE.search(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# Standing markers: with one of these, a scope word elsewhere in the quote is context, not scope
+# ---------------------------------------------------------------------------------------------
+
+_DURABLE = re.compile(
+    "|".join(
+        [
+            _w(r"from now on"),
+            _w(r"going forward"),
+            _w(r"(?:in|for) (?:the )?future"),
+            _w(r"always"),
+            _w(r"every ?time"),
+            _w(r"whenever"),
+            _w(r"by default"),
+            _w(r"default(?:s)? to"),
+            _w(r"in general"),
+            _w(r"generally"),
+            _w(r"all (?:of )?(?:your|the) (?:answers|replies|responses)"),
+            _w(r"unless i (?:say|ask|tell)"),
+            _w(r"until i (?:say|tell|ask)"),
+            _w(r"from (?:here|this point|today) on"),
+            _w(r"(?:for|in) (?:every|all|each) (?:answer|reply|response|question|message)s?"),
+            _w(r"(?:each|every) (?:answer|reply|response)"),
+            r"以后|今后|往后|之后都|从今以后|从现在|从今天|每次|每一次|一直|始终|总是|默认|一律|统一|全程|永远|所有(?:的)?(?:回答|回复)",
+        ]
+    ),
+    _I,
+)
+
+
+def has_durable_marker(text: str) -> bool:
+    return bool(_DURABLE.search(text))

@@ -159,9 +159,18 @@ _ONE_OFF = _rx(
     ascii_word(r"this"),
     ascii_word(r"these"),
     ascii_word(r"(?:for|in) (?:your|the) next (?:answer|reply|response|message)"),
-    ascii_word(r"(?:the|my|your) next (?:question|one|message|answer|reply|email|paragraph|sentence|part|response|prompt)"),
-    ascii_word(r"(?:this|that|the following|my last|the last|the previous) (?:question|one|message|email|text|paragraph)"),
+    ascii_word(
+        r"(?:the|my|your) next (?:question|one|message|answer|reply|email|paragraph|sentence|part|response|prompt)"
+    ),
+    ascii_word(
+        r"(?:this|that|the following|my last|the last|the previous) (?:question|one|message|email|text|paragraph)"
+    ),
     r"下一个|下个问题|下一题|接下来这个|接下来的问题|这本|这部|这首|这张|这条|这些",
+    ascii_word(
+        r"for (?:my|this|the|his|her|our) (?:homework|essay|assignment|report|presentation|project|exam|test|"
+        r"interview|email|letter|post|thesis|paper|speech|meeting|trip|class)"
+    ),
+    ascii_word(r"(?:respond|reply|answer) to (?!me\b|us\b|my messages|my questions|everything|all|anything)[a-z]+'s"),
     ascii_word(r"translat(?:e|es|ed|ing|ion)"),
     ascii_word(r"how (?:do|would|can) (?:you|i|we) say"),
     ascii_word(r"what(?:'s| is| does| do)"),
@@ -185,18 +194,30 @@ def refuse(reason: str, *, uncertain: bool = False, cause: str = NO_STATEMENT) -
     return Refused(NOT_DURABLE_PREFERENCE, reason, path="/evidence", uncertain=uncertain, cause=cause)
 
 
+def scoped(text: str) -> str | None:
+    """The cause when `text` (normalised) names a period or a one-off scope, else None."""
+    if reasons.is_temporary(text):
+        return TEMPORARY
+    if _ONE_OFF.search(_DURABLE_START.sub(" ", text)):
+        return ONE_OFF
+    return None
+
+
 def check_statement(evidence: str, *, third_person: bool = True) -> None:
     """The whole-quote refusal reasons (reasons.py and the lexicons above): Refused with its cause, else None.
 
-    `third_person=False` leaves words about someone else to the caller, who may judge them per clause
-    ("Reply in English so my colleague can read it" is the user's instruction).
+    `third_person=False` (the preference kind) leaves to the caller what it judges per mention: words about
+    someone else ("Reply in English so my colleague can read it" is the user's instruction), the past
+    ("I used Chinese last time, but please answer in English"), and scope words in a quote that also says
+    it stands ("This matters to me: always answer in English").
+    A quote with a standing marker ("from now on", "always", "以后") has its scope words judged per clause.
     """
     text = normalize_text(evidence).strip()
     if CHITCHAT.match(text):
         raise refuse("chit-chat is not a durable preference", cause=NO_STATEMENT)
     if reasons.is_hypothetical(text):
         raise refuse("the evidence is hypothetical ('if I were …'), not the user's preference", cause=HYPOTHETICAL)
-    if reasons.is_past(text):
+    if third_person and reasons.is_past(text):
         raise refuse("the evidence is a past preference ('I used to …'), not a current one", cause=PAST)
     if reasons.is_question(text):
         raise refuse("the evidence asks a question, it states no preference", cause=QUESTION)
@@ -207,10 +228,17 @@ def check_statement(evidence: str, *, third_person: bool = True) -> None:
         raise refuse("the evidence speaks about someone else, not the user's own words", cause=OTHER_PERSON)
     if _HEDGE.search(text):
         raise refuse("the evidence is hedged ('I think …'), not a stated preference", uncertain=True, cause=HEDGE)
-    if reasons.is_temporary(text):
-        raise refuse("the evidence is limited to a period (today, this session), not durable", cause=TEMPORARY)
-    if _ONE_OFF.search(_DURABLE_START.sub(" ", text)):
-        raise refuse("the evidence is a one-off request, not a durable preference", cause=ONE_OFF)
+    if reasons.has_durable_marker(text):
+        return
+    scope = scoped(text)
+    if scope is not None:
+        raise refuse_scoped(scope)
+
+
+def refuse_scoped(scope: str) -> Refused:
+    if scope == TEMPORARY:
+        return refuse("the evidence is limited to a period (today, this session), not durable", cause=TEMPORARY)
+    return refuse("the evidence is a one-off request, not a durable preference", cause=ONE_OFF)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,15 +251,18 @@ _EN_NEGATOR = _rx(
         r"(?:don't|dont|do not|does not|doesn't|not|never|no|nor|stop|avoid|without|isn't|aren't|won't|"
         r"can't|cannot|hate|dislike|against|neither|less|instead of|rather than|other than|except|over|quit|"
         r"enough with|can't stand|not a fan of|anything but|everything but|tired of|sick of|fed up with|no more|"
-        r"get rid of|ditch|drop)"
+        r"get rid of|ditch|drop|than|refrain from|skip|omit|leave out|cut out|done with|no longer)"
     )
 )
 _ZH_NEGATOR = re.compile(
-    r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|别(?!的|人)|没(?!错)|勿|莫|无需|无须|甭|讨厌|拒绝|停止|受够了?|少用|少说"
+    r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|别(?!的|人)|没(?!错)|勿|莫|无需|无须|甭|讨厌|拒绝|停止|受够了?|少用|少说|禁止|杜绝|停用|免去"
 )
 _RESET = _rx(
     ascii_word(r"(?:(?<!anything )(?<!everything )but|instead(?! of)|rather(?! than)|only)"),
-    ascii_word(r"and (?:keep|be|give|use|answer|reply|make|just|write|stick|go|stay|please|instead)"),
+    ascii_word(
+        r"and (?:keep|be|give|use|answer|reply|make|just|write|stick|go|stay|please|instead|switch|respond|talk|"
+        r"speak|start|begin|explain|tell|stay|move|change)"
+    ),
     r"而是|但是|但|只|就用|改用",
 )
 
