@@ -278,9 +278,9 @@ def correct_word(token: str) -> str:
         allowed = _allowed(word)
         distance = osa_distance(token, word, max(allowed, 1))
         misordered = len(word) >= 7 and sorted(word) == sorted(token) and distance <= 2  # "consice"
-        if distance <= allowed or (distance == 1 and _is_swap(token, word)) or misordered:
-            if distance < best_distance:
-                best, best_distance = word, distance
+        close = distance <= allowed or (distance == 1 and _is_swap(token, word)) or misordered
+        if close and distance < best_distance:
+            best, best_distance = word, distance
     return best
 
 

@@ -223,13 +223,16 @@ _BRIEF = st._rx(
     st.ascii_word(r"in a nutshell"),
     st.ascii_word(r"cut to the chase"),
     st.ascii_word(
-        r"(?:skip|cut|no|without|less|minus|drop|lose) (?:the )?(?:fluff|filler|rambling|waffle|padding|small talk|preamble)"
+        r"(?:skip|cut|no|without|less|minus|drop|lose) (?:the )?"
+        r"(?:fluff|filler|rambling|waffle|padding|small talk|preamble)"
     ),
     st.ascii_word(
-        r"(?:don't|do not|stop|no|never|without|less|avoid|not) (?:over[- ]?explain(?:ing)?|rambl(?:e|ing)|waffl(?:e|ing)|essays?|walls? of text|writing essays|long[- ]winded|padding)"
+        r"(?:don't|do not|stop|no|never|without|less|avoid|not) (?:over[- ]?explain(?:ing)?|rambl(?:e|ing)|"
+        r"waffl(?:e|ing)|essays?|walls? of text|writing essays|long[- ]winded|padding)"
     ),
     st.ascii_word(
-        r"(?:two|three|four|a few|a couple(?: of)?|couple|1|2|3|4|one or two|two or three|2-3|1-2|few) (?:short )?(?:sentences|lines|bullets?|paragraphs?)(?: max(?:imum)?| at most| tops)?"
+        r"(?:two|three|four|a few|a couple(?: of)?|couple|1|2|3|4|one or two|two or three|2-3|1-2|few) "
+        r"(?:short )?(?:sentences|lines|bullets?|paragraphs?)(?: max(?:imum)?| at most| tops)?"
     ),
     st.ascii_word(r"(?:one|a single|1) (?:short )?(?:sentence|line|paragraph)"),
     st.ascii_word(

@@ -31,7 +31,8 @@ def _rx(*alternatives: str) -> re.Pattern[str]:
 # ---------------------------------------------------------------------------------------------
 
 _PAST = _rx(
-    r"(?<![a-z'])(?<!am )(?<!'m )(?<!be )(?<!get )(?<!got )(?<!are )(?<!is )(?<!getting )used to(?= )(?! (?:it|this|that|them)\b)",
+    r"(?<![a-z'])(?<!am )(?<!'m )(?<!be )(?<!get )(?<!got )(?<!are )(?<!is )(?<!getting )"
+    r"used to(?= )(?! (?:it|this|that|them)\b)",
     _w(r"i once"),
     _w(r"back (?:then|when|in (?:the day|college|school|uni|university|\d{4}|my|those|high school)|in the day)"),
     _w(r"in the past"),
@@ -184,7 +185,8 @@ _EN_REQUEST = _rx(
     r"(?:can|could|would|will|won't) (?:you|u)(?: please| kindly| just| always| maybe)? "
     r"(?!even |really |actually |speak|understand|read|know|handle|do |manage|support|write chinese|write english|"
     r"prefer|rather|like me|want me|like it if i|think|say|recommend|suggest)",
-    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls)[,\s]+)*(?:would you mind|do you mind|mind|how about|why don't you|"
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls)[,\s]+)*"
+    r"(?:would you mind|do you mind|mind|how about|why don't you|"
     r"is it ok(?:ay)? if you|would it be possible (?:for you )?to|can we|could we|shall we)",
 )
 _EN_ASKS = _rx(
@@ -193,7 +195,8 @@ _EN_ASKS = _rx(
     r"don't|doesn't|wouldn't)(?![a-z'])",
     r"^\s*(?:would|could|can|will|might)\s+(?!you\b|u\b|we\b)[a-z]+",
     _w(
-        r"(?:can|could|do|does|will) you (?:even |really |actually )?(?:speak|understand|read|know|handle|manage|support|do)"
+        r"(?:can|could|do|does|will) you (?:even |really |actually )?"
+        r"(?:speak|understand|read|know|handle|manage|support|do)"
     ),
     _w(r"are you able to"),
     _w(r"(?:would|do|will|did) you (?:prefer|rather|like me|want me|like it if i|think|recommend|suggest|mind if i)"),

@@ -66,8 +66,10 @@ _ID_KEYWORD = re.compile(
 # Secrets by context: a number or string introduced as a card, account, ID, password, token or key is a
 # secret whatever its checksum or length ("我的银行卡号是6222 0215 8834 1907 551", "PIN: 4821").
 _NUMBER_WORDS = (
-    r"(?:credit |debit |bank |visa |master ?card |amex |id |membership |member |library |sim )?card(?:\s*(?:number|no\.?|num|#))?|"
-    r"(?:bank |checking |savings |brokerage )?account(?:\s*(?:number|no\.?|num|#))?|acct|iban|swift|bic|routing(?: number)?|"
+    r"(?:credit |debit |bank |visa |master ?card |amex |id |membership |member |library |sim )?"
+    r"card(?:\s*(?:number|no\.?|num|#))?|"
+    r"(?:bank |checking |savings |brokerage )?account(?:\s*(?:number|no\.?|num|#))?|"
+    r"acct|iban|swift|bic|routing(?: number)?|"
     r"sort code|cvv2?|cvc|security code|ssn|social security(?: number| no\.?)?|passport(?: number| no\.?)?|"
     r"(?:national |tax |personal |student |employee )?id(?: number| no\.?| #)|"
     r"(?:driver'?s? )?licen[cs]e(?: number| no\.?)|tax (?:number|file number)|"
