@@ -400,7 +400,31 @@ def _in_pure_clause(mentions: list[st.Mention], views: list[st.ClauseView]) -> b
     return any(views[m.clause].pure for m in mentions if not m.negated)
 
 
+def _unstated(reading: st.Reading, normalized: dict) -> Refused | None:
+    """A claimed value the quote does not mention at all: reported before any other reason."""
+    if "language" in normalized and not _language_mentions(reading, normalized["language"]):
+        code = normalized["language"]
+        return Refused(
+            NOT_DURABLE_PREFERENCE,
+            f"the evidence does not mention language {code!r}",
+            path="/content/language",
+            cause=NOT_STATED,
+        )
+    if "detail" in normalized and not _detail_mentions(st.read(reading.text))[normalized["detail"]]:
+        detail = normalized["detail"]
+        return Refused(
+            NOT_DURABLE_PREFERENCE,
+            f"the evidence does not ask for {detail!r} answers",
+            path="/content/detail",
+            cause=NOT_STATED,
+        )
+    return None
+
+
 def check_preference_evidence(evidence: str, normalized: dict) -> None:
+    unstated = _unstated(st.read(evidence), normalized)
+    if unstated is not None:
+        raise unstated
     deferred: Refused | None = None  # an uncertain refusal waits until every certain check has run
     try:
         st.check_statement(evidence, third_person=False)

@@ -18,7 +18,7 @@ class SecretFinding:
 
 
 _I = re.IGNORECASE
-_QUESTION_VALUE = re.compile(r"^(?:多少|什么|是什么|啥|几|\?|？)")
+_QUESTION_VALUE = re.compile(r"^(?:是|为)?(?:多少|什么|是什么|啥|几|\?|？)")
 _PASSWORD_PATTERNS = (
     re.compile(
         r"\b(?:password|passwd|passphrase|passcode|pwd|pin(?:\s*code)?)"
@@ -94,7 +94,7 @@ _CONNECTOR = r"\s*(?:'s|\bis\b|\bwas\b|\bare\b|=|:|：|-|#|→|->|是|为|為)?\
 _STRICT_CONNECTOR = r"\s*(?:'s|\bis\b|\bwas\b|=|:|：|是|为|為)\s*[\"'“「(]?"
 _END = r"(?![a-z])"
 _NUMBER_VALUE = r"(?P<value>[a-z]{0,3}\d[\d\s.\-/]*\d[a-z0-9]*|\d{3,})"
-_STRING_VALUE = r"(?P<value>[^\s\"'”」)，。,;；]{4,})"
+_STRING_VALUE = r"(?P<value>[^\s\"'”」)，。,;；?？]{4,})"
 _CHARS = r"[a-z0-9!@#$%^&*_.\-]"
 _WITH_DIGIT = rf"(?P<value>(?={_CHARS}{{4,}}){_CHARS}*\d{_CHARS}*)"  # "hunter22", "4821"
 _WITH_DIGIT_AND_LETTER = rf"(?P<value>(?={_CHARS}{{6,}})(?={_CHARS}*\d)(?={_CHARS}*[a-z]){_CHARS}+)"
