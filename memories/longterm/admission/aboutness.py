@@ -217,6 +217,38 @@ _EN_SPECIFIC = re.compile(
 _CONJUNCTION = re.compile(r"\s*(?:and|or|&|/)\s+[a-z]+(.*)", _I)
 
 
+# Things a detail word may describe that are not answers: "a detailed conversation", "a short story".
+# For detail words the list is of things (an open world of answer forms — breakdowns, walkthroughs,
+# write-ups — stays admitted); for language names the list is of what may follow (_EN_FOLLOWERS).
+_NOT_ANSWERS_EN = frozenset(
+    """
+    conversation conversations day days week weeks month trip trips plan plans book books novel novels story
+    stories report reports documentary movie movies film films video videos article articles presentation
+    presentations meeting meetings email emails letter letters life hair walk break nap vacation holiday visit
+    call calls lecture lectures class classes course courses map recipe question questions drive flight commute
+    weekend dress skirt song songs poem poems speech essay paper document manual night chat itinerary schedule
+    proposal resume cv contract budget timeline agenda
+    """.split()
+)
+_NOT_ANSWERS_ZH = re.compile(
+    r"^(?:的)?(?:计划|小说|电影|书|报告|故事|文章|会议|旅行|日记|邮件|信|视频|纪录片|课|歌|诗|演讲|论文|地图|菜谱|衣服|"
+    r"头发|一天|假期|旅程|路|天|周|梦|方案|行程|攻略|简历|合同|预算|日程|安排|清单)"
+)
+
+
+def _english_detail_about_else(before: str, after: str) -> bool:
+    if _EN_SPECIFIC.search(before) or _EN_POSSESSED.search(before):
+        return True
+    subject = _EN_SUBJECT.search(before)
+    if subject and subject.group(1) not in _ANSWER_NOUNS:
+        return True
+    described = _EN_DESCRIBED.search(before)
+    if described and not re.search(r"answers?|repl|respons|explanation|\bit\b|prefer|being|keep", before):
+        return True
+    following = re.match(r"\s*([a-z']+)", after)
+    return bool(following and following.group(1) in _NOT_ANSWERS_EN)
+
+
 def _english_about_else(before: str, after: str) -> bool:
     if _EN_SPECIFIC.search(before):
         return True  # "Thanks for the detailed answer!": one past answer, not a preference
@@ -265,6 +297,7 @@ INDIFFERENT = re.compile(
 
 
 _ZH_DETAIL_FOLLOWERS = re.compile(r"^(?:比较|最好|更好|为好|为宜|挺好|好些|合适|越)")
+_ZH_LANGUAGE_BEST = re.compile(r"^(?:最好|为好|更方便|最方便|就够了|优先)")
 
 
 _ZH_SPECIFIC = re.compile(r"(?:谢谢|感谢|多谢)(?:你|您)?(?:的|这么|如此)?[^，。,]{0,3}$")
@@ -282,6 +315,8 @@ def _chinese_about_else(before: str, after: str, clause: str, detail: bool) -> b
         return True  # "我在学英文", "我会说一点英语", "我的英文", "我在看英文书" (not "我喜欢看详细的回答")
     if _ZH_DESCRIBED.search(before) and not _ZH_REQUEST_NEAR.search(clause):
         return True  # "这本书写得很详细": a description, not a request
+    if not detail and _ZH_LANGUAGE_BEST.match(after):
+        return False  # "中文最好"
     if detail and _ZH_DETAIL_FOLLOWERS.match(after):
         return False  # "回答短一些比较好", "越详细越好"
     return not _ZH_FOLLOWERS.match(after)
@@ -293,9 +328,12 @@ def about_something_else(reading: st.Reading, mention: st.Mention) -> bool:
     before = reading.text[clause_start : mention.start]
     after = reading.text[mention.end : clause_end]
     word = reading.text[mention.start : mention.end]
-    if re.search(r"[a-z]", word):
-        return _english_about_else(before, after)
     detail = not mention.label.startswith("language")
+    if re.search(r"[a-z]", word):
+        return _english_detail_about_else(before, after) if detail else _english_about_else(before, after)
+    if detail and not _ZH_FACT.search(before) and not _ZH_SPECIFIC.search(before):
+        described = _ZH_DESCRIBED.search(before) and not _ZH_REQUEST_NEAR.search(reading.text[clause_start:clause_end])
+        return bool(described or _NOT_ANSWERS_ZH.match(after))
     return _chinese_about_else(before, after, reading.text[clause_start:clause_end], detail)
 
 
