@@ -283,7 +283,11 @@ _ZH_REQUEST_NEAR = re.compile(r"请|要|希望|想|喜欢|点|一些|些|吧|以
 _ZH_AFTER_NEGATED = re.compile(
     r"^[^，。,！!？?]{0,6}?(?:看不懂|听不懂|不懂|不要|不喜欢|不需要|受不了|不习惯|太难|很难|不好|就算了|就免了|不用了|免了|"
     r"算了|不要了|不需要了|没必要|就不必了)"
-    r"|^\s*(?:answers?|replies|responses)?\s*(?:\?|,)?\s*(?:no thanks|no thank you|not for me|please no|no way|nope)"
+    r"|^[^，。,！!？?]{0,4}?(?:就别了|就不要了|别了)"
+    r"|^\s*(?:answers?|replies|responses)?\s*(?:\?|,)?\s*(?:no thanks|no thank you|not for me|please no|no way|nope|"
+    r"nah|please don't|don't|do not)(?![a-z])"
+    r"|^\s*(?:answers?|replies|responses)?\s*(?:is|are)\s*(?:not|n't|never)\s+(?:what i want|for me|my thing|ideal|"
+    r"helpful|great|good|what i need|what i like)"
 )
 # Indifference: "English or Chinese, whatever", "中英文都可以", "either is fine" state no preference.
 INDIFFERENT = re.compile(

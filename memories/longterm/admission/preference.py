@@ -220,7 +220,9 @@ _BRIEF = st._rx(
     r"直接(?:说|给)?(?:重点|结论|答案)",
     st.ascii_word(r"brief(?:ly|er)?"),
     st.ascii_word(r"brevity"),
-    st.ascii_word(r"(?:don't|do not|no need to|never) go (?:in|into) (?:too much |much |a lot of |great |all the )?detail"),
+    st.ascii_word(
+        r"(?:don't|do not|no need to|never) go (?:in|into) (?:too much |much |a lot of |great |all the )?detail"
+    ),
     st.ascii_word(r"(?:no|without|skip the|skip|no need for|fewer|less) (?:details?|explanations?|elaboration)"),
     st.ascii_word(r"just the (?:answer|facts|essentials|gist|basics|key points|main points|bottom line|highlights)"),
     st.ascii_word(r"(?:only )?the (?:gist|essentials|highlights|key points|main points|bottom line|headline)"),

@@ -268,7 +268,7 @@ _RESET = _rx(
 
 
 _CONTRAST = re.compile(
-    r"(?<![a-z])(?=(?:but|however|though|so that|because|since|cause|as i)\s)"
+    r"(?<![a-z])(?<!anything )(?<!everything )(?<!nothing )(?<!all )(?=(?:but|however|though|so that|because|since|cause|as i)\s)"
     r"|(?<![a-z])(?=so (?:i|you|we|my|that|please|feel|it)(?![a-z]))|(?=但是|可是|不过|因为|所以|因此)"
 )
 
@@ -286,8 +286,19 @@ def clauses(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+# Negative words that do not negate what follows: "don't mind long answers", "no matter what", "别忘了用中文".
+_NOT_NEGATING = _rx(
+    ascii_word(
+        r"(?:don't|do not|wouldn't|would not|never) (?:mind|forget|hesitate(?: to)?)|no matter(?: what)?|"
+        r"without fail|no doubt|not only|no problem|can't wait|never ever forget"
+    ),
+    r"(?:别|不要|不)忘(?:了|记)?|不介意|不妨|不嫌|不怕|没问题|不在话下",
+)
+
+
 def _negated_before(prefix: str) -> bool:
     """Does `prefix` (a clause up to a mention) negate what follows, without a 'but'/'而是' in between?"""
+    prefix = _NOT_NEGATING.sub(lambda match: " " * len(match.group()), prefix)
     last_negator = -1
     for pattern in (_EN_NEGATOR, _ZH_NEGATOR):
         for match in pattern.finditer(prefix):
