@@ -249,13 +249,14 @@ _CLAUSE = re.compile(r"[^,，、。.!！?？;；:：\n]+[,，、。.!！?？;；
 _EN_NEGATOR = _rx(
     ascii_word(
         r"(?:don't|dont|do not|does not|doesn't|not|never|no|nor|stop|avoid|without|isn't|aren't|won't|"
-        r"can't|cannot|hate|dislike|against|neither|less|instead of|rather than|other than|except|over|quit|"
+        r"can't|cannot|hate|dislike|against|neither|less|instead of|rather than|other than|except|over(?=\s*$)|quit|"
         r"enough with|can't stand|not a fan of|anything but|everything but|tired of|sick of|fed up with|no more|"
         r"get rid of|ditch|drop|than|refrain from|skip|omit|leave out|cut out|done with|no longer)"
     )
 )
 _ZH_NEGATOR = re.compile(
-    r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|别(?!的|人)|没(?!错)|勿|莫|无需|无须|甭|讨厌|拒绝|停止|受够了?|少用|少说|禁止|杜绝|停用|免去"
+    r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|(?<![特区分级类告离个识差性辨派鉴])别(?!的|人)|没(?!错)|勿|莫|"
+    r"无需|无须|甭|讨厌|拒绝|停止|受够了?|(?<![至多])少用|(?<![至多])少说|禁止|杜绝|停用|免去"
 )
 _RESET = _rx(
     ascii_word(r"(?:(?<!anything )(?<!everything )but|instead(?! of)|rather(?! than)|only)"),
@@ -263,7 +264,8 @@ _RESET = _rx(
         r"and (?:keep|be|give|use|answer|reply|make|just|write|stick|go|stay|please|instead|switch|respond|talk|"
         r"speak|start|begin|explain|tell|stay|move|change)"
     ),
-    r"而是|但是|但|只|就用|改用",
+    ascii_word(r"(?:more|always)"),
+    r"而是|但是|但|只|就用|改用|(?<![不别])要用|改成|换成|用回",
 )
 
 
@@ -305,7 +307,7 @@ def _negated_before(prefix: str) -> bool:
             last_negator = max(last_negator, match.end())
     if last_negator < 0:
         return False
-    return not _RESET.search(prefix[last_negator:])
+    return not _RESET.search(prefix, last_negator)  # on the whole prefix: its look-behinds see the negator
 
 
 @dataclass
