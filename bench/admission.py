@@ -52,6 +52,7 @@ class HalfResult:
     wrong_claims: list[str] = field(default_factory=list)
     wrong_code: list[str] = field(default_factory=list)
     confusion: Counter = field(default_factory=Counter)  # (expected, got) -> n
+    reasons: Counter = field(default_factory=Counter)  # (expected reason, got details.reason) of labelled refusals
 
     @property
     def false_refusal_rate(self) -> float:
@@ -101,6 +102,8 @@ def evaluate(cases: list[dict]) -> dict[str, HalfResult]:
                 half.wrong_claims.append(f"{miss} with claims {result.normalized_content}")
         else:
             half.to_refuse += 1
+            if case.get("reason"):
+                half.reasons[(case["reason"], details_reason(result))] += 1
             if result.ok:
                 half.false_admissions.append(miss)
             elif got != expected:
@@ -123,7 +126,15 @@ def report(half: HalfResult, show: bool) -> str:
         "  confusion (expected → got): "
         + ", ".join(f"{e} → {g}: {n}" for (e, g), n in sorted(half.confusion.items(), key=lambda kv: -kv[1])),
     ]
+    if half.reasons:
+        agreed = sum(n for (e, g), n in half.reasons.items() if e == g)
+        lines.append(f"  refusals with the expected details.reason: {agreed}/{sum(half.reasons.values())}")
     if show:
+        if half.reasons:
+            lines.append(
+                "  reasons (expected → details.reason): "
+                + ", ".join(f"{e} → {g}: {n}" for (e, g), n in sorted(half.reasons.items()))
+            )
         for title, misses in (
             ("false refusals", half.false_refusals),
             ("false admissions", half.false_admissions),
