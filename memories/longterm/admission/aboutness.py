@@ -46,7 +46,8 @@ _PREFERRED = re.compile(
     _w(
         r"(?:fine|good|great|best|better|ok|okay|perfect|ideal|preferred|what i (?:want|need|like|prefer)|"
         r"easier|easiest|more comfortable|my preference|the way to go|enough|welcome|appreciated|nice|"
-        r"much better|way better|always|the best|all i need|what works)"
+        r"much better|way better|always|the best|all i need|what works|comfortable|natural|easiest|clearer|faster|"
+        r"quicker|simpler|the language i|what i'm (?:comfortable|used)|my go-to|my choice)"
     ),
     _I,
 )
@@ -127,13 +128,14 @@ _EN_FOLLOWERS = (st._EN_VOCAB - _PREDICATE - _TOPIC_NOUNS) | frozenset(
         "onward",
     ]
 )
+_EN_FOLLOWERS |= frozenset("makes feels helps reads comes flows fits serves matters".split())
 _EN_INTRO = re.compile(
     _w(
         r"(?:in|into|use|using|speak|speaking|talk|talking|write|writing|reply|respond|answer|switch|stick|"
         r"stay|keep|give|to|with|default|communicate|chat|converse|text|message|only|please|be|more|less|"
         r"very|really|too|so|and|or|but|just|always)"
     )
-    + r"\s*$",
+    + r"(?:\s+(?!food|class|movie|book|about|of|on|regarding)[a-z]+){0,2}\s*$",
     _I,
 )
 _EN_POSSESSED = re.compile(_w(r"(?:my|his|her|their|our)") + r"\s+(?:own\s+|spoken\s+|written\s+)?$", _I)
@@ -187,7 +189,7 @@ _EN_FACT = re.compile(
     _I,
 )
 _ZH_FOLLOWERS = re.compile(
-    r"^(?:[\s,，。.!！?？;；:：~～…)）\]】\"'”]|$|回|答|复|说|讲|写|交流|沟通|聊|对话|就|吧|呀|啊|哈|哦|噢|喔|呢|了|好|行|"
+    r"^(?:[^\u3400-\u9fff]|$|回|答|复|说|讲|写|交流|交谈|讨论|沟通|聊|对话|就|吧|呀|啊|哈|哦|噢|喔|呢|了|好|行|向我|帮我|替我|为我|打|发|"
     r"可|来|进行|作答|表达|解释|讲解|吗|么|和我|跟我|对我|给我|与我|同我|地|分析|剖析|探讨|展开|介绍|阐明|举例|列|带|总结|概括|"
     r"的(?:回|答|解|方式|形式|版本|内容|表述|文字|描述|分析|讲解|介绍|句子|话|说明|风格|语言|长度|篇幅|东西|就|吧|[，。,.!！]|$|\s*[a-z]|"
     r"步骤|例子|过程|推导|讲述|信息|资料|说法|理由|原因|思路|论述|阐述|版本)|"
@@ -227,7 +229,8 @@ _NOT_ANSWERS_EN = frozenset(
     presentations meeting meetings email emails letter letters life hair walk break nap vacation holiday visit
     call calls lecture lectures class classes course courses map recipe question questions drive flight commute
     weekend dress skirt song songs poem poems speech essay paper document manual night chat itinerary schedule
-    proposal resume cv contract budget timeline agenda
+    proposal resume cv contract budget timeline agenda update updates note notes haircut pause moment visit stay
+    interview
     """.split()
 )
 _NOT_ANSWERS_ZH = re.compile(
@@ -301,7 +304,7 @@ INDIFFERENT = re.compile(
 
 
 _ZH_DETAIL_FOLLOWERS = re.compile(r"^(?:比较|最好|更好|为好|为宜|挺好|好些|合适|越)")
-_ZH_LANGUAGE_BEST = re.compile(r"^(?:最好|为好|更方便|最方便|就够了|优先)")
+_ZH_LANGUAGE_BEST = re.compile(r"^(?:最好|为好|更方便|最方便|就够了|优先|更容易|更舒服|更习惯|看着舒服)")
 
 
 _ZH_SPECIFIC = re.compile(r"(?:谢谢|感谢|多谢)(?:你|您)?(?:的|这么|如此)?[^，。,]{0,3}$")
@@ -326,8 +329,34 @@ def _chinese_about_else(before: str, after: str, clause: str, detail: bool) -> b
     return not _ZH_FOLLOWERS.match(after)
 
 
+_REMARK_EN = re.compile(
+    r"^\s*(?:but |and |so |why )?you(?:'ve| have)? (?:always |usually |often |never |just |keep |kept |seem to |still |"
+    r"already |again )*(?:answered|answers|replied|replies|responded|responds|wrote|writes|spoke|speaks|used|uses|"
+    r"gave|gives|keep|kept|using|answering|replying|talking|writing)(?![a-z])"
+    r"|^\s*(?:but |and |so )?you (?:always|usually|often|never|still) (?:answer|reply|respond|write|speak|use|give|talk)"
+    r"(?![a-z])",
+    _I,
+)
+_REMARK_ZH = re.compile(r"^\s*(?:但是?|可是)?你(?:总是|老是|又|刚才|上次|经常|每次都|一直都|怎么)")
+_DIRECTS = re.compile(
+    _w(r"(?:please|pls|should|must|need to|have to|will|can|could|would|from now on|always|keep doing|going forward)")
+    + r"|请|要|应该|以后|今后|继续|保持|就好|就行|吧|能|可以",
+    _I,
+)
+
+
+def remarks_on_answers(reading: st.Reading, mention: st.Mention) -> bool:
+    """ "You always answer in Chinese.", "你总是用英文回答": a remark on the assistant, not a request."""
+    start, end = reading.spans[mention.clause]
+    clause = reading.text[start:end]
+    remark = _REMARK_EN.match(clause) or _REMARK_ZH.match(clause)
+    return bool(remark) and not _DIRECTS.search(clause[remark.end() :] if _REMARK_EN.match(clause) else clause)
+
+
 def about_something_else(reading: st.Reading, mention: st.Mention) -> bool:
     """Is this mention about a thing other than the answers (a noun it modifies, a fact about the user)?"""
+    if remarks_on_answers(reading, mention):
+        return True
     clause_start, clause_end = reading.spans[mention.clause]
     before = reading.text[clause_start : mention.start]
     after = reading.text[mention.end : clause_end]
@@ -445,7 +474,8 @@ _GENERIC = frozenset(
 
 
 _ZH_TASK = re.compile(
-    r"(?:写|做|画|编|起草|生成|列|拟)(?:一|几|两|三|个)(?:封|篇|首|个|份|段|张|条|句|下)|帮我|替我|翻译|润色|改一下|改改|检查一下"
+    r"(?:写|做|画|编|起草|生成|列|拟)(?:一|几|两|三|个)?(?:封|篇|首|个|份|段|张|条|句|下)|帮我|替我|翻译|润色|改一下|改改|检查一下|"
+    r"(?:介绍|讲讲|说说|总结|描述)(?:一下)?(?!(?:得|的|清楚|明白|一点|点|些|原理|细节|原因|就|即|吧))[\u4e00-\u9fff]{2,}"
 )
 _EN_EDIT_TASK = re.compile(
     r"^\s*(?:(?:please|pls|can you|could you|would you|just|now)\s+)*(?:correct|proofread|edit|rewrite|rephrase|"
@@ -453,7 +483,9 @@ _EN_EDIT_TASK = re.compile(
     _I,
 )
 _ANSWER_VERB_START = re.compile(
-    r"^\s*(?:(?:please|pls|plz|kindly|just|also|and|so|now|then|always)\s+)*(?:answer|reply|respond)(?![a-z])", _I
+    r"^\s*(?:(?:please|pls|plz|kindly|just|also|and|so|now|then|always)\s+)*(?:answer|reply|respond)(?![a-z])"
+    r"|^\s*(?:请|麻烦|以后)?(?:回答|回复|答复)",
+    _I,
 )
 
 
@@ -466,7 +498,7 @@ def is_task(reading: st.Reading, view: st.ClauseView) -> bool:
         return True
     if not st.is_task(view):
         return False
-    if _ANSWER_VERB_START.match(view.text) and not re.search(r"\b(?:about|on|regarding)\b", view.text):
+    if _ANSWER_VERB_START.match(view.text) and not re.search(r"\b(?:about|on|regarding)\b|关于|有关", view.text):
         return False
     residue = [word for word in view.residue if word not in _GENERIC]
     return bool(residue)

@@ -58,9 +58,10 @@ _PAST = _rx(
     + r"[^.;!?]*"
     + _w(r"(?:back then|in the past|before|as a kid|as a student|when i was)"),
     _w(r"would(?:'ve| have) (?:wanted|liked|preferred|loved|chosen)"),
-    _w(r"(?:last|previous) (?:year|semester|month|summer|winter)"),
+    _w(r"(?:last|previous) (?:year|semester|month|summer|winter|time)"),
+    _w(r"(?:yesterday|the other day|earlier today)"),
     r"以前|之前我|过去|曾经|从前|小时候|那时候?|当年|当时|早些年|前几年|去年|原来我|我原来|我原先|原先|那会儿?|那阵子|那段时间|"
-    r"那几年|早先|当初|一度|前阵子|前段时间|前些日子|上个月|上周|上学期|(?:上|读|念)(?:大学|高中|中学|小学|初中|学|书|研究生|研|硕士|博士)的?(?:时候|时)",
+    r"那几年|早先|当初|一度|前阵子|前段时间|前些日子|上个月|上周|上学期|上次|昨天|(?:上|读|念)(?:大学|高中|中学|小学|初中|学|书|研究生|研|硕士|博士)的?(?:时候|时)",
 )
 # "…but now …", "现在…": the past part is contrasted with a preference that holds now.
 _NOW = _rx(_w(r"(?:now|nowadays|these days|from now on|today on|currently)"), r"现在|如今|从此|以后|今后|往后|目前")
@@ -209,6 +210,7 @@ _ZH_REQUEST = _rx(
 _ZH_ASKS = _rx(
     r"你(?:会|懂|能听懂|看得懂|听得懂|能看懂)(?:不会)?(?:说|讲|写|用|看|读)?[^，。,]{0,24}?[吗么嘛]",
     r"你(?:会不会|懂不懂)",
+    r"你(?:能|可以)(?:说|讲|写|看|读|听)(?:懂)?[^，。,]{0,12}?(?:吗|么|嘛)(?!.*(?:回答|回复|跟我|和我|对我|以后))",
     r"(?:是不是|是否|有没有|要不要|需不需要|喜不喜欢|喜欢[^，。,]{0,8}吗|觉得[^，。,]{0,12}[吗呢]|哪个|哪种|哪一种|什么语言|什么样|怎么样|为什么|为啥|多长|多短)",
     r"还是[^，。,？?]{0,10}[？?]",
     r"你(?:平时|一般|通常)?(?:用|说|喜欢)[^，。,]{0,10}[吗呢]",
@@ -289,6 +291,10 @@ OTHER_PERSON_MORE = _rx(
         r"(?:prefers?|likes?|loves?|wants?|needs?)"
     ),
     _w(r"(?:he|she|they)(?:'d| would) (?:rather|prefer|like|want|love)"),
+    _w(
+        rf"(?:he|she|they|(?:my|our|his|her|their) (?:\w+ )?{_PARTY_EN})\s+(?:always |usually |often |also |just )?"
+        r"(?:answered|replied|responded|wrote|spoke|talked|speaks|writes|answers|replies|responds|talks)"
+    ),
     r"^\s*(?!i\b|you\b|it\b|this\b|that\b|what\b|which\b|who\b|one\b|everything\b|nothing\b|english\b|chinese\b|"
     r"short\b|brief\b|detailed\b|answers?\b|replies\b|please\b|always\b|just\b|also\b)[a-z]+"
     r"\s+(?:always |really |usually |also |only |just |mostly |generally )?"

@@ -110,7 +110,19 @@ _GUESS = _rx(
 # A hedge: the speaker is not sure of their own preference; a judge may still read it as one.
 _HEDGE = _rx(ascii_word(r"i (?:think|believe|feel like)"), r"我(?:觉得|认为|感觉)(?:我|自己)?(?:应该)?")
 # "as brief as possible" / "尽可能" are instructions, not guesses.
-_NOT_GUESS = _rx(r"尽可能", r"可能的话", r"如果可能", ascii_word(r"as possible"), ascii_word(r"if possible"))
+_NOT_GUESS = _rx(
+    r"尽可能",
+    r"可能的话",
+    r"如果可能",
+    r"[说讲]个大概",
+    r"大概(?:说|讲|介绍)(?:一下|下)?",
+    r"(?:别|不要|不用)让我猜",
+    ascii_word(r"as possible"),
+    ascii_word(r"if possible"),
+    ascii_word(r"(?:when|where|wherever|whenever) possible"),
+    ascii_word(r"might as well"),
+    ascii_word(r"(?:don't|do not) make me guess"),
+)
 _THIRD_PARTY = (
     r"(?:kids?|children|son|daughter|wife|husband|partner|mom|mother|dad|father|parents?|friends?|boss|team|"
     r"colleagues?|students?|clients?|users?|family)"
@@ -245,7 +257,7 @@ def refuse_scoped(scope: str) -> Refused:
 # Clauses, negation and mentions
 # ---------------------------------------------------------------------------------------------
 
-_CLAUSE = re.compile(r"[^,，、。.!！?？;；:：\n]+[,，、。.!！?？;；:：\n]*")
+_CLAUSE = re.compile(r"[^,，、。.!！?？;；:：\n—–…]+[,，、。.!！?？;；:：\n—–…]*")
 _EN_NEGATOR = _rx(
     ascii_word(
         r"(?:don't|dont|do not|does not|doesn't|not|never|no|nor|stop|avoid|without|isn't|aren't|won't|"
@@ -265,7 +277,11 @@ _RESET = _rx(
         r"speak|start|begin|explain|tell|stay|move|change)"
     ),
     ascii_word(r"(?:more|always)"),
-    r"而是|但是|但|只|就用|改用|(?<![不别])要用|改成|换成|用回",
+    r"(?<![a-z])so (?=(?:please|pls|just|use|answer|reply|respond|i|you|keep|give|stick|go|write|talk|speak|in|"
+    r"only)(?![a-z]))",
+    # "I can't read Chinese so English only"; not the intensifier of "stop being so verbose"
+    r"(?<![a-z])(?<!being )(?<!be )(?<!is )(?<!are )(?<!was )(?<!were )(?<!too )(?<!that )so\s*$",
+    r"而是|但是|但|只|就用|改用|(?<![不别])要用|改成|换成|用回|(?<![不别需想只])要(?!太)|了(?=\s*(?:请|改|就|用|还是))",
 )
 
 
@@ -292,7 +308,7 @@ def clauses(text: str) -> list[tuple[int, int]]:
 _NOT_NEGATING = _rx(
     ascii_word(
         r"(?:don't|do not|wouldn't|would not|never) (?:mind|forget|hesitate(?: to)?)|no matter(?: what)?|"
-        r"without fail|no doubt|not only|no problem|can't wait|never ever forget"
+        r"without fail|no doubt|not only|no problem|can't wait|never ever forget|never mind|nevermind"
     ),
     r"(?:别|不要|不)忘(?:了|记)?|不介意|不妨|不嫌|不怕|没问题|不在话下",
 )
