@@ -128,7 +128,7 @@ _EN_FOLLOWERS = (st._EN_VOCAB - _PREDICATE - _TOPIC_NOUNS) | frozenset(
         "onward",
     ]
 )
-_EN_FOLLOWERS |= frozenset("makes feels helps reads comes flows fits serves matters".split())
+_EN_FOLLOWERS |= frozenset(["makes", "feels", "helps", "reads", "comes", "flows", "fits", "serves", "matters"])
 _EN_INTRO = re.compile(
     _w(
         r"(?:in|into|use|using|speak|speaking|talk|talking|write|writing|reply|respond|answer|switch|stick|"
@@ -223,15 +223,100 @@ _CONJUNCTION = re.compile(r"\s*(?:and|or|&|/)\s+[a-z]+(.*)", _I)
 # For detail words the list is of things (an open world of answer forms — breakdowns, walkthroughs,
 # write-ups — stays admitted); for language names the list is of what may follow (_EN_FOLLOWERS).
 _NOT_ANSWERS_EN = frozenset(
-    """
-    conversation conversations day days week weeks month trip trips plan plans book books novel novels story
-    stories report reports documentary movie movies film films video videos article articles presentation
-    presentations meeting meetings email emails letter letters life hair walk break nap vacation holiday visit
-    call calls lecture lectures class classes course courses map recipe question questions drive flight commute
-    weekend dress skirt song songs poem poems speech essay paper document manual night chat itinerary schedule
-    proposal resume cv contract budget timeline agenda update updates note notes haircut pause moment visit stay
-    interview
-    """.split()
+    [
+        "conversation",
+        "conversations",
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "month",
+        "trip",
+        "trips",
+        "plan",
+        "plans",
+        "book",
+        "books",
+        "novel",
+        "novels",
+        "story",
+        "stories",
+        "report",
+        "reports",
+        "documentary",
+        "movie",
+        "movies",
+        "film",
+        "films",
+        "video",
+        "videos",
+        "article",
+        "articles",
+        "presentation",
+        "presentations",
+        "meeting",
+        "meetings",
+        "email",
+        "emails",
+        "letter",
+        "letters",
+        "life",
+        "hair",
+        "walk",
+        "break",
+        "nap",
+        "vacation",
+        "holiday",
+        "visit",
+        "call",
+        "calls",
+        "lecture",
+        "lectures",
+        "class",
+        "classes",
+        "course",
+        "courses",
+        "map",
+        "recipe",
+        "question",
+        "questions",
+        "drive",
+        "flight",
+        "commute",
+        "weekend",
+        "dress",
+        "skirt",
+        "song",
+        "songs",
+        "poem",
+        "poems",
+        "speech",
+        "essay",
+        "paper",
+        "document",
+        "manual",
+        "night",
+        "chat",
+        "itinerary",
+        "schedule",
+        "proposal",
+        "resume",
+        "cv",
+        "contract",
+        "budget",
+        "timeline",
+        "agenda",
+        "update",
+        "updates",
+        "note",
+        "notes",
+        "haircut",
+        "pause",
+        "moment",
+        "visit",
+        "stay",
+        "interview",
+    ]
 )
 _NOT_ANSWERS_ZH = re.compile(
     r"^(?:的)?(?:计划|小说|电影|书|报告|故事|文章|会议|旅行|日记|邮件|信|视频|纪录片|课|歌|诗|演讲|论文|地图|菜谱|衣服|"
@@ -333,8 +418,8 @@ _REMARK_EN = re.compile(
     r"^\s*(?:but |and |so |why )?you(?:'ve| have)? (?:always |usually |often |never |just |keep |kept |seem to |still |"
     r"already |again )*(?:answered|answers|replied|replies|responded|responds|wrote|writes|spoke|speaks|used|uses|"
     r"gave|gives|keep|kept|using|answering|replying|talking|writing)(?![a-z])"
-    r"|^\s*(?:but |and |so )?you (?:always|usually|often|never|still) (?:answer|reply|respond|write|speak|use|give|talk)"
-    r"(?![a-z])",
+    r"|^\s*(?:but |and |so )?you (?:always|usually|often|never|still) "
+    r"(?:answer|reply|respond|write|speak|use|give|talk)(?![a-z])",
     _I,
 )
 _REMARK_ZH = re.compile(r"^\s*(?:但是?|可是)?你(?:总是|老是|又|刚才|上次|经常|每次都|一直都|怎么)")
@@ -346,11 +431,13 @@ _DIRECTS = re.compile(
 
 
 def remarks_on_answers(reading: st.Reading, mention: st.Mention) -> bool:
-    """ "You always answer in Chinese.", "你总是用英文回答": a remark on the assistant, not a request."""
+    """A remark on the assistant, not a request: "You always answer in Chinese.", "你总是用英文回答"."""
     start, end = reading.spans[mention.clause]
     clause = reading.text[start:end]
-    remark = _REMARK_EN.match(clause) or _REMARK_ZH.match(clause)
-    return bool(remark) and not _DIRECTS.search(clause[remark.end() :] if _REMARK_EN.match(clause) else clause)
+    english = _REMARK_EN.match(clause)
+    if english is not None:
+        return not _DIRECTS.search(clause[english.end() :])
+    return bool(_REMARK_ZH.match(clause)) and not _DIRECTS.search(clause)
 
 
 def about_something_else(reading: st.Reading, mention: st.Mention) -> bool:

@@ -286,7 +286,7 @@ def correct_word(token: str) -> str:
 
 def _correct_zh(text: str) -> str:
     for word in _ZH_WORDS:
-        first, second = word
+        first, second = word[0], word[1]
         for wrong in _HOMOPHONES.get(second, ""):
             text = text.replace(first + wrong, word)
         for wrong in _HOMOPHONES.get(first, ""):

@@ -286,7 +286,8 @@ _RESET = _rx(
 
 
 _CONTRAST = re.compile(
-    r"(?<![a-z])(?<!anything )(?<!everything )(?<!nothing )(?<!all )(?=(?:but|however|though|so that|because|since|cause|as i)\s)"
+    r"(?<![a-z])(?<!anything )(?<!everything )(?<!nothing )(?<!all )"
+    r"(?=(?:but|however|though|so that|because|since|cause|as i)\s)"
     r"|(?<![a-z])(?=so (?:i|you|we|my|that|please|feel|it)(?![a-z]))|(?=但是|可是|不过|因为|所以|因此)"
 )
 
