@@ -188,7 +188,8 @@ _EN_REQUEST = _rx(
     r"prefer|rather|like me|want me|like it if i|think|say|recommend|suggest)",
     r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls)[,\s]+)*"
     r"(?:would you mind|do you mind|mind|how about|why don't you|"
-    r"is it ok(?:ay)? if you|would it be possible (?:for you )?to|can we|could we|shall we)",
+    r"is it ok(?:ay)? if you|would it be possible (?:for you )?to|can we|could we|shall we|"
+    r"(?:can|could|may) i (?:get|have|ask (?:you|for)|request|please get|please have))",
 )
 _EN_ASKS = _rx(
     r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw)[,:\s]+)*"
@@ -215,7 +216,7 @@ _ZH_ASKS = _rx(
     r"还是[^，。,？?]{0,10}[？?]",
     r"你(?:平时|一般|通常)?(?:用|说|喜欢)[^，。,]{0,10}[吗呢]",
     r"(?:对吗|对吧|是吗)",
-    r"(?:会不会|是不是|是否)(?:更|比较)?好",
+    r"(?:会不会|是不是|是否)(?:更|比较|太|有点)",
 )
 
 
