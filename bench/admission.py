@@ -112,7 +112,7 @@ def evaluate(cases: list[dict]) -> dict[str, HalfResult]:
 
 
 def _percent(part: int, whole: int) -> str:
-    return f"{part}/{whole} = {100 * part / whole:.1f} %" if whole else "0/0"
+    return f"{part}/{whole} = {100 * part / whole:.2f} %" if whole else "0/0"  # 2 decimals: 6/198 is 3.03 %, not 3
 
 
 def report(half: HalfResult, show: bool) -> str:

@@ -489,7 +489,7 @@ _ASKING = re.compile(
 
 
 def asks_anything(text: str) -> bool:
-    return bool(_ASKING.search(text))
+    return bool(_ASKING.search(text)) or has_durable_marker(text)  # "In English from now on."
 
 
 # ---------------------------------------------------------------------------------------------
