@@ -280,10 +280,26 @@ class LongTermMemoryVersionAdmin(ReadOnlyAdmin):
 
 @admin.register(AdmissionRefusal)
 class AdmissionRefusalAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "code", "reason", "user_id", "kind", "memory_id", "operation_id", "product"]
+    list_display = [
+        "created_at",
+        "code",
+        "refusal_reason",
+        "reason",
+        "user_id",
+        "kind",
+        "memory_id",
+        "operation_id",
+        "product",
+    ]
     list_filter = ["code", "kind", "product", UserIdFilter]
     list_select_related = ["product"]
     search_fields = ["user_id", "reason", "operation_id", "memory_id"]
+
+    @admin.display(description="why (details.reason)")
+    def refusal_reason(self, obj: AdmissionRefusal) -> str:
+        """The named reason of a not_durable_preference refusal (hedge, one_off, …), else the code."""
+        decision = obj.decision if isinstance(obj.decision, dict) else {}
+        return str(decision.get("reason") or obj.code)
 
 
 @admin.register(EmbeddingIndex)

@@ -134,6 +134,7 @@ class KindAdmission:
     path: str | None = None
     content: dict | None = None
     decision: dict | None = None  # how the generic checks decided (admission.Admission.decision)
+    cause: str | None = None  # the named reason of a not_durable_preference refusal (admission.REFUSAL_REASONS)
 
 
 def _refuse(code: str, reason: str, path: str) -> KindAdmission:
@@ -145,7 +146,9 @@ def _generic(*, consent: object, source: object, evidence: object, content: obje
     result = admission.check_generic(consent=consent, source=source, evidence=evidence, content=content)
     if result is None or result.ok:
         return None
-    return KindAdmission(False, result.code, result.reason, result.path or "/evidence", decision=result.decision)
+    return KindAdmission(
+        False, result.code, result.reason, result.path or "/evidence", decision=result.decision, cause=result.cause
+    )
 
 
 def _escape(token: str) -> str:

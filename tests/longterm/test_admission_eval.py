@@ -1,7 +1,11 @@
-"""The labelled evaluation set (tests/data/admission_cases.jsonl) and the held-out targets (issue 13, item 2).
+"""The labelled evaluation set (tests/data/admission_cases.jsonl) and the held-out targets (issue 13, item 2),
+and the blind set (tests/data/admission_blind.jsonl, issue 26).
 
 The figures come from bench/admission.py (the same code prints them): on the held-out half, false
-refusals ≤ 2 % of the cases to admit and false admissions ≤ 1 % of the cases to refuse.
+refusals ≤ 2 % of the cases to admit and false admissions ≤ 1 % of the cases to refuse; on the blind set,
+false refusals ≤ 3 %, false admissions ≤ 1 %, secrets admitted 0. The blind set is read only through
+bench.evaluate_blind / bench.report_blind, which keep counts and identifiers: no assertion here may put
+one of its texts in a message.
 """
 
 from __future__ import annotations
@@ -69,5 +73,54 @@ def test_the_bench_prints_both_halves(capsys, monkeypatch) -> None:
     monkeypatch.setattr(sys, "argv", ["bench/admission.py"])
     assert bench.main() == 0
     out = capsys.readouterr().out
-    for expected in ("dev:", "heldout:", "false refusals:", "false admissions:", "confusion"):
+    for expected in ("dev:", "heldout:", "blind:", "false refusals:", "false admissions:", "confusion"):
         assert expected in out
+
+
+BLIND = bench.load_cases(bench.BLIND)
+
+
+def test_the_blind_set_has_at_least_300_cases_of_every_reason_and_language() -> None:
+    # Counted through the same fields the bench reads; no text is looked at or printed.
+    assert len(BLIND) >= 300 and len({case["id"] for case in BLIND}) == len(BLIND)
+    assert {case["lang"] for case in BLIND} == {"en", "zh", "mixed"}
+    reasons = Counter(case.get("reason") for case in BLIND if case["expect"] == "refuse")
+    assert set(reasons) == {
+        "hedge",
+        "one_off",
+        "question",
+        "negation",
+        "other_person",
+        "past",
+        "hypothetical",
+        "temporary",
+        "no_statement",
+        "secret",
+    }
+    assert Counter(case["expect"] for case in BLIND)["admit"] >= 100
+
+
+def test_every_blind_secret_is_refused_as_a_secret() -> None:
+    blind = bench.evaluate_blind(BLIND)
+    report = bench.report_blind(blind)  # counts and identifiers only
+    assert blind.secrets >= 20 and not blind.secrets_admitted and not blind.secrets_other_code, report
+
+
+# Not met yet (2026-12-03: false refusals 6/198 = 3.03 %, target 3 %; false admissions 4/149 = 2.68 %, target 1 %;
+# docs/admission-reasons.md). Kept as an expected failure so the gap stays visible in every run; it shows as XPASS
+# the day the rules reach the targets — then drop the marker.
+@pytest.mark.xfail(reason="blind rate targets not yet met (docs/admission-reasons.md)", strict=False)
+def test_blind_false_refusals_and_admissions_meet_the_targets() -> None:
+    blind = bench.evaluate_blind(BLIND)
+    report = bench.report_blind(blind)  # counts and identifiers only
+    assert blind.false_refusal_rate <= bench.BLIND_TARGET_FALSE_REFUSALS, report
+    assert blind.false_admission_rate <= bench.BLIND_TARGET_FALSE_ADMISSIONS, report
+
+
+def test_the_blind_report_prints_no_text_of_the_set(capsys, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["bench/admission.py", "--blind"])
+    assert bench.main() == 0
+    out = capsys.readouterr().out
+    assert "blind:" in out and "false refusal ids:" in out and "confusion (expected reason" in out
+    leaked = [case["id"] for case in BLIND if len(case["evidence"]) >= 8 and case["evidence"] in out]
+    assert leaked == [], "the blind report printed texts of cases: " + " ".join(leaked)

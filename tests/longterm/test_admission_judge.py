@@ -56,7 +56,7 @@ def propose(evidence_and_content: tuple[str, dict], **kwargs):
 def test_without_a_url_there_is_no_judge_and_no_request(stub_server) -> None:
     result = propose(HEDGED)
     assert (result.ok, result.code) == (False, NOT_DURABLE_PREFERENCE)
-    assert result.decision == {"rules": "refuse", "uncertain": True, "judge": None}
+    assert result.decision == {"rules": "refuse", "uncertain": True, "judge": None, "reason": "hedge"}
     assert stub_server.requests == []
 
 
@@ -159,7 +159,7 @@ def test_through_the_api_a_failing_judge_leaves_the_rules_422_and_shows_in_metri
     evidence, content = HEDGED
     body = {"kind": "preference", "content": content, "evidence": evidence, "source": evidence, "consent": True}
     error = assert_envelope(alice.post(memories_url(), body), 422, "rejected_by_policy")
-    assert error["details"]["reason"] == NOT_DURABLE_PREFERENCE
+    assert (error["details"]["reason"], error["details"]["code"]) == ("hedge", NOT_DURABLE_PREFERENCE)
     assert AdmissionRefusal.objects.filter(code=NOT_DURABLE_PREFERENCE).count() == 1
     text = APIClient().get("/metrics").content.decode()
     assert 'memoryhub_admission_judge_total{outcome="error"}' in text

@@ -176,18 +176,20 @@ def test_the_issue_phrasings_are_admitted_through_the_api_with_the_right_claims(
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("evidence", "claims"),
+    ("evidence", "claims", "reason"),
     [
-        ("I don't want short answers.", {"detail": "brief"}),
-        ("Use English with me.", {"language": "zh"}),
-        ("Translate this sentence to English.", {"language": "en"}),
-        ("I think the user likes detailed answers.", {"detail": "detailed"}),
+        ("I don't want short answers.", {"detail": "brief"}, "negation"),
+        ("Use English with me.", {"language": "zh"}, "not_stated"),
+        ("Translate this sentence to English.", {"language": "en"}, "one_off"),
+        ("I think the user likes detailed answers.", {"detail": "detailed"}, "other_person"),
     ],
 )
-def test_negations_unstated_claims_one_offs_and_guesses_are_422_through_the_api(alice, evidence, claims) -> None:
+def test_negations_unstated_claims_one_offs_and_guesses_are_422_through_the_api(
+    alice, evidence, claims, reason
+) -> None:
     body = {"kind": "preference", "content": claims, "evidence": evidence, "source": evidence, "consent": True}
     error = assert_envelope(alice.post(memories_url(), body), 422, "rejected_by_policy")
-    assert error["details"]["reason"] == NOT_DURABLE_PREFERENCE
+    assert (error["details"]["reason"], error["details"]["code"]) == (reason, NOT_DURABLE_PREFERENCE)
     assert not LongTermMemory.objects.exists()
     assert AdmissionRefusal.objects.filter(code=NOT_DURABLE_PREFERENCE).count() == 1
 

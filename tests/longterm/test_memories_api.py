@@ -59,19 +59,19 @@ REFUSALS = [
     (
         "chit-chat",
         dict(source="今天天气不错", evidence="今天天气不错", content={"language": "zh"}),
-        "not_durable_preference",
+        "not_durable_preference/not_stated",
     ),
     (
         "a guess",
         dict(source="我可能更喜欢中文吧", evidence="我可能更喜欢中文吧", content={"language": "zh"}),
-        "not_durable_preference",
+        "not_durable_preference/hedge",
     ),
     (
         "a one-off request",
         dict(source="这次请用中文回答", evidence="这次请用中文回答", content={"language": "zh"}),
-        "not_durable_preference",
+        "not_durable_preference/one_off",
     ),
-    ("claim not stated by the evidence", dict(content={"language": "en"}), "not_durable_preference"),
+    ("claim not stated by the evidence", dict(content={"language": "en"}), "not_durable_preference/not_stated"),
     ("content without language or detail", dict(content={"text": "hello"}), "invalid_content"),
     ("unsupported language", dict(content={"language": "klingon"}), "invalid_content"),
     ("unknown kind", dict(kind="password"), "unknown_kind"),
@@ -80,8 +80,10 @@ REFUSALS = [
 
 @pytest.mark.parametrize("changes,code", [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS])
 def test_admission_refusals_are_422_with_the_reason_and_write_nothing(alice, changes, code):
+    code, _, reason = code.partition("/")  # a not_durable_preference refusal names its reason
     error = assert_envelope(alice.post(memories_url(), proposal(**changes)), 422, "rejected_by_policy")
-    assert error["details"]["reason"] == code
+    assert error["details"]["reason"] == (reason or code)
+    assert error["details"].get("code") == (code if reason else None)
     assert not LongTermMemory.objects.exists() and not RunOnceRecord.objects.exists()
     refusal = AdmissionRefusal.objects.get()
     assert refusal.code == code and refusal.user_id == "u1" and refusal.product == alice.product

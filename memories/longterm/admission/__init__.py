@@ -28,6 +28,7 @@ from .base import (
     NO_CONSENT,
     NOT_DURABLE_PREFERENCE,
     REFUSAL_CODES,
+    REFUSAL_REASONS,
     SECRET_DETECTED,
     UNKNOWN_KIND,
     Admission,
@@ -90,9 +91,15 @@ register_kind("preference", PREFERENCE)
 # =============================================================================================
 
 
-def _refuse(code: str, reason: str, path: str | None = None, *, uncertain: bool = False) -> Admission:
-    decision = {"rules": "refuse", "uncertain": uncertain, "judge": None}
-    return Admission(ok=False, reason=reason, code=code, path=path, decision=decision)
+def _refuse(
+    code: str, reason: str, path: str | None = None, *, uncertain: bool = False, cause: str | None = None
+) -> Admission:
+    decision = {"rules": "refuse", "uncertain": uncertain, "judge": None, **({"reason": cause} if cause else {})}
+    return Admission(ok=False, reason=reason, code=code, path=path, decision=decision, cause=cause)
+
+
+def _refused(refused: Refused, path: str | None = None) -> Admission:
+    return _refuse(refused.code, refused.reason, refused.path or path, uncertain=refused.uncertain, cause=refused.cause)
 
 
 def _secret_in(source: str, evidence: str, content: object) -> tuple[str, str] | None:
@@ -130,7 +137,7 @@ def check_generic(*, consent: object, source: object, evidence: object, content:
     try:
         statements.check_statement(evidence)
     except Refused as refused:
-        return _refuse(refused.code, refused.reason, refused.path, uncertain=refused.uncertain)
+        return _refused(refused)
     return None
 
 
@@ -171,13 +178,13 @@ def admit(
     try:
         normalized = rules.normalize(content)
     except Refused as refused:
-        return _refuse(refused.code, refused.reason, refused.path or "/content")
+        return _refused(refused, "/content")
     except ValueError as exc:
         return _refuse(INVALID_CONTENT, str(exc), "/content")
     try:
         rules.check_evidence(evidence, normalized)
     except Refused as refused:
-        verdict = _refuse(refused.code, refused.reason, refused.path, uncertain=refused.uncertain)
+        verdict = _refused(refused)
         if refused.uncertain:
             return _second_opinion(judge, kind, evidence, normalized, verdict)
         return verdict
@@ -206,6 +213,7 @@ __all__ = [
     "NO_CONSENT",
     "PREFERENCE",
     "REFUSAL_CODES",
+    "REFUSAL_REASONS",
     "SECRET_DETECTED",
     "UNKNOWN_KIND",
     "Admission",

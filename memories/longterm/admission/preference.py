@@ -11,8 +11,19 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
+from . import aboutness, reasons
 from . import statements as st
-from .base import NOT_DURABLE_PREFERENCE, Refused
+from .base import (
+    NEGATION,
+    NO_STATEMENT,
+    NOT_DURABLE_PREFERENCE,
+    NOT_STATED,
+    ONE_OFF,
+    OTHER_PERSON,
+    PAST,
+    QUESTION,
+    Refused,
+)
 
 # code -> (names accepted in content, words that mention the language in evidence)
 _LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -49,13 +60,25 @@ _LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "繁體",
             "chinese",
             "mandarin",
+            "cantonese",
+            "putonghua",
+            "粤语",
+            "广东话",
+            "汉字",
+            "中国字",
+            "华文",
+            "简中",
+            "繁中",
         ),
     ),
-    "en": (("english", "英文", "英语", "英語"), ("英文", "英语", "英語", "english")),
-    "ja": (("japanese", "日语", "日文", "日本语", "日本語"), ("日语", "日文", "日本语", "日本語", "japanese")),
+    "en": (("english", "英文", "英语", "英語"), ("英文", "英语", "英語", "美语", "english", "eng")),
+    "ja": (
+        ("japanese", "日语", "日文", "日本语", "日本語"),
+        ("日语", "日文", "日本语", "日本語", "日本话", "japanese"),
+    ),
     "ko": (
         ("korean", "韩语", "韓語", "韩文", "韓文", "한국어", "朝鲜语"),
-        ("韩语", "韓語", "韩文", "韓文", "한국어", "朝鲜语", "korean"),
+        ("韩语", "韓語", "韩文", "韓文", "한국어", "한국말", "韩国语", "韓国語", "朝鲜语", "korean"),
     ),
     "fr": (
         ("french", "français", "francais", "法语", "法文", "法語"),
@@ -64,7 +87,7 @@ _LANGUAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "de": (("german", "deutsch", "德语", "德文", "德語"), ("德语", "德文", "德語", "german", "deutsch")),
     "es": (
         ("spanish", "español", "espanol", "西班牙语", "西班牙文", "西班牙語"),
-        ("西班牙语", "西班牙文", "西班牙語", "spanish", "español", "espanol"),
+        ("西班牙语", "西班牙文", "西班牙語", "spanish", "español", "espanol", "castellano"),
     ),
     "ru": (("russian", "русский", "俄语", "俄文", "俄語"), ("俄语", "俄文", "俄語", "russian", "русский")),
     "it": (("italian", "italiano", "意大利语", "意大利文"), ("意大利语", "意大利文", "italian", "italiano")),
@@ -128,6 +151,34 @@ _ANY_LANGUAGE = _words(tuple(sorted({w for _, words in _LANGUAGES.values() for w
 # (which ask for brevity) and "不长不短" (medium) are not read as negated mentions.
 _NORMAL = st._rx(
     r"不长不短",
+    r"(?:不用|不要|别|不必|不需要)?太长[^，。,.]{0,3}?(?:不用|不要|别|不必|不需要)?太短",
+    r"(?:不用|不要|别|不必|不需要)?太短[^，。,.]{0,3}?(?:不用|不要|别|不必|不需要)?太长",
+    r"中规中矩",
+    r"普通(?:的)?(?:长度|篇幅|详细程度)",
+    r"(?:不用|不要|不必|别)(?:特别|太|过于)?(?:详细|长)[^，。,.]{0,3}?(?:不用|不要|不必|别)(?:太|过于|特别)?(?:简单|简短|短)",
+    r"(?:不用|不要|不必|别)(?:特别|太|过于)?(?:简单|简短|短)[^，。,.]{0,3}?(?:不用|不要|不必|别)(?:太|过于|特别)?(?:详细|长)",
+    r"详略得当",
+    r"长短(?:合适|适中|适宜|刚好|正好)",
+    st.ascii_word(r"(?:regular|ordinary|standard|usual)(?: length| amount of detail)? (?:answers?|replies|responses)"),
+    st.ascii_word(r"(?:somewhere )?between (?:brief|short|concise) and (?:detailed|long|thorough)"),
+    st.ascii_word(r"mid(?:dle)?[- ](?:length|sized)"),
+    r"适量",
+    r"适当(?:的)?(?:长度|篇幅|详细)?",
+    r"不多不少",
+    r"恰到好处",
+    st.ascii_word(r"not too much,? (?:and )?not too little"),
+    r"一般长度",
+    r"长短适中",
+    r"长度正常",
+    r"正常(?:的)?(?:长度|篇幅)?",
+    st.ascii_word(r"(?:nothing|neither|not) too (?:long|short),? (?:(?:and|or|nor|but) )?(?:not )?too (?:short|long)"),
+    st.ascii_word(
+        r"(?:a |an )?(?:normal|moderate|medium|reasonable|average|regular|standard|usual) (?:amount|level) of detail"
+    ),
+    st.ascii_word(r"(?:reasonable|regular|standard|usual|typical)[- ]length"),
+    st.ascii_word(r"just right"),
+    st.ascii_word(r"somewhere in (?:the )?(?:between|middle)"),
+    st.ascii_word(r"middle[- ]of[- ]the[- ]road"),
     r"不要?太长[,，]?也?不要?太短",
     r"别太长[,，]?也别太短",
     r"适中",
@@ -146,6 +197,38 @@ _NORMAL = st._rx(
 )
 _BRIEF = st._rx(
     r"简明扼要",
+    r"精练",
+    r"(?:不要|不能|别)?超过(?:\d+|[一二两三四五六七八九十]+)(?:个)?(?:句|行|段)",
+    r"少写点|少写一点|字数少|字少点",
+    r"要短|短短|短句|短答",
+    r"(?:一两|两三|三两|[一二两三1-3])(?:段|行)(?:以内|之内|就行|就好)?",
+    r"(?:回答|回复)(?:要|请|尽量)?简单(?:些|点|一些|就好|就行)?$",
+    r"(?:不用|不必|不需要|别|无需)(?:过多)?(?:解释|展开|细说|详细说明)",
+    r"(?:挑|抓|说|讲)重点",
+    r"要点",
+    r"重点就行",
+    r"概括",
+    r"提炼",
+    r"短平快",
+    r"点到为止",
+    r"简言之",
+    r"精要",
+    r"浓缩",
+    r"少点字|字少一点|用最少的字|别写那么多|不要写那么多",
+    r"简洁明了",
+    r"简单明了",
+    r"简单扼要",
+    r"扼要",
+    r"精简",
+    r"短小",
+    r"干脆",
+    r"利落",
+    r"开门见山",
+    r"(?:别|不要|不用|少)绕弯子?",
+    r"(?:直接|简单)(?:一)?点",
+    r"(?:三两|两三|一两|几|[一二两三四五12345])句话?(?:说完|讲完|就行|就好|以内|之内|左右)?",
+    r"(?:别|不要|少)(?:长篇大论|啰嗦|罗嗦|啰唆|废话|扯)",
+    r"(?:不要|别|不用|不必)(?:太|那么|过于)?(?:长|多)",
     r"言简意赅",
     r"长话短说",
     r"简短",
@@ -167,6 +250,56 @@ _BRIEF = st._rx(
     r"直奔主题",
     r"直接(?:说|给)?(?:重点|结论|答案)",
     st.ascii_word(r"brief(?:ly|er)?"),
+    st.ascii_word(r"brevity"),
+    st.ascii_word(r"to[- ]the[- ]point"),
+    st.ascii_word(r"(?:in )?(?:a|one) (?:sentence|line|paragraph) or two"),
+    st.ascii_word(r"(?:no longer than|the length of) a tweet"),
+    st.ascii_word(r"(?:no[- ]nonsense|condensed|in brief|in short|summary[- ]style|summari[sz]ed|summaries)"),
+    st.ascii_word(r"straight(?:forward)? (?:answers?|replies|responses)"),
+    st.ascii_word(
+        r"(?:don't|do not|no need to|never) go (?:in|into) (?:too much |much |a lot of |great |all the )?detail"
+    ),
+    st.ascii_word(r"(?:no|without|skip the|skip|no need for|fewer|less) (?:details?|explanations?|elaboration)"),
+    st.ascii_word(r"just the (?:answer|facts|essentials|gist|basics|key points|main points|bottom line|highlights)"),
+    st.ascii_word(r"(?:only )?the (?:gist|essentials|highlights|key points|main points|bottom line|headline)"),
+    st.ascii_word(r"(?:skim-?able|scannable|laconic|minimal(?:ist)?|bare[- ]bones|short[- ]form)"),
+    st.ascii_word(
+        r"(?:in |within )?(?:under|less than|within) (?:a|one|\d+|two|a couple of) (?:minutes?|mins?|seconds?)"
+    ),
+    st.ascii_word(r"quick (?:read|reads|answers?|replies|responses)"),
+    st.ascii_word(r"quick(?:ly|er)?"),
+    st.ascii_word(r"snappy"),
+    st.ascii_word(r"crisp"),
+    st.ascii_word(r"compact"),
+    st.ascii_word(r"pithy"),
+    st.ascii_word(r"bite[- ]sized"),
+    st.ascii_word(r"bullet(?:[- ]point)?s?"),
+    st.ascii_word(r"one[- ]liners?"),
+    st.ascii_word(r"in a nutshell"),
+    st.ascii_word(r"cut to the chase"),
+    st.ascii_word(
+        r"(?:skip|cut|no|without|less|minus|drop|lose) (?:the )?"
+        r"(?:fluff|filler|rambling|waffle|padding|small talk|preamble)"
+    ),
+    st.ascii_word(
+        r"(?:don't|do not|stop|no|never|without|less|avoid|not) (?:over[- ]?explain(?:ing)?|rambl(?:e|ing)|"
+        r"waffl(?:e|ing)|essays?|walls? of text|writing essays|long[- ]winded|padding)"
+    ),
+    st.ascii_word(
+        r"(?:two|three|four|a few|a couple(?: of)?|couple|1|2|3|4|one or two|two or three|2-3|1-2|few) "
+        r"(?:short )?(?:sentences|lines|bullets?|paragraphs?)(?: max(?:imum)?| at most| tops)?"
+    ),
+    st.ascii_word(r"(?:one|a single|1) (?:short )?(?:sentence|line|paragraph)"),
+    st.ascii_word(
+        r"keep (?:it|things|them|the answers|answers|replies|the replies|responses|your answers|your replies) "
+        r"(?:short|simple|tight|lean|tiny|small|brief|concise|crisp)"
+    ),
+    st.ascii_word(
+        r"(?:no more than|at most|under|max(?:imum)?|within|not more than|not over|one|a single) "
+        r"(?:a |one |two |three |\d+ )?(?:short )?(?:paragraphs?|sentences?|lines?)"
+    ),
+    st.ascii_word(r"short and simple"),
+    st.ascii_word(r"short sentences"),
     st.ascii_word(r"concise(?:ly)?"),
     st.ascii_word(r"short and sweet"),
     st.ascii_word(r"short(?:er|est)?"),
@@ -193,6 +326,7 @@ _BRIEF = st._rx(
 # Mentions of length that ask for *more*: affirmed → detailed, negated ("no long answers") → brief.
 _LONG = st._rx(
     st.ascii_word(r"long(?:er)?"),
+    st.ascii_word(r"lengthier"),
     st.ascii_word(r"lengthy"),
     st.ascii_word(r"verbose"),
     st.ascii_word(r"wordy"),
@@ -201,7 +335,46 @@ _LONG = st._rx(
     r"长的",
 )
 _DETAILED = st._rx(
+    st.ascii_word(
+        r"(?:don't|do not|never) (?:hold back on|skimp on|spare(?: me)?|be afraid (?:of|to go into)|shy away from|"
+        r"leave out|skip|cut) (?:the |any )?(?:details?|depth|explanations?)"
+    ),
+    st.ascii_word(r"can't get enough of (?:the )?(?:details?|depth|detailed|long|thorough)(?: \w+)?"),
     r"详细",
+    r"(?:讲|说|解释)?(?:得)?透彻",
+    r"讲透",
+    r"说透",
+    r"细致",
+    r"仔细",
+    r"完整",
+    r"周全",
+    r"深(?:一)?(?:点|些)",
+    r"(?:每|一)一?步",
+    r"一步一步",
+    r"多(?:解释|讲|说|写|展开)(?:解释|讲讲|说说)?",
+    r"(?:解释|讲|说|写)(?:得)?(?:清楚|明白|透)",
+    r"(?:别|不要)怕长",
+    r"原理",
+    r"详实",
+    r"翔实",
+    r"系统(?:地|性)",
+    r"彻底",
+    r"充分",
+    r"越多越好",
+    r"一步步",
+    r"手把手",
+    r"从头到尾",
+    r"来龙去脉",
+    r"面面俱到",
+    r"事无巨细",
+    r"一五一十",
+    r"不厌其烦",
+    r"详解",
+    r"深度(?:解析|分析)?",
+    r"剖析",
+    r"深挖",
+    r"(?:多|带|举)(?:一些|点|几个)?例子",
+    r"深入浅出",
     r"详尽",
     r"具体(?:一点|些|点)?",
     r"展开(?:讲|说)?",
@@ -210,7 +383,35 @@ _DETAILED = st._rx(
     r"细节",
     r"多讲(?:点|一点|些)?",
     r"多说(?:点|一点|些)?",
-    st.ascii_word(r"(?:more |full |fuller |great |greater )?details?"),
+    st.ascii_word(r"(?:more |full |fuller |great |greater |lots of |all the |plenty of |a lot of )?details?"),
+    st.ascii_word(r"(?:in |into |with |of )?(?:great |more |real |full |lots of |a lot of )?depth"),
+    st.ascii_word(r"go(?:ing)? (?:deep|deeper|in[- ]depth)"),
+    st.ascii_word(r"deep[- ]dives?"),
+    st.ascii_word(r"(?:the )?full picture"),
+    st.ascii_word(r"(?:the )?(?:long|full|complete|extended) versions?"),
+    st.ascii_word(r"walk me through"),
+    st.ascii_word(r"deep(?:er)? (?:explanations?|answers?|dives?|responses?)"),
+    st.ascii_word(r"thoroughness|rigorous(?:ly)?"),
+    st.ascii_word(r"(?:all|each|every) (?:the |of the )?steps?"),
+    st.ascii_word(r"more (?:info|information|explanation|context)"),
+    st.ascii_word(r"(?:richer|extended|expanded) (?:answers?|explanations?|responses?|replies)"),
+    st.ascii_word(r"as long as (?:it takes|needed|necessary|you need)"),
+    st.ascii_word(r"cover(?:ing)? everything"),
+    st.ascii_word(r"show (?:your|the|all the) (?:work|steps|reasoning)"),
+    st.ascii_word(r"explain (?:the )?(?:reasoning|why|background)"),
+    st.ascii_word(r"(?:with|include|give me|lots of|plenty of|more) examples"),
+    st.ascii_word(r"long[- ]?form"),
+    st.ascii_word(r"expand on"),
+    st.ascii_word(r"more context"),
+    st.ascii_word(r"every step"),
+    st.ascii_word(r"(?:well|fully|thoroughly|properly)[- ]explained"),
+    st.ascii_word(r"extensive(?:ly)?"),
+    st.ascii_word(r"at length"),
+    st.ascii_word(r"in full"),
+    st.ascii_word(r"spell (?:it|things|everything) out"),
+    st.ascii_word(r"break (?:it|things|everything) down"),
+    st.ascii_word(r"leave nothing out"),
+    st.ascii_word(r"(?:complete|full|rich|nuanced|expansive) (?:answers?|explanations?|responses?|replies)"),
     st.ascii_word(r"detailed"),
     st.ascii_word(r"in detail"),
     st.ascii_word(r"thorough(?:ly)?"),
@@ -272,12 +473,47 @@ def _detail_mentions(reading: st.Reading) -> dict[str, list[st.Mention]]:
     return found
 
 
+def _conflicting(details: dict[str, list[st.Mention]], claimed: str) -> bool:
+    """Another level affirmed in a clause that also affirms the claimed one ("short but detailed answers").
+    In separate clauses the other level is the complaint the instruction answers: "I find long answers
+    exhausting, short ones please". A claimed medium level absorbs the words it is made of."""
+    if claimed == "normal":
+        return False
+    mine = {m.clause for m in details[claimed] if not m.negated}
+    others = [m for level, ms in details.items() if level not in (claimed, "normal") for m in ms if not m.negated]
+    return any(m.clause in mine or m.label != "long" for m in others)
+
+
 def _in_pure_clause(mentions: list[st.Mention], views: list[st.ClauseView]) -> bool:
     """Is one of the un-negated mentions in a clause about answering only?"""
     return any(views[m.clause].pure for m in mentions if not m.negated)
 
 
+def _unstated(reading: st.Reading, normalized: dict) -> Refused | None:
+    """A claimed value the quote does not mention at all: reported before any other reason."""
+    if "language" in normalized and not _language_mentions(reading, normalized["language"]):
+        code = normalized["language"]
+        return Refused(
+            NOT_DURABLE_PREFERENCE,
+            f"the evidence does not mention language {code!r}",
+            path="/content/language",
+            cause=NOT_STATED,
+        )
+    if "detail" in normalized and not _detail_mentions(st.read(reading.text))[normalized["detail"]]:
+        detail = normalized["detail"]
+        return Refused(
+            NOT_DURABLE_PREFERENCE,
+            f"the evidence does not ask for {detail!r} answers",
+            path="/content/detail",
+            cause=NOT_STATED,
+        )
+    return None
+
+
 def check_preference_evidence(evidence: str, normalized: dict) -> None:
+    unstated = _unstated(st.read(evidence), normalized)
+    if unstated is not None:
+        raise unstated
     deferred: Refused | None = None  # an uncertain refusal waits until every certain check has run
     try:
         st.check_statement(evidence, third_person=False)
@@ -293,10 +529,16 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
         if not any(not m.negated for m in mentions):
             if mentions:
                 raise Refused(
-                    NOT_DURABLE_PREFERENCE, f"the evidence asks not to use language {code!r}", path="/content/language"
+                    NOT_DURABLE_PREFERENCE,
+                    f"the evidence asks not to use language {code!r}",
+                    path="/content/language",
+                    cause=NEGATION,
                 )
             raise Refused(
-                NOT_DURABLE_PREFERENCE, f"the evidence does not mention language {code!r}", path="/content/language"
+                NOT_DURABLE_PREFERENCE,
+                f"the evidence does not mention language {code!r}",
+                path="/content/language",
+                cause=NOT_STATED,
             )
         claims["language"] = mentions
         if _CHOICE.search(reading.text):
@@ -307,30 +549,50 @@ def check_preference_evidence(evidence: str, normalized: dict) -> None:
     if "detail" in normalized:
         detail = normalized["detail"]
         if detail not in stated_levels:
+            negated = any(m.negated for m in details[detail])
             raise Refused(
-                NOT_DURABLE_PREFERENCE, f"the evidence does not ask for {detail!r} answers", path="/content/detail"
+                NOT_DURABLE_PREFERENCE,
+                f"the evidence {'asks not to give' if negated else 'does not ask for'} {detail!r} answers",
+                path="/content/detail",
+                cause=NEGATION if negated else NOT_STATED,
             )
-        if len(stated_levels) > 1:
+        if _conflicting(details, detail):
             raise Refused(
                 NOT_DURABLE_PREFERENCE,
                 f"the evidence states conflicting detail levels: {sorted(stated_levels)}",
                 path="/content/detail",
+                cause=NO_STATEMENT,
             )
         claims["detail"] = details[detail]
     views = [st.view(reading, index) for index in range(len(reading.spans))]
     for mentions in claims.values():
+        scopes = [st.scoped(views[m.clause].text) for m in mentions if not m.negated]
+        if scopes and all(scopes):
+            raise st.refuse_scoped(scopes[0] or "")  # "from now on, but translate this one": the claim is scoped
         if any(st.speaks_of_someone_else(views[m.clause].text) for m in mentions):
-            raise st.refuse("the evidence speaks about someone else, not the user's own words")
-    if any(st.is_task(view) for view in views):
-        raise st.refuse("the evidence asks for specific content (a one-off request), not how to answer in general")
+            raise st.refuse("the evidence speaks about someone else, not the user's own words", cause=OTHER_PERSON)
+    if any(aboutness.is_task(reading, view) for view in views):
+        raise st.refuse(
+            "the evidence asks for specific content (a one-off request), not how to answer in general", cause=ONE_OFF
+        )
     if deferred is not None:
         raise deferred
+    _check_states_something(reading, views, claims)
+
+
+def _check_states_something(reading: st.Reading, views: list[st.ClauseView], claims: dict) -> None:
+    """Refuse for `question` / `no_statement` only on a positive finding (aboutness.py)."""
     for name, mentions in claims.items():
-        if not _in_pure_clause(mentions, views):
-            raise st.refuse(f"the evidence mentions the {name} but does not say to answer that way", uncertain=True)
-    counts = [0] * len(views)
-    for mentions in claims.values():
-        for mention in mentions:
-            counts[mention.clause] += 1
-    if not any(st.is_directive(view, counts[index]) for index, view in enumerate(views)):
+        affirmed = [m for m in mentions if not m.negated]
+        if affirmed and all(st.is_ability_question(views[m.clause]) for m in affirmed):
+            raise st.refuse("the evidence asks what the assistant can do, not how to answer", cause=QUESTION)
+        if affirmed and all(aboutness.INDIFFERENT.search(views[m.clause].text) for m in affirmed):
+            raise st.refuse(f"the evidence is indifferent about the {name}, it prefers nothing", cause=NO_STATEMENT)
+        if affirmed and all(reasons.past_at(reading.text, reading.spans[m.clause], m.start) for m in affirmed):
+            raise st.refuse(f"the {name} is a past preference, not a current one", cause=PAST)
+        if affirmed and all(aboutness.negated_after(reading, m) for m in affirmed):
+            raise st.refuse(f"the evidence refuses the claimed {name}", cause=NEGATION)
+        if affirmed and all(aboutness.about_something_else(reading, m) for m in affirmed):
+            raise st.refuse(f"the evidence mentions the {name} about something else, not the answers", uncertain=True)
+    if "detail" not in claims and not aboutness.asks_anything(reading.text):
         raise st.refuse("the evidence states no preference or instruction", uncertain=True)

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SecretFinding:
-    kind: str  # password | api_key | private_key | payment_card | cn_resident_id | us_ssn | id_number
+    kind: str  # password | api_key | private_key | payment_card | cn_resident_id | us_ssn | id_number | account_number
     start: int
     end: int
 
 
 _I = re.IGNORECASE
-_QUESTION_VALUE = re.compile(r"^(?:多少|什么|是什么|啥|几|\?|？)")
+_QUESTION_VALUE = re.compile(r"^(?:是|为)?(?:多少|什么|是什么|啥|几|\?|？)")
 _PASSWORD_PATTERNS = (
     re.compile(
         r"\b(?:password|passwd|passphrase|passcode|pwd|pin(?:\s*code)?)"
@@ -32,6 +32,8 @@ _KEY_PATTERNS = (
     ("api_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_\-]{16,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{20,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("api_key", re.compile(r"(?<![A-Za-z0-9])(?:glpat-|npm_|hf_|ya29\.)[A-Za-z0-9_\-]{16,}")),
     ("api_key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}")),
     ("api_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
@@ -49,7 +51,9 @@ _KEY_PATTERNS = (
 )
 _BEARER = re.compile(r"\bbearer\s+(?P<value>[A-Za-z0-9._~+/=\-]{8,})", _I)
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{20,}")
-_CARD = re.compile(r"(?<![\d-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}|\d{4}([ -])\d{6}\2\d{4,5})(?![\d])")
+_CARD = re.compile(
+    r"(?<![\d-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}(?:\1\d{1,4})?|\d{4}([ -])\d{6}\2\d{4,5})(?![\d])"
+)
 _CN_ID = re.compile(
     r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
 )
@@ -58,6 +62,54 @@ _ID_KEYWORD = re.compile(
     r"(?:身份证|身份證|护照|護照|社保号|\bssn\b|\bsocial security(?: number| no\.?)?|\bpassport(?: number| no\.?)?)"
     r"\s*(?:号码|號碼|号|號)?\s*(?:是|为|:|：|#|\bis\b)?\s*[A-Za-z]?\d[\d -]{5,}",
     _I,
+)
+# Secrets by context: a number or string introduced as a card, account, ID, password, token or key is a
+# secret whatever its checksum or length ("我的银行卡号是6222 0215 8834 1907 551", "PIN: 4821").
+_NUMBER_WORDS = (
+    r"(?:credit |debit |bank |visa |master ?card |amex |id |membership |member |library |sim )?"
+    r"card(?:\s*(?:number|no\.?|num|#))?|"
+    r"(?:bank |checking |savings |brokerage )?account(?:\s*(?:number|no\.?|num|#))?|"
+    r"acct|iban|swift|bic|routing(?: number)?|"
+    r"sort code|cvv2?|cvc|security code|ssn|social security(?: number| no\.?)?|passport(?: number| no\.?)?|"
+    r"(?:national |tax |personal |student |employee )?id(?: number| no\.?| #)|"
+    r"(?:driver'?s? )?licen[cs]e(?: number| no\.?)|tax (?:number|file number)|"
+    r"verification code|one[- ]time (?:code|password)|otp|2fa code|auth(?:entication)? code|login code|"
+    r"(?:national insurance|nhs|medicare|insurance|policy|member|customer|user|aadhaar|sin)\s*(?:number|no\.?|id|#)"
+)
+_NUMBER_WORDS_ZH = (
+    r"银行卡|信用卡|储蓄卡|借记卡|银行账号|银行帐号|卡号|账号|帐号|账户|帐户|户头|开户行?|身份证|身份證|证件号|护照|護照|"
+    r"社保|医保|驾照|驾驶证|学号|工号|验证码|安全码|校验码|动态码|qq号?|微信号|支付宝|工行|建行|招行|农行|中行|卡的?后四位"
+)
+_STRING_WORDS = (
+    r"password|passwd|passphrase|passcode|pass code|pwd|pin(?:\s*(?:code|number))?|api[ _-]?key|apikey|"
+    r"(?:secret|access|private|auth|session|bearer|refresh|api|github|openai|aws|stripe)[ _-]?(?:key|token)|"
+    r"token|client[ _-]?secret|credentials?|seed phrase|recovery phrase|mnemonic|wallet (?:seed|key)|pw|p/w"
+)
+# Words that introduce a secret only when the value looks like one (has a digit): "the key is 9f8e7d6c",
+# not "the key is brevity".
+_WEAK_WORDS = r"key|secret|pass"
+_STRING_WORDS_ZH = r"密码|密碼|口令|密钥|秘钥|私钥|令牌|支付密码|登录密码|pin码"
+_EN_FILLER = r"(?:\s+(?!is\b|was\b|are\b)[a-z'’.]+){0,4}?"
+_CONNECTOR = r"\s*(?:'s|\bis\b|\bwas\b|\bare\b|=|:|：|-|#|→|->|是|为|為)?\s*[\"'“「(]?"
+_STRICT_CONNECTOR = r"\s*(?:'s|\bis\b|\bwas\b|=|:|：|是|为|為)\s*[\"'“「(]?"
+_END = r"(?![a-z])"
+_NUMBER_VALUE = r"(?P<value>[a-z]{0,3}\d[\d\s.\-/]*\d[a-z0-9]*|\d{3,})"
+_STRING_VALUE = r"(?P<value>[^\s\"'”」)，。,;；?？]{4,})"
+_CHARS = r"[a-z0-9!@#$%^&*_.\-]"
+_WITH_DIGIT = rf"(?P<value>(?={_CHARS}{{4,}}){_CHARS}*\d{_CHARS}*)"  # "hunter22", "4821"
+_WITH_DIGIT_AND_LETTER = rf"(?P<value>(?={_CHARS}{{6,}})(?={_CHARS}*\d)(?={_CHARS}*[a-z]){_CHARS}+)"
+_CONTEXT_PATTERNS = (
+    ("account_number", re.compile(rf"\b(?:{_NUMBER_WORDS}){_END}{_EN_FILLER}{_CONNECTOR}{_NUMBER_VALUE}", _I)),
+    ("account_number", re.compile(rf"(?:{_NUMBER_WORDS_ZH})[^\d\n，。,.!！?？;；]{{0,10}}?{_NUMBER_VALUE}", _I)),
+    ("password", re.compile(rf"\b(?:{_STRING_WORDS}){_END}{_EN_FILLER}{_STRICT_CONNECTOR}{_STRING_VALUE}", _I)),
+    ("password", re.compile(rf"\b(?:{_STRING_WORDS}){_END}{_EN_FILLER}{_CONNECTOR}{_WITH_DIGIT}", _I)),
+    ("password", re.compile(rf"\b(?:{_WEAK_WORDS}){_END}{_EN_FILLER}{_CONNECTOR}{_WITH_DIGIT_AND_LETTER}", _I)),
+    (
+        "password",
+        re.compile(
+            rf"(?:{_STRING_WORDS_ZH})(?:[^\n，。,.!！?？;；a-z0-9]{{0,6}}?|\s*(?:is|was)\s*){_STRING_VALUE}", _I
+        ),
+    ),
 )
 _CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _CN_ID_CHECK = "10X98765432"
@@ -136,13 +188,32 @@ def _number_findings(text: str) -> Iterator[SecretFinding]:
         yield SecretFinding("id_number", match.start(), match.end())
 
 
+def _value_is_digits_enough(kind: str, value: str) -> bool:
+    """A number introduced as a card, account or ID needs a few digits (3 for a CVV)."""
+    return sum(c.isdigit() for c in value) >= 3 if kind == "account_number" else True
+
+
+def _context_findings(text: str) -> Iterator[SecretFinding]:
+    for kind, pattern in _CONTEXT_PATTERNS:
+        for match in pattern.finditer(text):
+            value = match.group("value")
+            if _QUESTION_VALUE.match(value) or not _value_is_digits_enough(kind, value):
+                continue  # "密码是多少?" asks, reveals nothing
+            yield SecretFinding(kind, match.start(), match.end())
+
+
 def find_secrets(text: str) -> list[SecretFinding]:
     """Every secret-looking span in `text` (positions refer to the NFKC-normalised text)."""
     if not text:
         return []
     # NFKC: full-width digits and letters ("４１１１…") must not slip past the patterns.
     normalized = unicodedata.normalize("NFKC", text)
-    findings = [*_password_findings(normalized), *_key_findings(normalized), *_number_findings(normalized)]
+    findings = [
+        *_password_findings(normalized),
+        *_key_findings(normalized),
+        *_number_findings(normalized),
+        *_context_findings(normalized),
+    ]
     return sorted(set(findings), key=lambda finding: (finding.start, finding.kind))
 
 

@@ -28,7 +28,19 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .base import NOT_DURABLE_PREFERENCE, Refused
+from . import lexicon, reasons
+from .base import (
+    HEDGE,
+    HYPOTHETICAL,
+    NO_STATEMENT,
+    NOT_DURABLE_PREFERENCE,
+    ONE_OFF,
+    OTHER_PERSON,
+    PAST,
+    QUESTION,
+    TEMPORARY,
+    Refused,
+)
 
 _I = re.IGNORECASE
 
@@ -55,10 +67,11 @@ _TRADITIONAL = str.maketrans(
 
 
 def normalize_text(text: str) -> str:
-    """NFKC (full-width forms), traditional characters folded, typographic quotes folded, lower case."""
+    """NFKC (full-width forms), traditional characters folded, typographic quotes folded, lower case, and
+    typos of the words the rules read folded to those words (lexicon.py)."""
     text = unicodedata.normalize("NFKC", text).translate(_TRADITIONAL)
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
-    return text.lower()
+    return lexicon.correct(text.lower())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,7 +110,19 @@ _GUESS = _rx(
 # A hedge: the speaker is not sure of their own preference; a judge may still read it as one.
 _HEDGE = _rx(ascii_word(r"i (?:think|believe|feel like)"), r"我(?:觉得|认为|感觉)(?:我|自己)?(?:应该)?")
 # "as brief as possible" / "尽可能" are instructions, not guesses.
-_NOT_GUESS = _rx(r"尽可能", r"可能的话", r"如果可能", ascii_word(r"as possible"), ascii_word(r"if possible"))
+_NOT_GUESS = _rx(
+    r"尽可能",
+    r"可能的话",
+    r"如果可能",
+    r"[说讲]个大概",
+    r"大概(?:说|讲|介绍)(?:一下|下)?",
+    r"(?:别|不要|不用)让我猜",
+    ascii_word(r"as possible"),
+    ascii_word(r"if possible"),
+    ascii_word(r"(?:when|where|wherever|whenever) possible"),
+    ascii_word(r"might as well"),
+    ascii_word(r"(?:don't|do not) make me guess"),
+)
 _THIRD_PARTY = (
     r"(?:kids?|children|son|daughter|wife|husband|partner|mom|mother|dad|father|parents?|friends?|boss|team|"
     r"colleagues?|students?|clients?|users?|family)"
@@ -146,6 +171,18 @@ _ONE_OFF = _rx(
     ascii_word(r"this"),
     ascii_word(r"these"),
     ascii_word(r"(?:for|in) (?:your|the) next (?:answer|reply|response|message)"),
+    ascii_word(
+        r"(?:the|my|your) next (?:question|one|message|answer|reply|email|paragraph|sentence|part|response|prompt)"
+    ),
+    ascii_word(
+        r"(?:this|that|the following|my last|the last|the previous) (?:question|one|message|email|text|paragraph)"
+    ),
+    r"下一个|下个问题|下一题|接下来这个|接下来的问题|这本|这部|这首|这张|这条|这些",
+    ascii_word(
+        r"for (?:my|this|the|his|her|our) (?:homework|essay|assignment|report|presentation|project|exam|test|"
+        r"interview|email|letter|post|thesis|paper|speech|meeting|trip|class)"
+    ),
+    ascii_word(r"(?:respond|reply|answer) to (?!me\b|us\b|my messages|my questions|everything|all|anything)[a-z]+'s"),
     ascii_word(r"translat(?:e|es|ed|ing|ion)"),
     ascii_word(r"how (?:do|would|can) (?:you|i|we) say"),
     ascii_word(r"what(?:'s| is| does| do)"),
@@ -162,52 +199,95 @@ _DURABLE_START = _rx(
 
 
 def speaks_of_someone_else(clause: str) -> bool:
-    return bool(_THIRD_PERSON.search(clause))
+    return bool(_THIRD_PERSON.search(clause) or reasons.speaks_of_someone_else(clause))
 
 
-def refuse(reason: str, *, uncertain: bool = False) -> Refused:
-    return Refused(NOT_DURABLE_PREFERENCE, reason, path="/evidence", uncertain=uncertain)
+def refuse(reason: str, *, uncertain: bool = False, cause: str = NO_STATEMENT) -> Refused:
+    return Refused(NOT_DURABLE_PREFERENCE, reason, path="/evidence", uncertain=uncertain, cause=cause)
+
+
+def scoped(text: str) -> str | None:
+    """The cause when `text` (normalised) names a period or a one-off scope, else None."""
+    if reasons.is_temporary(text):
+        return TEMPORARY
+    if _ONE_OFF.search(_DURABLE_START.sub(" ", text)):
+        return ONE_OFF
+    return None
 
 
 def check_statement(evidence: str, *, third_person: bool = True) -> None:
-    """Chit-chat, guesses, hedges, someone else's preference, one-off requests: Refused, else None.
+    """The whole-quote refusal reasons (reasons.py and the lexicons above): Refused with its cause, else None.
 
-    `third_person=False` leaves words about someone else to the caller, who may judge them per clause
-    ("Reply in English so my colleague can read it" is the user's instruction).
+    `third_person=False` (the preference kind) leaves to the caller what it judges per mention: words about
+    someone else ("Reply in English so my colleague can read it" is the user's instruction), the past
+    ("I used Chinese last time, but please answer in English"), and scope words in a quote that also says
+    it stands ("This matters to me: always answer in English").
+    A quote with a standing marker ("from now on", "always", "以后") has its scope words judged per clause.
     """
     text = normalize_text(evidence).strip()
     if CHITCHAT.match(text):
-        raise refuse("chit-chat is not a durable preference")
+        raise refuse("chit-chat is not a durable preference", cause=NO_STATEMENT)
+    if reasons.is_hypothetical(text):
+        raise refuse("the evidence is hypothetical ('if I were …'), not the user's preference", cause=HYPOTHETICAL)
+    if third_person and reasons.is_past(text):
+        raise refuse("the evidence is a past preference ('I used to …'), not a current one", cause=PAST)
+    if reasons.is_question(text):
+        raise refuse("the evidence asks a question, it states no preference", cause=QUESTION)
     unhedged = _NOT_GUESS.sub(" ", text)
-    if _GUESS.search(unhedged):
-        raise refuse("the evidence is a guess, not a stated preference")
-    if third_person and _THIRD_PERSON.search(text):
-        raise refuse("the evidence speaks about someone else, not the user's own words")
+    if _GUESS.search(unhedged) or reasons.HEDGE_MORE.search(unhedged):
+        raise refuse("the evidence is a guess, not a stated preference", cause=HEDGE)
+    if third_person and (_THIRD_PERSON.search(text) or reasons.speaks_of_someone_else(text)):
+        raise refuse("the evidence speaks about someone else, not the user's own words", cause=OTHER_PERSON)
     if _HEDGE.search(text):
-        raise refuse("the evidence is hedged ('I think …'), not a stated preference", uncertain=True)
-    if _ONE_OFF.search(_DURABLE_START.sub(" ", text)):
-        raise refuse("the evidence is a one-off request, not a durable preference")
+        raise refuse("the evidence is hedged ('I think …'), not a stated preference", uncertain=True, cause=HEDGE)
+    if reasons.has_durable_marker(text):
+        return
+    scope = scoped(text)
+    if scope is not None:
+        raise refuse_scoped(scope)
+
+
+def refuse_scoped(scope: str) -> Refused:
+    if scope == TEMPORARY:
+        return refuse("the evidence is limited to a period (today, this session), not durable", cause=TEMPORARY)
+    return refuse("the evidence is a one-off request, not a durable preference", cause=ONE_OFF)
 
 
 # ---------------------------------------------------------------------------------------------
 # Clauses, negation and mentions
 # ---------------------------------------------------------------------------------------------
 
-_CLAUSE = re.compile(r"[^,，、。.!！?？;；:：\n]+[,，、。.!！?？;；:：\n]*")
+_CLAUSE = re.compile(r"[^,，、。.!！?？;；:：\n—–…]+[,，、。.!！?？;；:：\n—–…]*")
 _EN_NEGATOR = _rx(
     ascii_word(
         r"(?:don't|dont|do not|does not|doesn't|not|never|no|nor|stop|avoid|without|isn't|aren't|won't|"
-        r"can't|cannot|hate|dislike|against|neither|less|instead of|rather than|other than|except|over)"
+        r"can't|cannot|hate|dislike|against|neither|less|instead of|rather than|other than|except|over(?=\s*$)|quit|"
+        r"enough with|can't stand|not a fan of|anything but|everything but|tired of|sick of|fed up with|no more|"
+        r"get rid of|ditch|drop|than|refrain from|skip|omit|leave out|cut out|done with|no longer)"
     )
 )
 _ZH_NEGATOR = re.compile(
-    r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|别(?!的|人)|没(?!错)|勿|莫|无需|无须|甭|讨厌|拒绝|停止"
+    r"(?<![要能可是行好])不(?!管|论|过|错|同|仅|但|如)|(?<![特区分级类告离个识差性辨派鉴])别(?!的|人)|没(?!错)|勿|莫|"
+    r"无需|无须|甭|讨厌|拒绝|停止|受够了?|(?<![至多])少用|(?<![至多])少说|禁止|杜绝|停用|免去"
 )
-_RESET = _rx(ascii_word(r"(?:but|instead(?! of)|rather(?! than)|only)"), r"而是|但是|但|只|就用|改用")
+_RESET = _rx(
+    ascii_word(r"(?:(?<!anything )(?<!everything )but|instead(?! of)|rather(?! than)|only)"),
+    ascii_word(
+        r"and (?:keep|be|give|use|answer|reply|make|just|write|stick|go|stay|please|instead|switch|respond|talk|"
+        r"speak|start|begin|explain|tell|stay|move|change)"
+    ),
+    ascii_word(r"(?:more|always)"),
+    r"(?<![a-z])so (?=(?:please|pls|just|use|answer|reply|respond|i|you|keep|give|stick|go|write|talk|speak|in|"
+    r"only)(?![a-z]))",
+    # "I can't read Chinese so English only"; not the intensifier of "stop being so verbose"
+    r"(?<![a-z])(?<!being )(?<!be )(?<!is )(?<!are )(?<!was )(?<!were )(?<!too )(?<!that )so\s*$",
+    r"而是|但是|但|只|就用|改用|(?<![不别])要用|改成|换成|用回|(?<![不别需想只])要(?!太)|了(?=\s*(?:请|改|就|用|还是))",
+)
 
 
 _CONTRAST = re.compile(
-    r"(?<![a-z])(?=(?:but|however|though|so that|because|since|cause|as i)\s)"
+    r"(?<![a-z])(?<!anything )(?<!everything )(?<!nothing )(?<!all )"
+    r"(?=(?:but|however|though|so that|because|since|cause|as i)\s)"
     r"|(?<![a-z])(?=so (?:i|you|we|my|that|please|feel|it)(?![a-z]))|(?=但是|可是|不过|因为|所以|因此)"
 )
 
@@ -225,15 +305,26 @@ def clauses(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+# Negative words that do not negate what follows: "don't mind long answers", "no matter what", "别忘了用中文".
+_NOT_NEGATING = _rx(
+    ascii_word(
+        r"(?:don't|do not|wouldn't|would not|never) (?:mind|forget|hesitate(?: to)?)|no matter(?: what)?|"
+        r"without fail|no doubt|not only|no problem|can't wait|never ever forget|never mind|nevermind"
+    ),
+    r"(?:别|不要|不)忘(?:了|记)?|不介意|不妨|不嫌|不怕|没问题|不在话下",
+)
+
+
 def _negated_before(prefix: str) -> bool:
     """Does `prefix` (a clause up to a mention) negate what follows, without a 'but'/'而是' in between?"""
+    prefix = _NOT_NEGATING.sub(lambda match: " " * len(match.group()), prefix)
     last_negator = -1
     for pattern in (_EN_NEGATOR, _ZH_NEGATOR):
         for match in pattern.finditer(prefix):
             last_negator = max(last_negator, match.end())
     if last_negator < 0:
         return False
-    return not _RESET.search(prefix[last_negator:])
+    return not _RESET.search(prefix, last_negator)  # on the whole prefix: its look-behinds see the negator
 
 
 @dataclass

@@ -174,6 +174,7 @@ def _admit(
             assert result.normalized_content is not None  # admission normalises whatever it admits
             return Admitted(result.normalized_content, decision)
         code, reason, path = result.code or "", result.reason or "", result.path
+        cause = result.cause
     else:
         verdict = kinds.admit_product_kind(
             spec, consent=proposal.consent, source=proposal.source, evidence=proposal.evidence, content=proposal.content
@@ -183,6 +184,7 @@ def _admit(
             assert verdict.content is not None
             return Admitted(verdict.content, decision)
         code, reason, path = verdict.code or "", verdict.reason or "", verdict.path
+        cause = verdict.cause
     _log_refusal(
         scope,
         kind,
@@ -194,7 +196,8 @@ def _admit(
         memory_id=memory_id,
         decision=decision,
     )
-    details = {"reason": code, **({"path": path} if path else {})}
+    # details.reason: the named reason of a not_durable_preference refusal ("hedge", …), else the code
+    details = {"reason": cause or code, **({"code": code} if cause else {}), **({"path": path} if path else {})}
     raise RejectedByPolicy(f"not saved: {reason}", details=details)
 
 
