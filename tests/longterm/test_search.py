@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from memories.longterm.models import LongTermMemory
-from memoryhub.clients.embeddings import get_embedder
+from memoryhub.clients.embeddings import embed_queries, get_embedder
 from tests.longterm.support import (
     EN_DETAIL,
     PREFERENCE_EN,
@@ -88,7 +88,10 @@ def test_semantic_search_ranks_a_paraphrase_above_an_unrelated_record(alice):
 def test_semantic_scores_are_the_cosine_of_the_stored_vector_and_the_query(alice):
     record = create(alice)
     score = search(alice, "请用简洁的中文回复我", "semantic").json()["results"][0]["score"]
-    a, b = get_embedder().embed(["用户喜欢简短的中文回答", "请用简洁的中文回复我"])
+    (a,), (b,) = (
+        get_embedder().embed(["用户喜欢简短的中文回答"]),
+        embed_queries(get_embedder(), ["请用简洁的中文回复我"]),
+    )
     assert score == pytest.approx(float(np.dot(a, b)), abs=1e-4)
     assert record["id"]
 
