@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import cast
 
 from django.db import connection
-from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memories.longterm import admission, keyword
@@ -270,26 +270,34 @@ def _keyword_postgres(
         return [(pk, float(score)) for pk, score in cursor.fetchall()]
 
 
+FTS_TABLE = f"{TABLE}_fts"  # SQLite FTS5 over search_text (migration 0004)
+
+
+def _fts_match(terms: list[str]) -> str:
+    """An FTS5 query: any of the terms, each a quoted string (never FTS syntax from the user)."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
 def _keyword_portable(
     scope: UserAddress, terms: list[str], limit: int, offset: int, now: datetime
 ) -> list[tuple[int, float]]:
-    """SQLite: count the query's tokens present in the space-padded token list (LIKE, escaped by Django)."""
-    hits = sum(
-        (
-            Case(When(search_text__contains=f" {term} ", then=Value(1)), default=Value(0), output_field=IntegerField())
-            for term in terms
-        ),
-        Value(0),
+    """SQLite: FTS5 `bm25()` over the token lists (negated: higher is better), the user's current rows only.
+
+    bm25's document statistics are the whole table's, so a score depends on other rows too; only the
+    order of this user's own matches is returned.
+    """
+    kinds = searchable_kinds(scope.product)
+    sql = (
+        f"SELECT m.id, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} JOIN {TABLE} m ON m.id = {FTS_TABLE}.rowid "
+        f"WHERE {FTS_TABLE} MATCH %s AND m.product_id = %s AND m.user_id = %s "
+        f"AND m.kind IN ({', '.join(['%s'] * len(kinds))}) "
+        "AND m.superseded_by = '' AND (m.expires_at IS NULL OR m.expires_at > %s) "
+        "ORDER BY score DESC, m.id DESC LIMIT %s OFFSET %s"
     )
-    rows = (
-        _scoped(scope)
-        .filter(current(now), kind__in=searchable_kinds(scope.product))
-        .annotate(hits=hits)
-        .filter(hits__gt=0)
-        .order_by("-hits", "-pk")
-        .values_list("pk", "hits")[offset : offset + limit]
-    )
-    return [(pk, matched / len(terms)) for pk, matched in rows]
+    params = [_fts_match(terms), scope.product.pk, scope.user_id, *kinds, now, limit, offset]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(pk, float(score)) for pk, score in cursor.fetchall()]
 
 
 def _semantic(scope: UserAddress, query: str, limit: int, offset: int, tag: str = SEMANTIC) -> SearchPage:
