@@ -16,8 +16,8 @@ English and a Chinese query that paraphrases it; every query is ranked against a
 EN→EN, ZH→ZH, EN→ZH and ZH→EN each have 50 query → record pairs.
 
 Keyword ranking is BM25 (k1 1.2, b 0.75) over the same jieba tokens memoryhub's keyword search uses. The
-fusion sweep is memoryhub.ranking.fuse (weighted RRF, k 60) of the top 100 of each signal, keyword weight
-swept with the semantic weight 1; the last lines print the recall of memoryhub's chosen weights.
+fusion sweep is memoryhub.ranking.fuse (weighted RRF) of the top 100 of each signal, the RRF constant k and
+the keyword weight swept with the semantic weight 1.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ PARAPHRASES = ROOT / "bench" / "data" / "paraphrase_pairs.jsonl"
 CACHE = Path("/tmp/memoryhub-bench-embedders")
 KS = (5, 10, 25, 50)
 DEPTH = 100  # each signal's list fused
-KEYWORD_WEIGHTS = (0.0, 0.1, 0.2, 0.35, 0.5, 1.0)
+FUSIONS = [(k, w) for k in (5, 60) for w in (0.1, 0.2, 0.35, 0.5, 1.0)]  # (rrf_k, keyword weight)
 
 
 # --- embedders ------------------------------------------------------------------------------------
@@ -150,12 +150,13 @@ def semantic_rank(matrix: np.ndarray, vector: np.ndarray, depth: int) -> list[tu
     return [(int(i), float(scores[i])) for i in order]
 
 
-def fused_rank(kw: list[tuple[int, float]], sem: list[tuple[int, float]], weight: float) -> list[int]:
+def fused_rank(kw: list[tuple[int, float]], sem: list[tuple[int, float]], fusion: tuple[int, float]) -> list[int]:
     rankings = {
         "keyword": [SignalHit(i, s) for i, s in kw],
         "semantic": [SignalHit(i, s) for i, s in sem],
     }
-    return [hit.key for hit in fuse(rankings, {"keyword": weight, "semantic": 1.0}, limit=DEPTH)]
+    rrf_k, weight = fusion
+    return [hit.key for hit in fuse(rankings, {"keyword": weight, "semantic": 1.0}, limit=DEPTH, rrf_k=rrf_k)]
 
 
 # --- LoCoMo -----------------------------------------------------------------------------------------
@@ -211,8 +212,9 @@ def locomo(path: Path, benches: list[Bench]) -> dict[str, dict[str, float]]:
                 sem = semantic_rank(records, vector, DEPTH)
                 evidence = evidence_of(qa)
                 add(bench.name, [ids[i] for i, _ in sem], evidence)
-                for weight in KEYWORD_WEIGHTS[1:]:
-                    add(f"{bench.name}+bm25 w={weight}", [ids[i] for i in fused_rank(kw_hits, sem, weight)], evidence)
+                for fusion in FUSIONS:
+                    ranked = [ids[i] for i in fused_rank(kw_hits, sem, fusion)]
+                    add(f"{bench.name}+bm25 k={fusion[0]} w={fusion[1]}", ranked, evidence)
     return {name: {f"R@{k}": 100 * sum(r[k] for r in rs) / len(rs) for k in KS} for name, rs in rows.items()}
 
 
@@ -247,16 +249,17 @@ def paraphrases(benches: list[Bench]) -> dict[str, dict[str, float]]:
         queries = bench.encode([q for q, _, _ in pairs], query=True)
         sem = [semantic_rank(matrix, vector, DEPTH) for vector in queries]
         score(bench.name, [[i for i, _ in hits] for hits in sem])
-        for weight in KEYWORD_WEIGHTS[1:]:
-            score(f"{bench.name}+bm25 w={weight}", [fused_rank(k, s, weight) for k, s in zip(kw, sem)])
+        for fusion in FUSIONS:
+            ranked = [fused_rank(k, s, fusion) for k, s in zip(kw, sem)]
+            score(f"{bench.name}+bm25 k={fusion[0]} w={fusion[1]}", ranked)
     return out
 
 
 def table(title: str, results: dict[str, dict[str, float]], fmt: str) -> None:
     columns = list(next(iter(results.values())))
-    print(f"\n{title}\n{'':28}" + "".join(f"{c:>12}" for c in columns))
+    print(f"\n{title}\n{'':32}" + "".join(f"{c:>12}" for c in columns))
     for name, row in results.items():
-        print(f"{name:28}" + "".join(f"{row[c]:>12{fmt}}" for c in columns))
+        print(f"{name:32}" + "".join(f"{row[c]:>12{fmt}}" for c in columns))
 
 
 def main() -> None:

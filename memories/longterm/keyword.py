@@ -157,3 +157,38 @@ def query_terms(query: str) -> list[str]:
     tokens = list(dict.fromkeys(segment(query)))
     meaningful = [token for token in tokens if token not in STOPWORDS]
     return (meaningful or tokens)[:MAX_QUERY_TERMS]
+
+
+# PostgreSQL keyword ranking (selectors._keyword_postgres; bench/keyword_rank.py measures it)
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+def _tsquery(count: int) -> str:
+    # Each term parsed by plainto_tsquery: every term is a bound parameter, never SQL text.
+    return "(" + " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * count) + ")"
+
+
+def bm25_statement(table: str, where: str, where_params: list, terms: list[str], limit: int, offset: int, conn):
+    """PostgreSQL BM25 over the rows `where` selects (the user's current searchable rows), statistics included.
+
+    A record's token list holds each word once (keyword.padded), so a term's frequency is 0 or 1 and
+    BM25 is idf-sum × (k1 + 1) / (1 + k1 (1 − b + b · length / average length)). The document count, the
+    average length and each term's document frequency are counted over the same rows first (one statement,
+    on the user's btree and GIN indexes): a score depends on this user's records only.
+    """
+    vector = TSVECTOR_SQL
+    single = "plainto_tsquery('simple'::regconfig, %s)"
+    counts = ", ".join(f"count(*) FILTER (WHERE {vector} @@ {single})" for _ in terms)
+    stats_sql = f"SELECT count(*), coalesce(avg(length({vector})), 1), {counts} FROM {table} WHERE {where}"
+    with conn.cursor() as cursor:
+        cursor.execute(stats_sql, [*terms, *where_params])
+        total, average, *frequencies = cursor.fetchone()
+    idf = [math.log(1 + (total - f + 0.5) / (f + 0.5)) for f in frequencies]
+    matched = " + ".join(f"CASE WHEN {vector} @@ {single} THEN %s::float8 ELSE 0 END" for _ in terms)
+    factor = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length({vector}) / %s::float8)))"
+    sql = (
+        f"SELECT id, ({matched}) * {factor} AS score FROM {table} "
+        f"WHERE {where} AND {vector} @@ {_tsquery(len(terms))} ORDER BY score DESC, id DESC LIMIT %s OFFSET %s"
+    )
+    pairs = [value for term, weight in zip(terms, idf) for value in (term, weight)]
+    return sql, [*pairs, float(average or 1), *where_params, *terms, limit, offset]

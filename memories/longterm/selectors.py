@@ -255,16 +255,14 @@ def _keyword(scope: UserAddress, query: str, limit: int, offset: int, tag: str =
 def _keyword_postgres(
     scope: UserAddress, terms: list[str], limit: int, offset: int, now: datetime
 ) -> list[tuple[int, float]]:
-    # OR of the terms, each parsed by plainto_tsquery: every term is a bound parameter, never SQL text.
-    tsquery = "(" + " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * len(terms)) + ")"
     kinds = searchable_kinds(scope.product)
-    sql = (
-        f"SELECT id, ts_rank({keyword.TSVECTOR_SQL}, {tsquery}) AS score FROM {TABLE} "
-        f"WHERE product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
-        "AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s) "
-        f"AND {keyword.TSVECTOR_SQL} @@ {tsquery} ORDER BY score DESC, id DESC LIMIT %s OFFSET %s"
+    where = (
+        f"product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
+        "AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s)"
     )
-    params = [*terms, scope.product.pk, scope.user_id, *kinds, now, *terms, limit, offset]
+    sql, params = keyword.bm25_statement(
+        TABLE, where, [scope.product.pk, scope.user_id, *kinds, now], terms, limit, offset, connection
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(pk, float(score)) for pk, score in cursor.fetchall()]
