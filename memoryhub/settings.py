@@ -278,8 +278,9 @@ EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
 EMBEDDING_TIMEOUT_SECONDS = env_int("EMBEDDING_TIMEOUT_SECONDS", 10, minimum=1)
 QDRANT_URL = env_str("QDRANT_URL")
 # Hybrid long-term search and recall (docs/recall.md): the keyword ranking's RRF weight beside the semantic
-# one's 1 and the floor on the semantic cosine, both measured by bench/embedders.py.
-SEARCH_KEYWORD_WEIGHT = float(env_str("SEARCH_KEYWORD_WEIGHT", "0.35") or "0.35")
+# one's 1, the RRF constant and the floor on the semantic cosine, all measured by bench/embedders.py.
+SEARCH_KEYWORD_WEIGHT = float(env_str("SEARCH_KEYWORD_WEIGHT", "0.1") or "0.1")
+SEARCH_RRF_K = env_int("SEARCH_RRF_K", 5, minimum=1)
 SEARCH_MIN_SCORE = float(env_str("SEARCH_MIN_SCORE", "0.15") or "0.15")
 SUMMARIZER_BASE_URL = env_url("SUMMARIZER_BASE_URL", ("http", "https"))
 SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini")

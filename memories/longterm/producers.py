@@ -23,7 +23,16 @@ from django.utils import timezone
 from memories.longterm.keyword import bm25_rank, keyword_strings
 from memories.longterm.kinds import KIND_NAME, KindSpec
 from memories.longterm.models import EmbeddingIndex, LongTermMemory, current
-from memories.longterm.selectors import HYBRID, KEYWORD, SEMANTIC, hybrid_floor, hybrid_weights, kind_spec, kinds_scope
+from memories.longterm.selectors import (
+    HYBRID,
+    KEYWORD,
+    SEMANTIC,
+    hybrid_floor,
+    hybrid_rrf_k,
+    hybrid_weights,
+    kind_spec,
+    kinds_scope,
+)
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
 from memories.longterm.services.memories import kind_scope
 from memories.longterm.services.vectors import backend_named
@@ -208,7 +217,7 @@ def _rank(
         return [(with_vectors[hit.key], hit.score) for hit in chosen], why
     words = [" ".join(keyword_strings(item["content"])) for item in with_vectors]
     rankings = {KEYWORD: [SignalHit(i, score) for i, score in bm25_rank(words, message)], SEMANTIC: semantic}
-    fused = fuse(rankings, hybrid_weights(), limit=top_k)
+    fused = fuse(rankings, hybrid_weights(), limit=top_k, rrf_k=hybrid_rrf_k())
     return [(with_vectors[hit.key], hit.score) for hit in fused], [hit.why() for hit in fused]
 
 

@@ -215,6 +215,12 @@ def hybrid_weights() -> dict[str, float]:
     return {KEYWORD: float(settings.SEARCH_KEYWORD_WEIGHT), SEMANTIC: 1.0}
 
 
+def hybrid_rrf_k() -> int:
+    from django.conf import settings
+
+    return int(settings.SEARCH_RRF_K)
+
+
 def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: float, tag: str) -> SearchPage:
     """Weighted RRF of the keyword and the semantic rankings (memoryhub.ranking), each hit with its `why`.
 
@@ -228,7 +234,7 @@ def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: floa
         KEYWORD: [SignalHit(row.pk, score) for row, score in keyword_page.results],
         SEMANTIC: [SignalHit(row.pk, score) for row, score in semantic_page.results if score >= floor],
     }
-    fused = fuse(rankings, hybrid_weights(), limit=offset + limit + 1)
+    fused = fuse(rankings, hybrid_weights(), limit=offset + limit + 1, rrf_k=hybrid_rrf_k())
     window = fused[offset : offset + limit]
     more = len(fused) > offset + limit
     return SearchPage(
