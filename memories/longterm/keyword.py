@@ -8,8 +8,10 @@ Queries are segmented the same way. SQLite matches the same tokens with LIKE ove
 from __future__ import annotations
 
 import logging
+import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 import jieba
@@ -113,6 +115,33 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
+def keyword_strings(content: object) -> list[str]:
+    """Every string inside a memory's content (what its words are)."""
+    return list(_strings(content))
+
+
+def bm25_rank(documents: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[tuple[int, float]]:
+    """BM25 of `query`'s terms over a small in-memory list (a recall's snapshot), best first; matches only."""
+    terms = query_terms(query)
+    if not terms or not documents:
+        return []
+    counted = [Counter(segment(document)) for document in documents]
+    average = sum(sum(c.values()) for c in counted) / len(counted) or 1.0
+    frequency = Counter(term for c in counted for term in set(c) if term in terms)
+    n = len(counted)
+    scored = []
+    for position, counts in enumerate(counted):
+        length, score = sum(counts.values()), 0.0
+        for term in terms:
+            tf = counts.get(term, 0)
+            if tf:
+                idf = math.log(1 + (n - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+        if score > 0:
+            scored.append((position, score))
+    return sorted(scored, key=lambda pair: (-pair[1], pair[0]))
+
+
 def index_text(content: object, evidence: str) -> str:
     """The stored search text: unique tokens of the content's strings and the evidence, space-padded."""
     return padded(segment(" ".join([*_strings(content), evidence])))
@@ -128,3 +157,38 @@ def query_terms(query: str) -> list[str]:
     tokens = list(dict.fromkeys(segment(query)))
     meaningful = [token for token in tokens if token not in STOPWORDS]
     return (meaningful or tokens)[:MAX_QUERY_TERMS]
+
+
+# PostgreSQL keyword ranking (selectors._keyword_postgres; bench/keyword_rank.py measures it)
+BM25_K1, BM25_B = 1.2, 0.75
+
+
+def _tsquery(count: int) -> str:
+    # Each term parsed by plainto_tsquery: every term is a bound parameter, never SQL text.
+    return "(" + " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * count) + ")"
+
+
+def bm25_statement(table: str, where: str, where_params: list, terms: list[str], limit: int, offset: int, conn):
+    """PostgreSQL BM25 over the rows `where` selects (the user's current searchable rows), statistics included.
+
+    A record's token list holds each word once (keyword.padded), so a term's frequency is 0 or 1 and
+    BM25 is idf-sum × (k1 + 1) / (1 + k1 (1 − b + b · length / average length)). The document count, the
+    average length and each term's document frequency are counted over the same rows first (one statement,
+    on the user's btree and GIN indexes): a score depends on this user's records only.
+    """
+    vector = TSVECTOR_SQL
+    single = "plainto_tsquery('simple'::regconfig, %s)"
+    counts = ", ".join(f"count(*) FILTER (WHERE {vector} @@ {single})" for _ in terms)
+    stats_sql = f"SELECT count(*), coalesce(avg(length({vector})), 1), {counts} FROM {table} WHERE {where}"
+    with conn.cursor() as cursor:
+        cursor.execute(stats_sql, [*terms, *where_params])
+        total, average, *frequencies = cursor.fetchone()
+    idf = [math.log(1 + (total - f + 0.5) / (f + 0.5)) for f in frequencies]
+    matched = " + ".join(f"CASE WHEN {vector} @@ {single} THEN %s::float8 ELSE 0 END" for _ in terms)
+    factor = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length({vector}) / %s::float8)))"
+    sql = (
+        f"SELECT id, ({matched}) * {factor} AS score FROM {table} "
+        f"WHERE {where} AND {vector} @@ {_tsquery(len(terms))} ORDER BY score DESC, id DESC LIMIT %s OFFSET %s"
+    )
+    pairs = [value for term, weight in zip(terms, idf) for value in (term, weight)]
+    return sql, [*pairs, float(average or 1), *where_params, *terms, limit, offset]

@@ -71,6 +71,9 @@ def make_server(
     """Build (not start) the server; port 0 picks a free port (see `server.server_address`)."""
     opts = options or ServerOptions()
     backend = embedder or LocalUSEEmbedder()
+    # Load the weights before the first request: the bundled default is e5 now, so nothing else in the
+    # process has loaded USE, and its seconds of loading must not count against a client's timeout.
+    backend.embed(["warm-up"])
 
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as httpx pools connections
