@@ -14,6 +14,7 @@ from memories.services.conversations import conversation_scope, conversation_sta
 from memories.services.events import event_emit_for_turn
 from memories.services.memory_write import memory_write_after_commit
 from memories.services.scenarios import scenario_for_turn, scenario_scope, scenario_sources
+from memories.signals import messages_stored
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, InvalidRequest, NotFound
@@ -221,12 +222,13 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
     common = dict(
         product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn, round=turn.round
     )
-    Message.objects.bulk_create(
+    stored = Message.objects.bulk_create(
         [
             Message(role="user", content=turn.user_message, **common),
             Message(role="assistant", content=assistant_message, **common),
         ]
     )
+    messages_stored.send(sender=Message, messages=stored)
     turn.assistant_message = assistant_message
     turn.status = "completed"
     turn.completed_at = timezone.now()
