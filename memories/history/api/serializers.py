@@ -54,8 +54,21 @@ class HistoryStatusSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="Still waiting for their vector (searchable by keyword already).")
 
 
+class ClientIdField(StrictCharField):
+    """The product's own id of a message: 1-128 printable characters (e.g. LoCoMo's "D1:3")."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=128, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not value.isprintable():
+            raise serializers.ValidationError("must be 1-128 printable characters")
+        return value
+
+
 class ImportedMessageSerializer(StrictSerializer):
-    clientId = IdentifierField()
+    clientId = ClientIdField()
     role = serializers.ChoiceField(choices=ROLES)
     content = StrictCharField(max_length=100_000, trim_whitespace=False)
     createdAt = serializers.DateTimeField()

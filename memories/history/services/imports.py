@@ -67,6 +67,11 @@ def _refuse_repeats(messages: list[ImportedMessage]) -> None:
 
 def history_import(address: ConversationAddress, messages: list[ImportedMessage]) -> ImportOutcome:
     _refuse_repeats(messages)
+    # Segmenting is the slow part: done before the write lock is taken (SQLite has one writer).
+    texts = {
+        m.client_id: keyword_text(role=m.role, name=m.name, content=m.content, created_at=m.created_at)
+        for m in messages
+    }
     with transaction.atomic():
         Conversation.objects.get_or_create(
             product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
@@ -99,7 +104,7 @@ def history_import(address: ConversationAddress, messages: list[ImportedMessage]
             if message.role == "user" or open_round is None:
                 conversation.rounds += 1
                 open_round = conversation.rounds
-            new.append(_entry(address, message, open_round))
+            new.append(_entry(address, message, open_round, texts[message.client_id]))
         if new:
             conversation.save(update_fields=["rounds", "updated_at"])
             HistoryEntry.objects.bulk_create(new)
@@ -107,7 +112,7 @@ def history_import(address: ConversationAddress, messages: list[ImportedMessage]
     return ImportOutcome(created=new, existing=len(known), rounds=conversation.rounds)
 
 
-def _entry(address: ConversationAddress, message: ImportedMessage, round_number: int) -> HistoryEntry:
+def _entry(address: ConversationAddress, message: ImportedMessage, round_number: int, search_text: str) -> HistoryEntry:
     return HistoryEntry(
         product=address.product,
         user_id=address.user_id,
@@ -118,7 +123,5 @@ def _entry(address: ConversationAddress, message: ImportedMessage, round_number:
         name=message.name,
         content=message.content,
         created_at=message.created_at,
-        search_text=keyword_text(
-            role=message.role, name=message.name, content=message.content, created_at=message.created_at
-        ),
+        search_text=search_text,
     )
