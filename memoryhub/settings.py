@@ -269,11 +269,20 @@ CELERY_BEAT_SCHEDULE["webhooks-retry-due"] = {"task": "webhooks.retry_due", "sch
 
 # --- Outbound services (all optional).
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
+# Without EMBEDDING_BASE_URL: the bundled model, "e5-small" (the default) or "use" (the previous default);
+# switching changes the embedding identity, so run `manage.py reindex_embeddings` (docs/recall.md).
+EMBEDDING_LOCAL_MODEL = env_str("EMBEDDING_LOCAL_MODEL", "e5-small")
+if EMBEDDING_LOCAL_MODEL not in ("e5-small", "use"):
+    raise ImproperlyConfigured("EMBEDDING_LOCAL_MODEL must be 'e5-small' or 'use'")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 512, minimum=1)
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
 EMBEDDING_TIMEOUT_SECONDS = env_int("EMBEDDING_TIMEOUT_SECONDS", 10, minimum=1)
 QDRANT_URL = env_str("QDRANT_URL")
+# Hybrid long-term search and recall (docs/recall.md): the keyword ranking's RRF weight beside the semantic
+# one's 1 and the floor on the semantic cosine, both measured by bench/embedders.py.
+SEARCH_KEYWORD_WEIGHT = float(env_str("SEARCH_KEYWORD_WEIGHT", "0.35") or "0.35")
+SEARCH_MIN_SCORE = float(env_str("SEARCH_MIN_SCORE", "0.15") or "0.15")
 SUMMARIZER_BASE_URL = env_url("SUMMARIZER_BASE_URL", ("http", "https"))
 SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini")
 SUMMARIZER_API_KEY = env_str("SUMMARIZER_API_KEY")

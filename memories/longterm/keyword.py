@@ -8,8 +8,10 @@ Queries are segmented the same way. SQLite matches the same tokens with LIKE ove
 from __future__ import annotations
 
 import logging
+import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 import jieba
@@ -111,6 +113,33 @@ def _strings(value: object) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
+
+
+def keyword_strings(content: object) -> list[str]:
+    """Every string inside a memory's content (what its words are)."""
+    return list(_strings(content))
+
+
+def bm25_rank(documents: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[tuple[int, float]]:
+    """BM25 of `query`'s terms over a small in-memory list (a recall's snapshot), best first; matches only."""
+    terms = query_terms(query)
+    if not terms or not documents:
+        return []
+    counted = [Counter(segment(document)) for document in documents]
+    average = sum(sum(c.values()) for c in counted) / len(counted) or 1.0
+    frequency = Counter(term for c in counted for term in set(c) if term in terms)
+    n = len(counted)
+    scored = []
+    for position, counts in enumerate(counted):
+        length, score = sum(counts.values()), 0.0
+        for term in terms:
+            tf = counts.get(term, 0)
+            if tf:
+                idf = math.log(1 + (n - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+        if score > 0:
+            scored.append((position, score))
+    return sorted(scored, key=lambda pair: (-pair[1], pair[0]))
 
 
 def index_text(content: object, evidence: str) -> str:

@@ -5,9 +5,11 @@ A `preferences` source names the kinds it recalls (`"kinds": [...]` on the sourc
 set (Redis) holds one snapshot per user and kind — ids, versions, content, expiry times and vectors of the
 active index — rebuilt from the database on a miss and invalidated by every write (supersession included).
 Every read drops the items whose expiry has passed, so an expired memory is never served from the cache.
-With few memories all of them are used; with more, the turn's user message is embedded and the top k are
-chosen by cosine similarity over the snapshots (exact, the same vectors the index holds). Each used memory's
-id and version is recorded in the source status.
+With few memories all of them are used; with more, the top k are chosen for the turn's user message: by
+default `hybrid` (docs/recall.md) — the weighted RRF of a BM25 ranking over the snapshot's words and the
+cosine ranking over its vectors (exact, the same vectors the index holds), a cosine below the floor
+(`minScore`, default SEARCH_MIN_SCORE) not counting — or `semantic` (cosine only, as before). Each used
+memory's id, version, score and `why` is recorded in the source status.
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ import time
 import numpy as np
 from django.utils import timezone
 
+from memories.longterm.keyword import bm25_rank, keyword_strings
 from memories.longterm.kinds import KIND_NAME, KindSpec
 from memories.longterm.models import EmbeddingIndex, LongTermMemory, current
-from memories.longterm.selectors import kind_spec, kinds_scope
+from memories.longterm.selectors import HYBRID, KEYWORD, SEMANTIC, hybrid_floor, hybrid_weights, kind_spec, kinds_scope
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
 from memories.longterm.services.memories import kind_scope
 from memories.longterm.services.vectors import backend_named
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress
+from memoryhub.ranking import SignalHit, fuse
 from memoryhub.runtimes.base import RecallRequest, SourceResult
 from memoryhub.runtimes.registry import SectionInvalid
 
@@ -40,10 +44,22 @@ MAX_KINDS = 20
 
 def _settings(request: RecallRequest) -> tuple[int, int, list[str]]:
     """topK and allWhenAtMost from the scenario section; the kinds from the source, else the section."""
-    section = (getattr(request.scenario, "sections", None) or {}).get("preferences") or {}
+    section = _section(request)
     options = getattr(request.source, "options", None) or {}
     kinds = options.get("kinds") or section.get("kinds") or [PREFERENCE]
     return section.get("topK", DEFAULT_TOP_K), section.get("allWhenAtMost", DEFAULT_ALL_WHEN_AT_MOST), kinds
+
+
+def _section(request: RecallRequest) -> dict:
+    return (getattr(request.scenario, "sections", None) or {}).get("preferences") or {}
+
+
+def _ranking(request: RecallRequest) -> tuple[str, float]:
+    """The ranking mode and the semantic floor: the source's options, else the section, else the defaults."""
+    section, options = _section(request), getattr(request.source, "options", None) or {}
+    mode = options.get("mode") or section.get("mode") or HYBRID
+    floor = options.get("minScore", section.get("minScore"))
+    return mode, hybrid_floor(floor) if mode == HYBRID else (floor if floor is not None else -1.0)
 
 
 def _check_kinds(value: object) -> bool:
@@ -55,18 +71,30 @@ def _check_kinds(value: object) -> bool:
     )
 
 
+def _ranking_errors(value: dict, prefix: str) -> dict[str, str]:
+    errors = {}
+    if "mode" in value and value["mode"] not in (HYBRID, SEMANTIC):
+        errors[f"{prefix}mode"] = "must be hybrid or semantic"
+    floor = value.get("minScore")
+    if "minScore" in value and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not -1 <= floor <= 1):
+        errors[f"{prefix}minScore"] = "must be a number from -1 to 1"
+    return errors
+
+
 def validate_source_options(options: dict) -> dict:
-    """A `preferences` source may name `"kinds": [...]`: the memory kinds it recalls (default ["preference"])."""
-    errors = {key: "unknown field" for key in options if key != "kinds"}
+    """A `preferences` source may name `"kinds": [...]` (default ["preference"]), `mode` and `minScore`."""
+    errors = {key: "unknown field" for key in options if key not in ("kinds", "mode", "minScore")}
     if "kinds" in options and not _check_kinds(options["kinds"]):
         errors["kinds"] = f"must be a list of 1-{MAX_KINDS} distinct kind names"
+    errors.update(_ranking_errors(options, ""))
     if errors:
         raise SectionInvalid(errors)
     return dict(options)
 
 
 def validate_section(value: object) -> dict:
-    """Scenario section `preferences`: {"topK": 1-20, "allWhenAtMost": 0-50, "kinds": [kind names]}.
+    """Scenario section `preferences`: {"topK": 1-20, "allWhenAtMost": 0-50, "kinds": [kind names],
+    "mode": "hybrid" (default) | "semantic", "minScore": -1..1 (the cosine floor; docs/recall.md)}.
 
     `kinds` names the memory kinds the source recalls (default ["preference"]): the built-in one and
     the product's own (`/v1/memory-kinds`); a kind the product has not defined recalls nothing.
@@ -74,7 +102,8 @@ def validate_section(value: object) -> dict:
     if not isinstance(value, dict):
         raise SectionInvalid({"preferences": "must be an object with topK, allWhenAtMost and/or kinds"})
     limits = {"topK": (1, 20), "allWhenAtMost": (0, 50)}
-    errors = {f"preferences.{k}": "unknown field" for k in value if k not in {*limits, "kinds"}}
+    errors = {f"preferences.{k}": "unknown field" for k in value if k not in {*limits, "kinds", "mode", "minScore"}}
+    errors.update(_ranking_errors(value, "preferences."))
     for name, (low, high) in limits.items():
         item = value.get(name)
         if item is not None and (isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high):
@@ -147,10 +176,16 @@ def _current_items(snapshot: dict, now: float) -> list[dict]:
 
 
 def _rank(
-    scope: UserAddress, specs: list[KindSpec], items: list[dict], index_pk: int | None, message: str, top_k: int
-) -> list[tuple[dict, float | None]]:
+    scope: UserAddress,
+    specs: list[KindSpec],
+    items: list[dict],
+    index_pk: int | None,
+    request: RecallRequest,
+    top_k: int,
+) -> tuple[list[tuple[dict, float | None]], list[dict] | None]:
+    message = request.user_message
     if not message.strip():
-        return [(item, None) for item in items[:top_k]]
+        return [(item, None) for item in items[:top_k]], None
     in_use = index_in_use()  # read from the database: 503 if the embedder does not match the active index
     if index_pk != in_use.index.pk:
         # Cached before a reindex this process has not heard of (e.g. the local-memory cache of another
@@ -160,12 +195,21 @@ def _rank(
         items = _merged([_current_items(snapshot, now) for snapshot in fresh])
     with_vectors = [item for item in items if item["vector"] is not None]
     if not with_vectors:
-        return [(item, None) for item in items[:top_k]]
+        return [(item, None) for item in items[:top_k]], None
     query = np.asarray(in_use.embed_query(scope.product.pk, message), dtype=np.float32)  # cached; 503/502
     matrix = np.stack([np.frombuffer(item["vector"], dtype=np.float32) for item in with_vectors])
     scores = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
-    order = np.argsort(-scores, kind="stable")[:top_k]
-    return [(with_vectors[i], float(scores[i])) for i in order]
+    order = np.argsort(-scores, kind="stable")
+    mode, floor = _ranking(request)
+    semantic = [SignalHit(int(i), float(scores[i])) for i in order if scores[i] >= floor]
+    if mode == SEMANTIC:
+        chosen = semantic[:top_k]
+        why = [{SEMANTIC: {"rank": rank, "score": round(hit.score, 6)}} for rank, hit in enumerate(chosen, 1)]
+        return [(with_vectors[hit.key], hit.score) for hit in chosen], why
+    words = [" ".join(keyword_strings(item["content"])) for item in with_vectors]
+    rankings = {KEYWORD: [SignalHit(i, score) for i, score in bm25_rank(words, message)], SEMANTIC: semantic}
+    fused = fuse(rankings, hybrid_weights(), limit=top_k)
+    return [(with_vectors[hit.key], hit.score) for hit in fused], [hit.why() for hit in fused]
 
 
 def _merged(groups: list[list[dict]]) -> list[dict]:
@@ -208,8 +252,8 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
         return SourceResult(text="", status="empty", details={"reason": nothing}, cached=cached)
     few = len(items) <= all_when_at_most
     index_pk = snapshots[0]["index"]
-    chosen = (
-        [(item, None) for item in items] if few else _rank(scope, specs, items, index_pk, request.user_message, top_k)
+    chosen, whys = (
+        ([(item, None) for item in items], None) if few else _rank(scope, specs, items, index_pk, request, top_k)
     )
     used = [
         {
@@ -217,10 +261,12 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
             "version": item["version"],
             **({"kind": item["kind"]} if item.get("kind", PREFERENCE) != PREFERENCE else {}),
             **({"score": round(score, 6)} if score is not None else {}),
+            **({"why": whys[position]} if whys else {}),
         }
-        for item, score in chosen
+        for position, (item, score) in enumerate(chosen)
     ]
-    details = {"mode": "all" if few else "semantic", "memories": used, "available": len(items)}
+    mode = "all" if few else _ranking(request)[0]
+    details = {"mode": mode, "memories": used, "available": len(items)}
     version = chosen[0][0]["version"] if len(chosen) == 1 else None
     text_fields = {spec.name: spec.text_field for spec in specs}
     return SourceResult(text=render(chosen, text_fields), status="ok", version=version, details=details, cached=cached)

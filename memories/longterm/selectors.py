@@ -47,9 +47,11 @@ from memoryhub import working_set
 from memoryhub.addresses import UserAddress
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
+from memoryhub.ranking import SignalHit, fuse
 
-KEYWORD, SEMANTIC = "keyword", "semantic"
+KEYWORD, SEMANTIC, HYBRID = "keyword", "semantic", "hybrid"
 MAX_RESULTS = 1000  # deepest position a search cursor may reach
+HYBRID_DEPTH = 100  # each signal's list fused by a hybrid search (deeper pages fuse deeper lists)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,8 @@ class SearchPage:
     results: list[tuple[LongTermMemory, float]]
     next: str | None
     embedding_identity: str | None = None
+    # Per result (same order): each signal's rank and score, and the fused score (docs/recall.md).
+    why: list[dict] | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,14 +179,68 @@ def _next(mode: str, query: str, offset: int, limit: int, more: bool) -> str | N
     return encode_cursor({"o": offset + limit, "q": _query_tag(mode, query)})
 
 
-def memory_search(scope: UserAddress, *, mode: str, query: str, limit: int, cursor: str | None) -> SearchPage:
-    offset = _offset(cursor, mode, query)
+def memory_search(
+    scope: UserAddress, *, mode: str, query: str, limit: int, cursor: str | None, min_score: float | None = None
+) -> SearchPage:
+    """`min_score` floors the semantic cosine (semantic and hybrid modes): a hit below it is not semantic.
+
+    A hybrid search without one uses SEARCH_MIN_SCORE; a cursor is bound to the mode, query and floor.
+    """
+    floor = hybrid_floor(min_score) if mode == HYBRID else min_score
+    tag = mode if floor is None else f"{mode}:{floor}"
+    offset = _offset(cursor, tag, query)
+    if mode == HYBRID:
+        return _hybrid(scope, query, limit, offset, cast(float, floor), tag)
     if mode == SEMANTIC:
-        return _semantic(scope, query, limit, offset)
-    return _keyword(scope, query, limit, offset)
+        page = _semantic(scope, query, limit, offset, tag)
+        if floor is not None:
+            kept = [(row, score) for row, score in page.results if score >= floor]
+            more = page.next if len(kept) == len(page.results) else None  # the rest of the ranking is lower
+            page = SearchPage(page.mode, kept, more, page.embedding_identity)
+    else:
+        page = _keyword(scope, query, limit, offset, tag)
+    why = [{mode: {"rank": offset + rank, "score": round(score, 6)}} for rank, (_, score) in enumerate(page.results, 1)]
+    return SearchPage(page.mode, page.results, page.next, page.embedding_identity, why)
 
 
-def _keyword(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
+def hybrid_floor(min_score: float | None) -> float:
+    from django.conf import settings
+
+    return float(settings.SEARCH_MIN_SCORE) if min_score is None else min_score
+
+
+def hybrid_weights() -> dict[str, float]:
+    from django.conf import settings
+
+    return {KEYWORD: float(settings.SEARCH_KEYWORD_WEIGHT), SEMANTIC: 1.0}
+
+
+def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: float, tag: str) -> SearchPage:
+    """Weighted RRF of the keyword and the semantic rankings (memoryhub.ranking), each hit with its `why`.
+
+    A semantic hit below the floor does not count as semantic; a hit neither signal keeps is not returned.
+    """
+    depth = min(MAX_RESULTS, max(HYBRID_DEPTH, offset + limit + 1))
+    keyword_page = _keyword(scope, query, depth, 0)
+    semantic_page = _semantic(scope, query, depth, 0)
+    rows = {row.pk: row for row, _ in [*keyword_page.results, *semantic_page.results]}
+    rankings = {
+        KEYWORD: [SignalHit(row.pk, score) for row, score in keyword_page.results],
+        SEMANTIC: [SignalHit(row.pk, score) for row, score in semantic_page.results if score >= floor],
+    }
+    fused = fuse(rankings, hybrid_weights(), limit=offset + limit + 1)
+    window = fused[offset : offset + limit]
+    more = len(fused) > offset + limit
+    return SearchPage(
+        HYBRID,
+        [(rows[hit.key], hit.score) for hit in window],
+        _next(tag, query, offset, limit, more),
+        semantic_page.embedding_identity,
+        [hit.why() for hit in window],
+    )
+
+
+def _keyword(scope: UserAddress, query: str, limit: int, offset: int, tag: str = KEYWORD) -> SearchPage:
     terms = keyword.query_terms(query)
     if not terms:
         return SearchPage(KEYWORD, [], None)
@@ -191,7 +249,7 @@ def _keyword(scope: UserAddress, query: str, limit: int, offset: int) -> SearchP
     ranked = search(scope, terms, limit + 1, offset, now)
     rows = _scoped(scope).filter(current(now)).in_bulk([pk for pk, _ in ranked])
     results = [(rows[pk], score) for pk, score in ranked[:limit] if pk in rows]
-    return SearchPage(KEYWORD, results, _next(KEYWORD, query, offset, limit, len(ranked) > limit))
+    return SearchPage(KEYWORD, results, _next(tag, query, offset, limit, len(ranked) > limit))
 
 
 def _keyword_postgres(
@@ -234,9 +292,9 @@ def _keyword_portable(
     return [(pk, matched / len(terms)) for pk, matched in rows]
 
 
-def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
+def _semantic(scope: UserAddress, query: str, limit: int, offset: int, tag: str = SEMANTIC) -> SearchPage:
     if isinstance(configured_backend(), PgvectorBackend):
-        return _semantic_pgvector(scope, query, limit, offset)
+        return _semantic_pgvector(scope, query, limit, offset, tag)
     in_use = index_in_use()  # 503 when the index was built for another identity
     entry = query_embedding_scope(scope.product.pk, in_use.embedder.identity, query)
     with working_set.batch([entry, kinds_scope(scope.product)]):  # both working-set reads in one round trip
@@ -251,10 +309,10 @@ def _semantic(scope: UserAddress, query: str, limit: int, offset: int) -> Search
     # A vector whose stored version is not the row's (Qdrant ahead of a rolled-back write) is not served.
     more = len(hits) > limit
     results = [(rows[h.pk], h.score) for h in hits[:limit] if h.pk in rows and h.version in (None, rows[h.pk].version)]
-    return SearchPage(SEMANTIC, results, _next(SEMANTIC, query, offset, limit, more), in_use.index.identity_key)
+    return SearchPage(SEMANTIC, results, _next(tag, query, offset, limit, more), in_use.index.identity_key)
 
 
-def _semantic_pgvector(scope: UserAddress, query: str, limit: int, offset: int) -> SearchPage:
+def _semantic_pgvector(scope: UserAddress, query: str, limit: int, offset: int, tag: str) -> SearchPage:
     """The search checks inside its own statement that the index this process last saw is still active.
 
     It reads the product's searchable kinds itself, so the query vector is the only working-set read.
@@ -274,7 +332,7 @@ def _semantic_pgvector(scope: UserAddress, query: str, limit: int, offset: int) 
         )
         if found.live:
             more, results = len(found.rows) > limit, found.rows[:limit]
-            return SearchPage(SEMANTIC, results, _next(SEMANTIC, query, offset, limit, more), in_use.index.identity_key)
+            return SearchPage(SEMANTIC, results, _next(tag, query, offset, limit, more), in_use.index.identity_key)
         forget_index_last_seen()
         in_use = index_in_use()  # 503 embedding_index_mismatch when the new index is for another identity
     raise index_replaced()

@@ -23,6 +23,15 @@ class StrictIntegerField(serializers.Field):
         return value
 
 
+class StrictFloatField(serializers.FloatField):
+    """A number sent as a JSON number (DRF's FloatField would accept "0.2" and true)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, (int, float)) or isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictCharField(serializers.CharField):
     """A string that must be sent as a JSON string (DRF's CharField would accept numbers)."""
 

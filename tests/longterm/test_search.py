@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from memories.longterm.models import LongTermMemory
-from memoryhub.clients.embeddings import get_embedder
+from memoryhub.clients.embeddings import embed_queries, get_embedder
 from tests.longterm.support import (
     EN_DETAIL,
     PREFERENCE_EN,
@@ -88,7 +88,10 @@ def test_semantic_search_ranks_a_paraphrase_above_an_unrelated_record(alice):
 def test_semantic_scores_are_the_cosine_of_the_stored_vector_and_the_query(alice):
     record = create(alice)
     score = search(alice, "请用简洁的中文回复我", "semantic").json()["results"][0]["score"]
-    a, b = get_embedder().embed(["用户喜欢简短的中文回答", "请用简洁的中文回复我"])
+    (a,), (b,) = (
+        get_embedder().embed(["用户喜欢简短的中文回答"]),
+        embed_queries(get_embedder(), ["请用简洁的中文回复我"]),
+    )
     assert score == pytest.approx(float(np.dot(a, b)), abs=1e-4)
     assert record["id"]
 
@@ -146,10 +149,53 @@ def test_task_checkpoints_never_appear_in_search(alice):
         assert ids(search(alice, "用户喜欢简短的中文回答", mode)) == [pref["id"]]
 
 
+# --- hybrid -----------------------------------------------------------------------------------------
+
+
+def test_hybrid_fuses_keyword_and_semantic_and_says_why(alice):
+    zh, en = create(alice, ZH_LANGUAGE), create(alice, EN_DETAIL)
+    body = search(alice, "请用简洁的中文回复我", "hybrid").json()
+    assert body["mode"] == "hybrid" and body["results"][0]["id"] == zh["id"]
+    why = body["results"][0]["why"]
+    assert why["semantic"]["rank"] == 1 and why["semantic"]["score"] > 0.3
+    assert why["keyword"]["rank"] == 1  # 中文 is one of its words
+    assert why["fused"] == body["results"][0]["score"] > 0
+    assert body["embeddingIdentity"].startswith("local:multilingual-e5-small")
+    # A word only the English record has: the keyword signal ranks it, the semantic one may not.
+    hit = {r["id"]: r["why"] for r in search(alice, "detailed", "hybrid").json()["results"]}
+    assert hit[en["id"]]["keyword"]["rank"] == 1
+
+
+def test_single_signal_modes_carry_their_rank_and_score_as_why(alice):
+    create(alice, ZH_LANGUAGE)
+    (result,) = search(alice, "中文", "keyword").json()["results"]
+    assert result["why"] == {"keyword": {"rank": 1, "score": result["score"]}}
+    (result, *_) = search(alice, "中文", "semantic").json()["results"]
+    assert result["why"] == {"semantic": {"rank": 1, "score": result["score"]}}
+
+
+def test_an_unrelated_query_is_refused_by_the_hybrid_floor_but_semantic_mode_stays_as_it_was(alice):
+    record = create(alice, EN_DETAIL)  # the user's only preference
+    assert ids(search(alice, "What is the weather in Paris?", "hybrid")) == []  # below SEARCH_MIN_SCORE
+    assert ids(search(alice, "What is the weather in Paris?", "semantic")) == [record["id"]]  # no floor
+    assert ids(search(alice, "What is the weather in Paris?", "hybrid", minScore=-1.0)) == [record["id"]]
+    assert ids(search(alice, "What is the weather in Paris?", "semantic", minScore=0.5)) == []
+    assert ids(search(alice, "how should you answer me", "hybrid")) == [record["id"]]
+
+
+def test_a_hybrid_cursor_is_bound_to_its_floor(alice):
+    for i in range(3):
+        create(alice, proposal(content={"language": "zh", "text": f"中文回答 {i}"}))
+    first = search(alice, "中文回答", "hybrid", limit=2).json()
+    assert_envelope(
+        search(alice, "中文回答", "hybrid", limit=2, cursor=first["next"], minScore=0.0), 400, "invalid_request"
+    )
+
+
 # --- pagination, isolation, validation --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["keyword", "semantic"])
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
 def test_search_pages_with_a_cursor_bound_to_its_query(alice, mode):
     created = {create(alice, proposal(content={"language": "zh", "text": f"中文回答 {i}"}))["id"] for i in range(3)}
     first = search(alice, "中文回答", mode, limit=2).json()
@@ -160,7 +206,7 @@ def test_search_pages_with_a_cursor_bound_to_its_query(alice, mode):
     assert_envelope(search(alice, "another query", mode, cursor=first["next"]), 400, "invalid_request")
 
 
-@pytest.mark.parametrize("mode", ["keyword", "semantic"])
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
 def test_search_is_scoped_to_the_user_and_the_product(alice, bob, mode):
     create(alice)
     assert ids(search(alice, "中文回答", mode, user="u2")) == []
@@ -180,6 +226,8 @@ def test_search_is_scoped_to_the_user_and_the_product(alice, bob, mode):
         {"query": "中文", "mode": "keyword", "cursor": "!!"},
         {"query": "中文", "mode": "keyword", "cursor": "WzFd"},
         {"query": "中文", "mode": "semantic", "cursor": "e30"},
+        {"query": "中文", "mode": "hybrid", "minScore": 1.5},
+        {"query": "中文", "mode": "hybrid", "minScore": "0.2"},
     ],
 )
 def test_bad_search_requests_are_400(alice, body):

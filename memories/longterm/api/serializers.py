@@ -16,6 +16,7 @@ from memoryhub.api.fields import (
     JSONObjectField,
     StrictBooleanField,
     StrictCharField,
+    StrictFloatField,
     StrictIntegerField,
     StrictSerializer,
 )
@@ -74,8 +75,17 @@ class MemoryUpdateSerializer(ProposalFields):
 
 class SearchSerializer(StrictSerializer):
     query = StrictCharField(max_length=1000)
-    mode = serializers.ChoiceField(choices=["keyword", "semantic"], help_text="Required: no silent default.")
+    mode = serializers.ChoiceField(
+        choices=["keyword", "semantic", "hybrid"],
+        help_text="Required: no silent default. hybrid fuses the keyword and semantic rankings (docs/recall.md).",
+    )
     limit = StrictIntegerField(min_value=1, max_value=50, required=False, default=10)
+    minScore = StrictFloatField(
+        min_value=-1.0,
+        max_value=1.0,
+        required=False,
+        help_text="Floor on the semantic cosine (semantic and hybrid); hybrid defaults to SEARCH_MIN_SCORE.",
+    )
     cursor = StrictCharField(required=False, allow_null=True, max_length=200)
 
 
@@ -184,7 +194,10 @@ class MemoryPageSerializer(serializers.Serializer):
 
 
 class SearchResultSerializer(MemorySerializer):
-    score = serializers.FloatField()
+    score = serializers.FloatField(help_text="keyword: relevance; semantic: cosine; hybrid: the fused RRF score.")
+    why = serializers.DictField(
+        help_text="Each signal's {rank, score} (null when it did not return the hit); hybrid adds `fused`."
+    )
 
 
 class SearchPageSerializer(serializers.Serializer):

