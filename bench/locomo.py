@@ -215,7 +215,8 @@ def main() -> int:
             turns = sum(
                 import_sample(http, user, sample) for user, sample in tqdm(samples, desc="import", file=sys.stderr)
             )
-            wait_embedded(http, [user for user, _ in samples])
+            if set(modes) != {"keyword"}:  # keyword search needs no vectors
+                wait_embedded(http, [user for user, _ in samples])
             print(
                 f"imported {turns} dialog turns of {len(samples)} conversations in {time.perf_counter() - started:.1f} s (vectors included)"
             )

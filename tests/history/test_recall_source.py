@@ -109,3 +109,16 @@ def test_erasing_the_user_removes_the_index_and_the_export_covers_it(alice):
     outbox.background_wait()
     wait_for(lambda: not HistoryEntry.objects.filter(user_id="u1").exists(), message="the erasure")
     assert contents(search(alice, "u1", "violin", "keyword")) == []
+
+
+def test_backfill_indexes_stored_messages_missing_from_the_index(alice):
+    from django.core.management import call_command
+
+    scenario(alice)
+    turn(alice, "c", "Tell me about glaciers", reply="Glaciers are rivers of ice.")
+    HistoryEntry.objects.all().delete()  # as before the index existed
+    assert contents(search(alice, "u1", "glaciers ice", "keyword")) == []
+    call_command("backfill_history")
+    found = contents(search(alice, "u1", "glaciers ice", "hybrid"))
+    assert set(found) == {"Tell me about glaciers", "Glaciers are rivers of ice."}
+    assert alice.get("/v1/users/u1/history").json()["pending"] == 0
