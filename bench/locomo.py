@@ -217,9 +217,8 @@ def main() -> int:
             )
             if set(modes) != {"keyword"}:  # keyword search needs no vectors
                 wait_embedded(http, [user for user, _ in samples])
-            print(
-                f"imported {turns} dialog turns of {len(samples)} conversations in {time.perf_counter() - started:.1f} s (vectors included)"
-            )
+            took = time.perf_counter() - started
+            print(f"imported {turns} dialog turns of {len(samples)} conversations in {took:.1f} s (vectors included)")
             results = {mode: report(mode, *evaluate(http, samples, mode)) for mode in modes}
         final = results.get("hybrid") or results[modes[-1]]
         label = "hybrid" if "hybrid" in results else modes[-1]

@@ -55,7 +55,9 @@ def _line(hit: HistoryHit, room: int) -> str:
 
 def render(hits: list[HistoryHit], max_chars: int) -> tuple[str, list[HistoryHit]]:
     """The hits that fit, oldest first, within max_chars (a line that does not fit whole is shortened)."""
-    lines, used, total = [], [], 0
+    lines: list[tuple[HistoryHit, str]] = []
+    used: list[HistoryHit] = []
+    total = 0
     for hit in hits:  # best first: the budget goes to the best hits
         room = max_chars - total - (1 if lines else 0)
         if room < MIN_LINE:
@@ -73,7 +75,7 @@ def produce_recalled_history(request: RecallRequest) -> SourceResult:
     if not request.user_message.strip():
         return SourceResult(text="", status="empty", details={"reason": "no user message to search with"})
     filters = HistoryFilters(
-        exclude_conversation=request.conversation_id, exclude_from_round=request.round - options["recentRounds"]
+        exclude_conversation=request.conversation_id, exclude_from_round=max(1, request.round - options["recentRounds"])
     )
     hits = history_search(
         UserAddress(request.product, request.user_id),

@@ -43,8 +43,9 @@ class HistoryFilters:
     exclude_conversation: str | None = None
     exclude_from_round: int | None = None
 
-    def sql(self) -> tuple[str, list]:
-        clauses, params = [], []
+    def sql(self) -> tuple[str, list[object]]:
+        clauses: list[str] = []
+        params: list[object] = []
         if self.conversations:
             clauses.append(f"h.conversation_id IN ({', '.join(['%s'] * len(self.conversations))})")
             params.extend(self.conversations)
