@@ -22,8 +22,14 @@ class HistorySearchSerializer(StrictSerializer):
     after = serializers.DateTimeField(required=False, help_text="Only messages created at or after (ISO 8601).")
     before = serializers.DateTimeField(required=False, help_text="Only messages created before (ISO 8601).")
     roles = serializers.ListField(
-        child=serializers.ChoiceField(choices=ROLES), min_length=1, max_length=2, required=False
+        child=StrictCharField(), min_length=1, max_length=2, required=False, help_text='"user" and/or "assistant".'
     )
+
+    def validate_roles(self, value: list[str]) -> list[str]:
+        # Checked here, not by a ChoiceField: the schema would name the import's role enum twice.
+        if any(role not in ROLES for role in value):
+            raise serializers.ValidationError('each role must be "user" or "assistant"')
+        return value
 
     def validate(self, attrs):
         if attrs.get("after") and attrs.get("before") and attrs["after"] >= attrs["before"]:
@@ -35,7 +41,7 @@ class HistoryHitSerializer(serializers.Serializer):
     messageId = serializers.IntegerField(help_text="The message's id in the history index.")
     conversationId = serializers.CharField()
     round = serializers.IntegerField()
-    role = serializers.ChoiceField(choices=ROLES)
+    role = serializers.CharField(help_text='"user" or "assistant".')
     name = serializers.CharField(help_text="The speaker's name as imported; empty for a turn's message.")
     clientId = serializers.CharField(help_text="The product's id of an imported message; empty otherwise.")
     content = serializers.CharField()
