@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "memories.compact",
     "memories.state",
     "memories.story",
+    "memories.history",
     "memories.lifecycle",
     "memories.console",
     "memories.mcp",
@@ -227,6 +228,7 @@ CELERY_TASK_ROUTES = {
     "compact.*": {"queue": "diaries"},  # the summariser again
     "tables.*": {"queue": "tables"},
     "longterm.*": {"queue": "embeddings"},  # long-term memories' maintenance (vectors)
+    "history.*": {"queue": "embeddings"},  # message vectors of the history index
     "outbox.*": {"queue": "outbox"},
 }
 CELERY_BEAT_SCHEDULE = {

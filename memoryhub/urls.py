@@ -31,6 +31,7 @@ urlpatterns = [
     path("v1/", include("memories.compact.api.urls")),
     path("v1/", include("memories.state.api.urls")),
     path("v1/", include("memories.story.api.urls")),
+    path("v1/", include("memories.history.api.urls")),
     path("v1/", include("memories.lifecycle.api.urls")),
     path("v1/", include("memories.webhooks.api.urls")),
     path("hinos/v1/", include("memories.hinos.api.urls")),

@@ -16,6 +16,7 @@ from memories.services.conversations import conversation_scope, conversation_sta
 from memories.services.events import event_emit_for_turn
 from memories.services.memory_write import memory_write_after_commit
 from memories.services.scenarios import scenario_for_turn, scenario_scope, scenario_sources
+from memories.signals import messages_stored
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, InvalidRequest, NotFound
@@ -243,7 +244,7 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
     )
     witness = turn.witness or {}
     present = witness.get("present", [])
-    Message.objects.bulk_create(
+    stored = Message.objects.bulk_create(
         [
             Message(
                 role="user", content=turn.user_message, name=witness.get("userName", ""), present=present, **common
@@ -253,6 +254,7 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
             ),
         ]
     )
+    messages_stored.send(sender=Message, messages=stored)
     turn.assistant_message = assistant_message
     turn.status = "completed"
     turn.completed_at = timezone.now()

@@ -28,6 +28,7 @@ from memories.selectors.scenarios import scenario_get
 from memories.services.events import event_emit_for_turn
 from memories.services.memory_write import memory_write_after_commit
 from memories.services.scenarios import scenario_sources
+from memories.signals import messages_stored
 from memoryhub.errors import Conflict, NotFound
 from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import SourceConfig, SourceResult, TurnContext
@@ -237,12 +238,13 @@ def _store_turn(claim: HinosClaim, user: str, assistant: str) -> Turn:
         turn=turn,
         round=turn.round,
     )
-    Message.objects.bulk_create(
+    stored = Message.objects.bulk_create(
         [
             Message(role="user", content=user, **common),
             Message(role="assistant", content=assistant, **common),
         ]
     )
+    messages_stored.send(sender=Message, messages=stored)
     scheduled = registry.run_commit_hooks(turn.pk)  # the same background work as a completed turn
     turn.memory_write = memory_write_after_commit(scheduled)
     turn.save(update_fields=["memory_write"])

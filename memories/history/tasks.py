@@ -1,0 +1,15 @@
+"""Celery interface of the history index: embedding messages after they are stored (scheduled via the outbox)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from memories.history.services.indexing import EMBED_TASK
+from memories.history.services.vectors import history_embed
+
+__all__ = ["EMBED_TASK", "embed_entries"]
+
+
+@shared_task(name=EMBED_TASK, acks_late=True)
+def embed_entries(entry_pks: list[int]) -> int:
+    return history_embed(entry_pks)

@@ -1,0 +1,124 @@
+"""The history-search source in a turn, superseded replies and erasure, all through the HTTP API."""
+
+from __future__ import annotations
+
+import pytest
+
+from memories.history.models import HistoryEntry
+from memoryhub import outbox
+from tests.history.support import contents, imported, message, search
+from tests.support.api import assert_envelope
+from tests.support.processes import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SOURCE = {"id": "past", "agentRef": "history-search", "variable": "recalledHistory", "recentRounds": 1}
+OLD = [
+    message("o1", "user", "My daughter Lena starts violin lessons on Tuesday.", "2024-03-01T18:00:00Z", "Sam"),
+    message("o2", "assistant", "How exciting for Lena! Violin takes patience.", "2024-03-01T18:00:02Z"),
+    message("o3", "user", "I repaired the garden fence this weekend.", "2024-03-02T09:00:00Z", "Sam"),
+]
+
+
+def scenario(api, **source) -> None:
+    body = {
+        "id": "chat",
+        "name": "Chat",
+        "memorySources": [{**SOURCE, **source}],
+        "template": "Earlier:\n{{recalledHistory}}\nUser: {{userMessage}}",
+    }
+    response = api.post("/v1/scenarios", body)
+    assert response.status_code == 201, response.json()
+
+
+def turn(api, conversation: str, text: str, reply: str | None = "ok", **extra) -> dict:
+    prepared = api.post(
+        f"/v1/users/u1/conversations/{conversation}/turns", {"scenarioId": "chat", "userMessage": text, **extra}
+    )
+    assert prepared.status_code == 201, prepared.json()
+    body = prepared.json()
+    if reply is not None:
+        done = api.post(
+            f"/v1/users/u1/conversations/{conversation}/turns/{body['turnId']}/complete", {"assistantMessage": reply}
+        )
+        assert done.status_code == 200, done.json()
+        outbox.background_wait()
+    return body
+
+
+def test_a_turn_recalls_other_conversations_with_time_speaker_ids_scores_and_why(alice):
+    imported(alice, "u1", "old", OLD)
+    scenario(alice)
+    body = turn(alice, "new", "How is Lena doing with her violin?", reply=None)
+    assert "[2024-03-01 18:00 UTC] Sam: My daughter Lena starts violin lessons on Tuesday." in body["prompt"]
+    [status] = body["sources"]
+    assert status["status"] == "ok" and status["agentRef"] == "history-search"
+    recalled = status["details"]["messages"]
+    top = recalled[0]
+    lena = {HistoryEntry.objects.get(client_id=c).pk for c in ("o1", "o2")}
+    assert top["messageId"] in lena and top["conversationId"] == "old" and top["round"] == 1
+    assert lena <= {hit["messageId"] for hit in recalled}
+    assert top["why"]["keyword"]["rank"] == 1 and top["score"] == top["why"]["fused"]
+
+
+def test_the_budget_bounds_the_text_and_the_rounds_in_the_prompt_are_left_out(alice):
+    imported(alice, "u1", "old", OLD)
+    scenario(alice, maxChars=120, topK=3)
+    text = turn(alice, "new", "violin Lena fence garden", reply=None)["variables"]["recalledHistory"]
+    assert 0 < len(text) <= 120
+    # This conversation's latest round is in the prompt (recentRounds 1): never recalled; round 1 is.
+    turn(alice, "c", "I adopted a parrot called Kiwi.")
+    turn(alice, "c", "We painted the kitchen yellow.")
+    recalled = turn(alice, "c", "Kiwi the parrot and the yellow kitchen", reply=None)["variables"]["recalledHistory"]
+    assert "Kiwi" in recalled and "yellow" not in recalled
+
+
+def test_invalid_source_options_are_400(alice):
+    for bad in ({"topK": 0}, {"maxChars": "x"}, {"mode": "fuzzy"}, {"colour": 1}):
+        body = {"id": "x", "name": "X", "memorySources": [{**SOURCE, **bad}], "template": "{{recalledHistory}}"}
+        assert_envelope(alice.post("/v1/scenarios", body), 400)
+
+
+def test_turn_messages_are_searchable_at_once_and_a_superseded_reply_never_is(alice):
+    scenario(alice)
+    first = turn(alice, "c", "Tell me about lighthouses", reply="Lighthouses guide ships with a flashing beam.")
+    assert contents(search(alice, "u1", "lighthouse beam", "keyword"))[0].startswith("Lighthouses guide")
+    prepared = alice.post(
+        "/v1/users/u1/conversations/c/turns",
+        {"scenarioId": "chat", "userMessage": "Tell me about lighthouses", "replacesTurnId": first["turnId"]},
+    ).json()
+    done = alice.post(
+        f"/v1/users/u1/conversations/c/turns/{prepared['turnId']}/complete",
+        {"assistantMessage": "Towers of light on rocky coasts."},
+    )
+    assert done.status_code == 200, done.json()
+    outbox.background_wait()
+    for mode in ("keyword", "semantic", "hybrid"):
+        found = contents(search(alice, "u1", "lighthouse flashing beam ships light coasts", mode, limit=100))
+        assert "Lighthouses guide ships with a flashing beam." not in found, mode
+        assert "Towers of light on rocky coasts." in found, mode
+
+
+def test_erasing_the_user_removes_the_index_and_the_export_covers_it(alice):
+    from memories.lifecycle.services.export import exported_rows
+
+    imported(alice, "u1", "old", OLD)
+    assert HistoryEntry in exported_rows(alice.product, "u1")  # the registry walk finds the new table
+    erased = alice.delete("/v1/users/u1")
+    assert erased.status_code in (200, 202), erased.json()
+    outbox.background_wait()
+    wait_for(lambda: not HistoryEntry.objects.filter(user_id="u1").exists(), message="the erasure")
+    assert contents(search(alice, "u1", "violin", "keyword")) == []
+
+
+def test_backfill_indexes_stored_messages_missing_from_the_index(alice):
+    from django.core.management import call_command
+
+    scenario(alice)
+    turn(alice, "c", "Tell me about glaciers", reply="Glaciers are rivers of ice.")
+    HistoryEntry.objects.all().delete()  # as before the index existed
+    assert contents(search(alice, "u1", "glaciers ice", "keyword")) == []
+    call_command("backfill_history")
+    found = contents(search(alice, "u1", "glaciers ice", "hybrid"))
+    assert set(found) == {"Tell me about glaciers", "Glaciers are rivers of ice."}
+    assert alice.get("/v1/users/u1/history").json()["pending"] == 0
