@@ -16,7 +16,8 @@ TAGS: dict[str, str] = {
     "tables": "Memory tables a model edits with <tableEdit> (docs/tables.md).",
     "state": "Versioned conversation state and its candidates (docs/state.md).",
     "story": "Story world/narrative snapshots settled on confirmed replies (docs/story.md).",
-    "history": "Compact-history summaries of a conversation (docs/compact.md).",
+    "history": "A user's past messages searched and imported (docs/history.md), and compact-history summaries of a "
+    "conversation (docs/compact.md).",
     "lifecycle": "Retention, export, import and erasure of a user's data (docs/data-lifecycle.md).",
     "webhooks": "Endpoints that receive signed event deliveries (docs/webhooks.md).",
     "tools": "Tool tokens and the model-facing tools they authenticate (docs/contract.md#tool-tokens, docs/mcp.md).",
@@ -229,6 +230,23 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "List story versions",
         "Every version, newest first: settlements and rollbacks; `rolledBack` marks versions a rollback discarded."
         + _PAGE,
+    ),
+    "history_search": (
+        "history",
+        "Search a user's past messages",
+        "Every message of every conversation of the user, ranked by `mode` (hybrid, keyword or semantic), best first, "
+        "each hit with `why`; superseded messages are never returned (docs/history.md).",
+    ),
+    "history_status": (
+        "history",
+        "History index status",
+        "How many of the user's messages are indexed and how many still wait for their vector (docs/history.md).",
+    ),
+    "messages_import": (
+        "history",
+        "Import past messages",
+        "Up to 1,000 past messages of a conversation with their original times, in order; idempotent by `clientId` "
+        "(the same id with other content is 422). They are then searchable and recallable (docs/history.md).",
     ),
     "compactions_list": ("history", "List compact-history summaries", "The conversation's summaries." + _PAGE),
     "product_get": ("lifecycle", "Read the product", "The calling product and its retention settings."),
