@@ -44,7 +44,9 @@ class MessageImportView(APIView):
     """Store a conversation's past messages with their original times; idempotent by clientId."""
 
     @extend_schema(
-        request=s.MessageImportSerializer, responses=s.MessageImportResultSerializer, operation_id="messages_import"
+        request=s.MessageImportSerializer,
+        responses={201: s.MessageImportResultSerializer, 200: s.MessageImportResultSerializer},
+        operation_id="messages_import",
     )
     def post(self, request, user_id: str, conversation_id: str):
         address = conversation_address(request, user_id, conversation_id)
