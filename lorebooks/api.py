@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lorebooks import formats
+from lorebooks import responses as bodies
 from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
 from lorebooks.selectors import entry_get, entry_versions_page, live_entries, lorebook_get, lorebooks_page
 from lorebooks.services import entry_create, entry_delete, entry_update, lorebook_delete, lorebook_import
@@ -100,7 +101,7 @@ class LorebookListView(APIView):
     parser_classes = [StrictJSONParser, MultiPartParser]
 
     @extend_schema(
-        responses=dict,
+        responses=bodies.LorebookPageSerializer,
         parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
         operation_id="lorebooks_list",
     )
@@ -111,7 +112,7 @@ class LorebookListView(APIView):
 
     @extend_schema(
         request={"application/json": LorebookImportSerializer, "multipart/form-data": dict},
-        responses={201: dict},
+        responses={201: bodies.LorebookDetailSerializer},
         operation_id="lorebooks_import",
         description="JSON: id, name and worldInfo or characterCard. Multipart: id, name and file (a PNG card "
         "whose `chara` or `ccv3` tEXt chunk holds the card as base64 JSON).",
@@ -133,7 +134,7 @@ class LorebookListView(APIView):
 
 
 class LorebookDetailView(APIView):
-    @extend_schema(responses=dict, operation_id="lorebooks_get")
+    @extend_schema(responses=bodies.LorebookDetailSerializer, operation_id="lorebooks_get")
     def get(self, request, lorebook_id: str):
         return Response(lorebook_to_dict(lorebook_get(product=request.user.product, slug=lorebook_id), entries=True))
 
@@ -154,7 +155,7 @@ class LorebookExportView(APIView):
     content_negotiation_class = FileFormatNegotiation
 
     @extend_schema(
-        responses=dict,
+        responses=bodies.LorebookFileSerializer,
         parameters=[OpenApiParameter("format", str, enum=list(formats.FORMATS), description="Default: its own.")],
         operation_id="lorebooks_export",
     )
@@ -168,12 +169,16 @@ class LorebookExportView(APIView):
 
 
 class EntryListView(APIView):
-    @extend_schema(responses=dict, operation_id="lorebook_entries_list")
+    @extend_schema(responses=bodies.LorebookEntryListSerializer, operation_id="lorebook_entries_list")
     def get(self, request, lorebook_id: str):
         lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
         return Response({"results": [entry_to_dict(lorebook, e) for e in live_entries(lorebook)]})
 
-    @extend_schema(request=EntryCreateSerializer, responses={201: dict}, operation_id="lorebook_entries_create")
+    @extend_schema(
+        request=EntryCreateSerializer,
+        responses={201: bodies.LorebookEntrySerializer},
+        operation_id="lorebook_entries_create",
+    )
     def post(self, request, lorebook_id: str):
         lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
         data = validated(EntryCreateSerializer, request.data)
@@ -182,12 +187,14 @@ class EntryListView(APIView):
 
 
 class EntryDetailView(APIView):
-    @extend_schema(responses=dict, operation_id="lorebook_entries_get")
+    @extend_schema(responses=bodies.LorebookEntrySerializer, operation_id="lorebook_entries_get")
     def get(self, request, lorebook_id: str, uid: str):
         lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
         return Response(entry_to_dict(lorebook, entry_get(lorebook, uid)))
 
-    @extend_schema(request=EntryEditSerializer, responses=dict, operation_id="lorebook_entries_edit")
+    @extend_schema(
+        request=EntryEditSerializer, responses=bodies.LorebookEntrySerializer, operation_id="lorebook_entries_edit"
+    )
     def patch(self, request, lorebook_id: str, uid: str):
         lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
         entry = entry_get(lorebook, uid)
@@ -214,7 +221,7 @@ class EntryDetailView(APIView):
 
 class EntryVersionListView(APIView):
     @extend_schema(
-        responses=dict,
+        responses=bodies.LorebookEntryVersionPageSerializer,
         parameters=[OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
         operation_id="lorebook_entry_versions",
     )

@@ -18,6 +18,8 @@ TAGS: dict[str, str] = {
     "story": "Story world/narrative snapshots settled on confirmed replies (docs/story.md).",
     "history": "A user's past messages searched and imported (docs/history.md), and compact-history summaries of a "
     "conversation (docs/compact.md).",
+    "lorebooks": "World Info and Character Card lorebooks: import, export, entries under compare-and-set with "
+    "history (docs/roleplay.md#lorebooks).",
     "lifecycle": "Retention, export, import and erasure of a user's data (docs/data-lifecycle.md).",
     "webhooks": "Endpoints that receive signed event deliveries (docs/webhooks.md).",
     "tools": "Tool tokens and the model-facing tools they authenticate (docs/contract.md#tool-tokens, docs/mcp.md).",
@@ -249,6 +251,45 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "(the same id with other content is 422). They are then searchable and recallable (docs/history.md).",
     ),
     "compactions_list": ("history", "List compact-history summaries", "The conversation's summaries." + _PAGE),
+    "lorebooks_list": ("lorebooks", "List lorebooks", "The product's lorebooks, without their entries." + _PAGE),
+    "lorebooks_import": (
+        "lorebooks",
+        "Import a lorebook",
+        "A World Info file or a Character Card V2/V3's character_book: 201 with its entries; a bad file is 400 "
+        "naming the field and creates nothing, an id in use 409 lorebook_exists.",
+    ),
+    "lorebooks_get": ("lorebooks", "Read a lorebook", "One lorebook with its live entries."),
+    "lorebooks_delete": ("lorebooks", "Delete a lorebook", "Removes the lorebook and its entries (404 when none)."),
+    "lorebooks_export": (
+        "lorebooks",
+        "Export a lorebook",
+        "The file: in the imported format the imported file field for field plus the edits; in the other format "
+        "the entries converted as SillyTavern converts them.",
+    ),
+    "lorebook_entries_list": ("lorebooks", "List a lorebook's entries", "Every live entry: `native` and `entry`."),
+    "lorebook_entries_create": (
+        "lorebooks",
+        "Create an entry",
+        "A new entry from World Info view fields, at revision 1 (uid: the next free integer unless given).",
+    ),
+    "lorebook_entries_get": ("lorebooks", "Read an entry", "One live entry: as stored (`native`) and its view."),
+    "lorebook_entries_edit": (
+        "lorebooks",
+        "Edit an entry",
+        "Changes the view fields sent, written where the format keeps them, iff `expectedRevision` is the stored "
+        "revision: 200 at revision + 1, else 409 revision_conflict with details.currentRevision.",
+    ),
+    "lorebook_entries_delete": (
+        "lorebooks",
+        "Delete an entry",
+        "Removes the entry from export and recall iff `expectedRevision` is the stored revision (409 otherwise); "
+        "its history stays.",
+    ),
+    "lorebook_entry_versions": (
+        "lorebooks",
+        "List an entry's revisions",
+        "Every revision, newest first, with its cause and actor; a deleted entry's too." + _PAGE,
+    ),
     "product_get": ("lifecycle", "Read the product", "The calling product and its retention settings."),
     "product_update": ("lifecycle", "Change retention", "Change the product's retention settings."),
     "users_export": ("lifecycle", "Export a user", "Start an export of everything memoryhub keeps about the user."),

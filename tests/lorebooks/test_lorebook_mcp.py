@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from lorebooks.models import LorebookEntryVersion
 from tests.mcp.support import call, mint, rpc
+from tests.support.openapi import json_schema
 
 from .support import import_world
 
@@ -43,3 +45,21 @@ def test_a_model_reads_and_edits_an_entry_under_compare_and_set(alice, client, t
     assert LorebookEntryVersion.objects.get(entry__uid="2", revision=2).cause == "tool"
     foreign = call(client, token, "edit_lorebook_entry", edit | {"lorebook": "other", "expectedRevision": 2})
     assert foreign["isError"] is True
+
+
+def test_the_tools_results_are_what_their_output_schemas_declare(client, token):
+    """Read as closed objects, as the API's responses are: a key the outputSchema does not name fails."""
+    tools = {t["name"]: t for t in rpc(client, token, "tools/list").json()["result"]["tools"]}
+    read = call(client, token, "get_lorebook_entries")["structuredContent"]
+    entry = next(e for e in read["lorebooks"][0]["entries"] if e["uid"] == "2")
+    edit = {"lorebook": "eldoria", "uid": "2", "expectedRevision": entry["revision"], "entry": {"order": 85}}
+    written = call(client, token, "edit_lorebook_entry", edit)["structuredContent"]
+    for name, result in (("get_lorebook_entries", read), ("edit_lorebook_entry", written)):
+        closed = json_schema(tools[name]["outputSchema"])
+        assert list(Draft202012Validator(closed).iter_errors(result)) == [], name
+    assert (
+        Draft202012Validator(json_schema(tools["edit_lorebook_entry"]["outputSchema"])).is_valid(
+            {"revision": 2, "x": 1}
+        )
+        is False
+    )

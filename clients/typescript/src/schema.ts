@@ -184,6 +184,146 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/lorebooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List lorebooks
+         * @description The product's lorebooks, without their entries. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         */
+        get: operations["lorebooks_list"];
+        put?: never;
+        /**
+         * Import a lorebook
+         * @description JSON: id, name and worldInfo or characterCard. Multipart: id, name and file (a PNG card whose `chara` or `ccv3` tEXt chunk holds the card as base64 JSON).
+         */
+        post: operations["lorebooks_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lorebooks/{lorebook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a lorebook
+         * @description One lorebook with its live entries.
+         */
+        get: operations["lorebooks_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a lorebook
+         * @description Removes the lorebook and its entries (404 when none).
+         */
+        delete: operations["lorebooks_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lorebooks/{lorebook_id}/entries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a lorebook's entries
+         * @description Every live entry: `native` and `entry`.
+         */
+        get: operations["lorebook_entries_list"];
+        put?: never;
+        /**
+         * Create an entry
+         * @description A new entry from World Info view fields, at revision 1 (uid: the next free integer unless given).
+         */
+        post: operations["lorebook_entries_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lorebooks/{lorebook_id}/entries/{uid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an entry
+         * @description One live entry: as stored (`native`) and its view.
+         */
+        get: operations["lorebook_entries_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an entry
+         * @description Removes the entry from export and recall iff `expectedRevision` is the stored revision (409 otherwise); its history stays.
+         */
+        delete: operations["lorebook_entries_delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Edit an entry
+         * @description Changes the view fields sent, written where the format keeps them, iff `expectedRevision` is the stored revision: 200 at revision + 1, else 409 revision_conflict with details.currentRevision.
+         */
+        patch: operations["lorebook_entries_edit"];
+        trace?: never;
+    };
+    "/v1/lorebooks/{lorebook_id}/entries/{uid}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an entry's revisions
+         * @description Every revision, newest first, with its cause and actor; a deleted entry's too. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         */
+        get: operations["lorebook_entry_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lorebooks/{lorebook_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export a lorebook
+         * @description The file: in the imported format the imported file field for field plus the edits; in the other format the entries converted as SillyTavern converts them.
+         */
+        get: operations["lorebooks_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memory-kinds": {
         parameters: {
             query?: never;
@@ -580,6 +720,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/conversations/{conversation_id}/messages/{message_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a message
+         * @description Delete a user message (and its reply) or a reply: its turn is superseded with no replacement and its derived writes rolled back. Messages are marked deleted, never removed.
+         */
+        delete: operations["messages_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/conversations/{conversation_id}/messages/{message_id}/edit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Edit a message
+         * @description Edit a stored user message or reply: a new turn of the same round replaces the message's turn, whose derived writes are rolled back; the new turn then commits and its own work applies.
+         */
+        post: operations["messages_edit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}/conversations/{conversation_id}/state": {
         parameters: {
             query?: never;
@@ -858,6 +1038,26 @@ export interface paths {
          * @description Record the assistant's reply; memory writes follow the scenario's commitOn (409 turn_already_completed for a second reply).
          */
         post: operations["turns_complete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/conversations/{conversation_id}/turns/{turn_id}/select": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Swipe back to a reply
+         * @description Swipe back: the turn (a superseded reply of its round) becomes the current reply; the round's current reply is superseded and its derived writes rolled back, then this turn's are written again.
+         */
+        post: operations["turns_select"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1152,6 +1352,12 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description * `rolled_back` - rolled_back
+         *     * `reapplied` - reapplied
+         * @enum {string}
+         */
+        ActionEnum: "rolled_back" | "reapplied";
         Attempt: {
             number: number;
             trigger: components["schemas"]["AttemptTriggerEnum"];
@@ -1169,12 +1375,6 @@ export interface components {
          * @enum {string}
          */
         AttemptTriggerEnum: "auto" | "redeliver";
-        /**
-         * @description * `settlement` - settlement
-         *     * `rollback` - rollback
-         * @enum {string}
-         */
-        CauseEnum: "settlement" | "rollback";
         CheckpointRequest: {
             data: unknown;
             /** @description Required on a task's first checkpoint; fixed afterwards. */
@@ -1288,9 +1488,15 @@ export interface components {
             results: components["schemas"]["DiaryEntry"][];
             next: string | null;
         };
+        EntryCreateRequest: {
+            /** @description Default: the next free integer. */
+            uid?: string;
+            /** @description World Info fields (key, keysecondary, content, order, …). */
+            entry: unknown;
+        };
         Erasure: {
             erasureId: string;
-            status: components["schemas"]["StatusEnum"];
+            status: components["schemas"]["Status4c0Enum"];
             scope: components["schemas"]["ScopeEnum"];
             /** @description removed per kind, when done */
             counts: {
@@ -1304,7 +1510,7 @@ export interface components {
         };
         ErasureStarted: {
             erasureId: string;
-            status: components["schemas"]["StatusEnum"];
+            status: components["schemas"]["Status4c0Enum"];
         };
         Event: {
             id: number;
@@ -1322,7 +1528,7 @@ export interface components {
         };
         Export: {
             exportId: string;
-            status: components["schemas"]["StatusEnum"];
+            status: components["schemas"]["Status4c0Enum"];
             /** @description records per kind, when done */
             counts: {
                 [key: string]: number;
@@ -1341,8 +1547,14 @@ export interface components {
         };
         ExportStarted: {
             exportId: string;
-            status: components["schemas"]["StatusEnum"];
+            status: components["schemas"]["Status4c0Enum"];
         };
+        /**
+         * @description * `worldinfo` - worldinfo
+         *     * `charactercard` - charactercard
+         * @enum {string}
+         */
+        FormatEnum: "worldinfo" | "charactercard";
         HinosCommitRequest: {
             claim_id: string;
             user: string;
@@ -1382,7 +1594,7 @@ export interface components {
         };
         Import: {
             importId: string;
-            status: components["schemas"]["StatusEnum"];
+            status: components["schemas"]["Status4c0Enum"];
             /** @description imported and skipped records per kind, unknown kinds, reasons */
             report: {
                 [key: string]: unknown;
@@ -1394,7 +1606,7 @@ export interface components {
         };
         ImportStarted: {
             importId: string;
-            status: components["schemas"]["StatusEnum"];
+            status: components["schemas"]["Status4c0Enum"];
         };
         Kind: {
             name: string;
@@ -1434,6 +1646,114 @@ export interface components {
         KindEnum: "summary_only" | "summary_and_diary";
         KindList: {
             results: components["schemas"]["Kind"][];
+        };
+        Lorebook: {
+            id: string;
+            name: string;
+            /**
+             * @description The format it was imported from.
+             *
+             *     * `worldinfo` - worldinfo
+             *     * `charactercard` - charactercard
+             */
+            format: components["schemas"]["FormatEnum"];
+            /** @description Live (not deleted) entries. */
+            entryCount: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        LorebookDetail: {
+            id: string;
+            name: string;
+            /**
+             * @description The format it was imported from.
+             *
+             *     * `worldinfo` - worldinfo
+             *     * `charactercard` - charactercard
+             */
+            format: components["schemas"]["FormatEnum"];
+            /** @description Live (not deleted) entries. */
+            entryCount: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Every live entry. */
+            entries: components["schemas"]["LorebookEntry"][];
+        };
+        LorebookEntry: {
+            uid: string;
+            /** @description Send it back as expectedRevision to edit or delete the entry. */
+            revision: number;
+            /** @description The entry as World Info fields (uid, key, keysecondary, comment, content, order, position, disable, …) with SillyTavern's defaults filled in, whatever the format (docs/roleplay.md#lorebooks). */
+            entry: {
+                [key: string]: unknown;
+            };
+            /** @description The entry exactly as the imported format stores it (a World Info entry or a card's character_book entry). */
+            native: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        LorebookEntryList: {
+            results: components["schemas"]["LorebookEntry"][];
+        };
+        LorebookEntryVersion: {
+            revision: number;
+            /** @description This revision deleted the entry. */
+            deleted: boolean;
+            /** @description The entry as World Info fields (uid, key, keysecondary, comment, content, order, position, disable, …) with SillyTavern's defaults filled in, whatever the format (docs/roleplay.md#lorebooks). */
+            entry: {
+                [key: string]: unknown;
+            };
+            /** @description The entry exactly as the imported format stores it (a World Info entry or a card's character_book entry). */
+            native: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description What made this revision: the import, an API key, an operator in the admin or a tool call.
+             *
+             *     * `import` - import
+             *     * `api_key` - api_key
+             *     * `operator` - operator
+             *     * `tool` - tool
+             */
+            cause: components["schemas"]["LorebookEntryVersionCauseEnum"];
+            /** @description Who made it, when known. */
+            actor: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /**
+         * @description * `import` - import
+         *     * `api_key` - api_key
+         *     * `operator` - operator
+         *     * `tool` - tool
+         * @enum {string}
+         */
+        LorebookEntryVersionCauseEnum: "import" | "api_key" | "operator" | "tool";
+        LorebookEntryVersionPage: {
+            results: components["schemas"]["LorebookEntryVersion"][];
+            next: string | null;
+        };
+        /** @description The lorebook file itself, free-form as the format defines it: a SillyTavern World Info file ({"entries": {uid: entry, …}, …}; a list when imported as one) for format=worldinfo, a Character Card V2/V3 whose data.character_book holds the entries for format=charactercard. In its imported format it is the imported file with the edits. */
+        LorebookFile: {
+            [key: string]: unknown;
+        };
+        LorebookImportRequest: {
+            id: string;
+            name: string;
+            /** @description A SillyTavern World Info file ({'entries': {…}}). */
+            worldInfo?: unknown;
+            /** @description A Character Card V2/V3 with data.character_book. */
+            characterCard?: unknown;
+        };
+        LorebookPage: {
+            results: components["schemas"]["Lorebook"][];
+            next: string | null;
         };
         Memory: {
             id: string;
@@ -1523,8 +1843,27 @@ export interface components {
             role: components["schemas"]["RoleEnum"];
             content: string;
             superseded: boolean;
+            /** @description removed by DELETE …/messages/{id} (kept, never shown) */
+            deleted: boolean;
+            /** @description the speaking character */
+            name?: string;
+            /** @description the characters present (witness scopes) */
+            present?: string[];
             /** Format: date-time */
             createdAt: string;
+        };
+        MessageChanged: {
+            /** @description edit: the new turn; delete: the superseded turn */
+            turnId: number;
+            status: string;
+            round: number;
+            messageIds: number[];
+            changed: boolean;
+            /** @description what superseding the old turn undid */
+            rollback: components["schemas"]["Rollback"];
+        };
+        MessageEditRequest: {
+            content: string;
         };
         MessagePage: {
             results: components["schemas"]["Message"][];
@@ -1549,6 +1888,12 @@ export interface components {
          * @enum {string}
          */
         OutcomeEnum: "success" | "http_error" | "timeout" | "network_error" | "refused";
+        PatchedEntryEditRequest: {
+            /** @description The revision you read; a different stored one is 409. */
+            expectedRevision?: number;
+            /** @description The World Info fields to change; the others keep their values. */
+            entry?: unknown;
+        };
         PatchedKindUpdateRequest: {
             description?: string;
             /** @description JSON Schema (2020-12) of `content`, `"type": "object"`; a property with `"x-single-valued": true` has one current answer per user (a contradicting new memory supersedes). Patterns run on RE2 (no backreferences or lookaround); $ref only '#' or '#/…', never looping; a refused schema is 400 naming its JSON pointer (docs/contract.md, User-supplied JSON Schemas). */
@@ -1603,7 +1948,7 @@ export interface components {
         PatchedWebhookWriteRequest: {
             /** @description http(s) URL; its host must resolve to public addresses */
             url?: string;
-            /** @description event types to receive, or ["*"] for all: turn.completed, memory.updated, longterm.created, longterm.updated, longterm.deleted, diary.written, table.updated, state.committed, story.settled, export.ready, user.erased */
+            /** @description event types to receive, or ["*"] for all: turn.completed, memory.updated, longterm.created, longterm.updated, longterm.deleted, diary.written, table.updated, state.committed, story.settled, export.ready, user.erased, table.rolled_back, table.reapplied, table.rollback_conflict, state.rolled_back, state.reapplied, state.rollback_conflict, story.rolled_back, story.reapplied, story.rollback_conflict, diary.rolled_back, diary.reapplied, diary.rollback_conflict */
             events?: string[];
             /** @default true */
             enabled: boolean;
@@ -1673,9 +2018,19 @@ export interface components {
             round: number;
             actor: string | null;
             operationId: string | null;
+            cause: components["schemas"]["RevisionCauseEnum"];
+            turnId: number | null;
+            restoredFrom: number | null;
             /** Format: date-time */
             createdAt: string;
         };
+        /**
+         * @description * `write` - write
+         *     * `rollback` - rollback
+         *     * `reapply` - reapply
+         * @enum {string}
+         */
+        RevisionCauseEnum: "write" | "rollback" | "reapply";
         RevisionPage: {
             results: components["schemas"]["Revision"][];
             next: string | null;
@@ -1686,6 +2041,41 @@ export interface components {
          * @enum {string}
          */
         RoleEnum: "user" | "assistant";
+        Rollback: {
+            action: components["schemas"]["ActionEnum"];
+            cause: components["schemas"]["RollbackCauseEnum"];
+            /**
+             * @description conflict: a kind's artefact was written after the turn by someone else and was left as it is (kinds.<kind>.status)
+             *
+             *     * `ok` - ok
+             *     * `conflict` - conflict
+             */
+            status: components["schemas"]["RollbackStatusEnum"];
+            /** @description e.g. tables, state, story, compact */
+            kinds: {
+                [key: string]: unknown;
+            };
+            /** @description rolled_back: the turn that superseded it (null for a delete) */
+            byTurnId?: number | null;
+            /** @description reapplied: the reply this select superseded */
+            displacedTurnId?: number | null;
+            /** Format: date-time */
+            at: string;
+        };
+        /**
+         * @description * `regenerate` - regenerate
+         *     * `edit` - edit
+         *     * `delete` - delete
+         *     * `select` - select
+         * @enum {string}
+         */
+        RollbackCauseEnum: "regenerate" | "edit" | "delete" | "select";
+        /**
+         * @description * `ok` - ok
+         *     * `conflict` - conflict
+         * @enum {string}
+         */
+        RollbackStatusEnum: "ok" | "conflict";
         Scenario: {
             id: string;
             name: string;
@@ -1792,6 +2182,19 @@ export interface components {
             /** Format: double */
             score: number;
         };
+        Selected: {
+            turnId: number;
+            status: string;
+            round: number;
+            /** @description false: the turn was the current reply already */
+            changed: boolean;
+            /** @description what was written again for the selected turn */
+            rollback: components["schemas"]["Rollback"];
+            /** @description [{turnId, rollback}] superseded now */
+            displaced: {
+                [key: string]: unknown;
+            }[];
+        };
         SettlementRequest: {
             /** @description The version you read (0 before the first settlement). */
             expectedVersion: number;
@@ -1829,6 +2232,8 @@ export interface components {
             delete?: components["schemas"]["RecordKeyRequest"][];
             /** @description Repeat-safe retries: the first result is replayed. */
             operationId?: string;
+            /** @description The turn whose reply this candidate comes from: superseding that turn rolls the commit back (docs/roleplay.md); a superseded turn is 409 turn_superseded. */
+            turnId?: number;
         };
         /**
          * @description * `pending` - pending
@@ -1837,7 +2242,7 @@ export interface components {
          *     * `failed` - failed
          * @enum {string}
          */
-        StatusEnum: "pending" | "running" | "done" | "failed";
+        Status4c0Enum: "pending" | "running" | "done" | "failed";
         Story: {
             version: number;
             anchorMessageId: number | null;
@@ -1857,7 +2262,7 @@ export interface components {
             worldFacts: unknown;
             events: components["schemas"]["StoryEvent"][];
             narrative: unknown;
-            cause: components["schemas"]["CauseEnum"];
+            cause: components["schemas"]["StoryVersionCauseEnum"];
             changes: unknown;
             restoredFrom: number | null;
             rolledBack: boolean;
@@ -1866,6 +2271,12 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
+        /**
+         * @description * `settlement` - settlement
+         *     * `rollback` - rollback
+         * @enum {string}
+         */
+        StoryVersionCauseEnum: "settlement" | "rollback";
         StoryVersionPage: {
             results: components["schemas"]["StoryVersion"][];
             next: string | null;
@@ -2019,6 +2430,10 @@ export interface components {
                 [key: string]: unknown;
             }[];
             requestId: string;
+            /** @description group scenes: name, userName, present (docs/roleplay.md) */
+            witness?: {
+                [key: string]: unknown;
+            };
         };
         TurnCompleteRequest: {
             assistantMessage: string;
@@ -2043,6 +2458,10 @@ export interface components {
                 [key: string]: unknown;
             }[];
             requestId: string;
+            /** @description group scenes: name, userName, present (docs/roleplay.md) */
+            witness?: {
+                [key: string]: unknown;
+            };
             committed: boolean;
             memoryWrite: {
                 [key: string]: unknown;
@@ -2050,6 +2469,11 @@ export interface components {
             runtimeState: {
                 [key: string]: unknown;
             };
+            replacesTurnId?: number | null;
+            /** @description what superseding or selecting this turn undid or wrote again */
+            rollback?: {
+                [key: string]: unknown;
+            } | null;
         };
         TurnPrepareRequest: {
             scenarioId: string;
@@ -2057,6 +2481,12 @@ export interface components {
             subscriptionCategory?: string | null;
             requestId?: string;
             replacesTurnId?: number;
+            /** @description Group scenes: the character who replies; recall keeps to what it witnessed. */
+            name?: string;
+            /** @description The user's persona, stored on the user message. */
+            userName?: string;
+            /** @description The characters present this round (a list of at most 50 names, stored on both messages); none: everyone witnessed it. */
+            present?: unknown;
         };
         /**
          * @description * `function` - function
@@ -2108,7 +2538,7 @@ export interface components {
         WebhookWriteRequest: {
             /** @description http(s) URL; its host must resolve to public addresses */
             url: string;
-            /** @description event types to receive, or ["*"] for all: turn.completed, memory.updated, longterm.created, longterm.updated, longterm.deleted, diary.written, table.updated, state.committed, story.settled, export.ready, user.erased */
+            /** @description event types to receive, or ["*"] for all: turn.completed, memory.updated, longterm.created, longterm.updated, longterm.deleted, diary.written, table.updated, state.committed, story.settled, export.ready, user.erased, table.rolled_back, table.reapplied, table.rollback_conflict, state.rolled_back, state.reapplied, state.rollback_conflict, story.rolled_back, story.reapplied, story.rollback_conflict, diary.rolled_back, diary.reapplied, diary.rollback_conflict */
             events: string[];
             /** @default true */
             enabled: boolean;
@@ -2434,6 +2864,360 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Import"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebooks_list: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookPage"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebooks_import: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["LorebookImportRequest"];
+                "multipart/form-data": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookDetail"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebooks_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookDetail"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebooks_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_entries_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookEntryList"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_entries_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EntryCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookEntry"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_entries_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookEntry"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_entries_delete: {
+        parameters: {
+            query: {
+                expectedRevision: number;
+            };
+            header?: never;
+            path: {
+                lorebook_id: string;
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_entries_edit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedEntryEditRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookEntry"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_entry_versions: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                lorebook_id: string;
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookEntryVersionPage"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebooks_export: {
+        parameters: {
+            query?: {
+                /** @description Default: its own. */
+                format?: "charactercard" | "worldinfo";
+            };
+            header?: never;
+            path: {
+                lorebook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookFile"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
@@ -3307,6 +4091,128 @@ export interface operations {
             };
         };
     };
+    messages_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+                message_id: number;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageChanged"];
+                };
+            };
+            /** @description invalid_request: a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found: no such turn or message in this conversation (of this product) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description message_superseded: the message is not current */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    messages_edit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+                message_id: number;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageEditRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageChanged"];
+                };
+            };
+            /** @description invalid_request: a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found: no such turn or message in this conversation (of this product) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description message_superseded: the message is not current */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     state_get: {
         parameters: {
             query?: {
@@ -3839,6 +4745,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Completion"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    turns_select: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+                turn_id: number;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Selected"];
+                };
+            };
+            /** @description invalid_request: a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found: no such turn or message in this conversation (of this product) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description turn_not_selectable: not a committed reply that was superseded */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
