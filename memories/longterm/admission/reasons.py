@@ -349,3 +349,37 @@ _DURABLE = re.compile(
 
 def has_durable_marker(text: str) -> bool:
     return bool(_DURABLE.search(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# no_statement (widened): a remark on an answer, a greeting or a joke that asks for nothing
+# ---------------------------------------------------------------------------------------------
+
+# Praise, greetings and laughter: a social remark ("Wow, that detailed explanation was helpful."). A bare
+# "thanks" closes a request ("Concise replies, thanks."); only "thanks for …" thanks for an answer.
+_SOCIAL = _rx(
+    _w(r"(?:thanks for|thank you for|wow|haha+|lol|lmao|good (?:morning|night|evening|afternoon)|hi|hello)"),
+    _w(r"(?:nice|cool|awesome|great job|well done|love it|didn't expect|just saying)"),
+    _w(r"(?:that|this|the last|your last)(?: \w+){0,3} (?:was|is)"),
+    r"哈哈|(?:谢谢|多谢|感谢)(?:你|您)?的|不错|厉害|早上好|晚安|你好|嗨|太棒了|真棒|好评",
+)
+# A joke takes back what it says: "English it is lol jk", "开玩笑的".
+_JOKE = _rx(r"(?<![a-z])(?<!no )(?<!not )(?:jk|j/k|just kidding|kidding)(?![a-z])", r"开玩笑|逗你|说着玩")
+# Anything that asks, prefers or directs: with one of these the remark carries a preference.
+_ASKS_FOR = _rx(
+    _w(r"(?:please|pls|plz|kindly|always|every ?time|by default|default|going forward|next time|in (?:the )?future)"),
+    _w(r"(?:from now on|moving forward|from here on|keep|stick|stay|continue|more of|more like|like (?:that|this))"),
+    _w(r"(?:prefer|preferred|rather|want|need|like|love|appreciate|enjoy|should|must|let's|give me|make (?:it|them))"),
+    _w(r"(?:could|can|would|will) (?:you|u)"),
+    r"^\s*(?:\w+[,!]\s*)?(?:answer|reply|respond|write|talk|speak|use|switch|be|explain|go|do|don't|never|stop)(?![a-z])",
+    r"请|以后|今后|希望|喜欢|想要|要|保持|继续|一直|每次|默认|麻烦|给我|跟我|就这样|照这样|就行|就好|别|不要|用",
+)
+
+
+def states_nothing(text: str) -> bool:
+    """A joke, or a social remark (thanks, praise of an answer, a greeting) with no word that asks or prefers:
+    "Nice, short and sweet. Thanks!", "Good morning! Just saying hi in English.". "Thanks, keep it short
+    like that" asks (keep), so it is judged by the other rules."""
+    if _JOKE.search(text):
+        return True
+    return bool(_SOCIAL.search(text)) and not _ASKS_FOR.search(text)

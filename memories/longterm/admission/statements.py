@@ -227,6 +227,8 @@ def check_statement(evidence: str, *, third_person: bool = True) -> None:
     text = normalize_text(evidence).strip()
     if CHITCHAT.match(text):
         raise refuse("chit-chat is not a durable preference", cause=NO_STATEMENT)
+    if reasons.states_nothing(text):
+        raise refuse("the evidence is a remark, a greeting or a joke; it asks for nothing", cause=NO_STATEMENT)
     if reasons.is_hypothetical(text):
         raise refuse("the evidence is hypothetical ('if I were …'), not the user's preference", cause=HYPOTHETICAL)
     if third_person and reasons.is_past(text):
