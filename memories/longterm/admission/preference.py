@@ -272,7 +272,8 @@ _BRIEF = st._rx(
     st.ascii_word(r"crisp"),
     st.ascii_word(r"compact"),
     st.ascii_word(r"pithy"),
-    st.ascii_word(r"bite[- ]sized"),
+    st.ascii_word(r"bite[- ]size[d]?"),
+    st.ascii_word(r"(?:to|in|within) (?:a|one|a single) (?:short )?(?:paragraph|sentence|line)"),
     st.ascii_word(r"bullet(?:[- ]point)?s?"),
     st.ascii_word(r"one[- ]liners?"),
     st.ascii_word(r"in a nutshell"),
@@ -420,6 +421,9 @@ _DETAILED = st._rx(
     st.ascii_word(r"elaborate(?:ly)?"),
     st.ascii_word(r"step[- ]by[- ]step"),
     st.ascii_word(r"exhaustive(?:ly)?"),
+    st.ascii_word(r"(?:explain|cover|answer|describe)(?: \w+)? (?:fully|in full)"),
+    st.ascii_word(r"(?:go|going) all out"),
+    st.ascii_word(r"(?:don't|do not|never) hold back"),
 )
 _NAMES = "|".join(
     st.ascii_word(re.escape(w)) if w.isascii() else re.escape(w)
@@ -436,13 +440,16 @@ _INPUT_BEFORE_EN = re.compile(
     r"(?<![a-z])i\s+(?:write|speak|ask|type|talk|text|message|send|use|am writing|'m writing|am typing|'m typing|"
     r"am asking|'m asking)(?:\s+(?:to you|you|messages|questions|things))?\s+(?:in\s+)?$"
 )
-_INPUT_BEFORE_ZH = re.compile(r"我(?:用|说|讲|写|打)$")
+_INPUT_BEFORE_ZH = re.compile(r"我(?:也|就|先)?(?:可以|能|能不能|可不可以|会)?(?:用|说|讲|写|打)$")
+_INPUT_TO_YOU_ZH = re.compile(r"^(?:问你|向你提问|向你问|给你写|写给你|发给你|给你发)")
 _INPUT_AFTER_ZH = re.compile(r"^(?:问|提问|写|说|讲|打字|的时候|时|提|发)")
 
 
 def _about_input(reading: st.Reading, mention: st.Mention) -> bool:
     before = reading.text[: mention.start]
     after = reading.text[mention.end :]
+    if _INPUT_TO_YOU_ZH.match(after):
+        return True  # "用中文问你可以吗？": the user's own questions
     return bool(_INPUT_BEFORE_EN.search(before) or (_INPUT_BEFORE_ZH.search(before) and _INPUT_AFTER_ZH.match(after)))
 
 

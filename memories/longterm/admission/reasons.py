@@ -180,9 +180,14 @@ def is_temporary(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 _QUESTION_MARK = re.compile(r"[?？]")
+# Openers before a question or a request: "Wait, do you only reply in English?"
+_INTERJECTION = (
+    r"wait|hmm+|um+|uh+|er+m?|oh|ah|sorry|hold on|actually|honestly|seriously|really|by the way|quick q|"
+    r"curious|question|well|right|hey there|yo"
+)
 # A request in question form is an instruction: "Could you answer in English from now on?", "能用中文回答吗？"
 _EN_REQUEST = _rx(
-    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls|from now on|going forward|in future)[,\s]+)*"
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls|from now on|going forward|in future|" + _INTERJECTION + r")[,\s]+)*"
     r"(?:can|could|would|will|won't) (?:you|u)(?: please| kindly| just| always| maybe)? "
     r"(?!even |really |actually |speak|understand|read|know|handle|do |manage|support|write chinese|write english|"
     r"prefer|rather|like me|want me|like it if i|think|say|recommend|suggest)",
@@ -192,7 +197,7 @@ _EN_REQUEST = _rx(
     r"(?:can|could|may) i (?:get|have|ask (?:you|for)|request|please get|please have))",
 )
 _EN_ASKS = _rx(
-    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw)[,:\s]+)*"
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw|" + _INTERJECTION + r")[,:\s]+)*"
     r"(?:do|does|did|is|are|was|were|should|shall|which|what|how|why|who|where|when|have|has|am|isn't|aren't|"
     r"don't|doesn't|wouldn't)(?![a-z'])",
     r"^\s*(?:would|could|can|will|might)\s+(?!you\b|u\b|we\b)[a-z]+",
@@ -204,6 +209,10 @@ _EN_ASKS = _rx(
     _w(r"(?:would|do|will|did) you (?:prefer|rather|like me|want me|like it if i|think|recommend|suggest|mind if i)"),
     _w(r"is it (?:possible|better|ok|okay|fine)"),
     _w(r"or not"),
+    # A statement about the assistant said as a question: "So you can do detailed answers?", "You speak Chinese?"
+    r"^\s*(?:(?:so|and|wait|oh|ok|okay|hmm+|but)[,\s]+)*(?:you|u) (?:can|can't|could|do|don't|only|really|actually|"
+    r"speak|know|understand|support|are|aren't|'re|also|always|usually|never|prefer|like)(?![a-z])"
+    r"(?![^?]*\b(?:from now on|please|pls|going forward|by default)\b)",
 )
 _ZH_REQUEST = _rx(
     r"(?:能|可以|可不可以|能不能|能否|行不行|好不好|好吗|行吗|可以吗|成吗|好么|麻烦|请|劳驾)",

@@ -184,6 +184,12 @@ _ONE_OFF = _rx(
     ),
     ascii_word(r"(?:respond|reply|answer) to (?!me\b|us\b|my messages|my questions|everything|all|anything)[a-z]+'s"),
     ascii_word(r"translat(?:e|es|ed|ing|ion)"),
+    # "Answer the question above in English": a quote pointing at one piece of text
+    ascii_word(
+        r"(?:questions?|messages?|text|emails?|code|paragraphs?|passages?|articles?|sentences?|parts?|sections?|"
+        r"lists?|tables?|documents?|files?|links?|quotes?|ones?|posts?|comments?) (?:above|below)"
+    ),
+    ascii_word(r"the above"),
     ascii_word(r"how (?:do|would|can) (?:you|i|we) say"),
     ascii_word(r"what(?:'s| is| does| do)"),
     ascii_word(r"mean(?:s)? in"),
