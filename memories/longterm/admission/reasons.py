@@ -34,6 +34,7 @@ _PAST = _rx(
     r"(?<![a-z'])(?<!am )(?<!'m )(?<!be )(?<!get )(?<!got )(?<!are )(?<!is )(?<!getting )"
     r"used to(?= )(?! (?:it|this|that|them)\b)",
     _w(r"i once"),
+    _w(r"once upon a time"),
     _w(r"back (?:then|when|in (?:the day|college|school|uni|university|\d{4}|my|those|high school)|in the day)"),
     _w(r"in the past"),
     _w(r"previously"),
