@@ -393,3 +393,22 @@ def states_nothing(text: str) -> bool:
     if _JOKE.search(text):
         return True
     return bool(_SOCIAL.search(text)) and not _ASKS_FOR.search(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# one_off (widened): a style said before a question about some content
+# ---------------------------------------------------------------------------------------------
+
+# "In detail, what happened in 1989?", "Quickly, in English: how do I boil an egg?", "简单点，为什么天是蓝的？":
+# the style is for the answer to that question. Questions about the answers themselves ("… what do you
+# think?", "… can you?") are left to the question detector.
+_CONTENT_QUESTION = _rx(
+    r"[,:;，：；]\s*(?:so\s+|and\s+)?(?:what|how|why|who|where|when|which)(?:'s|'re| is| are| was| were| do| does| did|"
+    r" can| should| would| will| many| much| happened| makes| causes| exactly)(?! you (?:think|prefer|like|want|say|mean))"
+    r"[^?？]*[?？]\s*$",
+    r"[,:;，：；]\s*[^,:;，：；]{0,12}?(?:为什么|为啥|怎么(?!样的?回答)|如何|什么是|是什么|哪里|哪儿|多少|谁)[^,:;，：；]*[?？]\s*$",
+)
+
+
+def asks_about_content(text: str) -> bool:
+    return bool(_CONTENT_QUESTION.search(text))

@@ -190,6 +190,15 @@ _ONE_OFF = _rx(
         r"lists?|tables?|documents?|files?|links?|quotes?|ones?|posts?|comments?) (?:above|below)"
     ),
     ascii_word(r"the above"),
+    # A redo of one answer: "Say it again in English", "Repeat your last answer in Chinese", "再用中文说一遍"
+    ascii_word(
+        r"(?:say|answer|redo|repeat|rewrite|rephrase|explain|put|do) (?:it|that|this)"
+        r"(?! way| style| format| for me from| like)(?: again| once more| over)?"
+    ),
+    ascii_word(r"(?:repeat|redo|rewrite|rephrase) (?:your|the|my) (?:last|previous)"),
+    ascii_word(r"(?:what|everything) you just (?:said|wrote|told)"),
+    ascii_word(r"(?:say|explain|answer|tell me) (?:it|that)? ?(?:again|once more)"),
+    r"(?:再|重新)(?:用|以)?[^，。,]{0,8}?(?:说|讲|答|回答|解释|写|翻译)?(?:一遍|一次|一下)|重新(?:回答|说|讲|写)|再说一?遍|再讲一?遍",
     ascii_word(r"how (?:do|would|can) (?:you|i|we) say"),
     ascii_word(r"what(?:'s| is| does| do)"),
     ascii_word(r"mean(?:s)? in"),
@@ -216,7 +225,7 @@ def scoped(text: str) -> str | None:
     """The cause when `text` (normalised) names a period or a one-off scope, else None."""
     if reasons.is_temporary(text):
         return TEMPORARY
-    if _ONE_OFF.search(_DURABLE_START.sub(" ", text)):
+    if _ONE_OFF.search(_DURABLE_START.sub(" ", text)) or reasons.asks_about_content(text):
         return ONE_OFF
     return None
 
