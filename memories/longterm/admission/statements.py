@@ -190,6 +190,24 @@ _ONE_OFF = _rx(
         r"lists?|tables?|documents?|files?|links?|quotes?|ones?|posts?|comments?) (?:above|below)"
     ),
     ascii_word(r"the above"),
+    # one piece of text or one answer named by its place: "my previous question", "point two", "question 3"
+    ascii_word(
+        r"(?:this|that|my|your|the) (?:previous|last|earlier|first|second|third|next|other|following) "
+        r"(?:question|one|message|email|text|paragraph|reply|answer|response|point|part|section|item|step|problem)"
+    ),
+    ascii_word(
+        r"(?:question|point|step|item|part|section|problem|exercise|number|no\.?|q) "
+        r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)(?![a-z])"
+    ),
+    ascii_word(r"the (?:question|one|part|bit|section) (?:about|on|regarding)"),
+    ascii_word(r"(?:version|translation|summary|explanation|rewrite) of (?:that|this|it)"),
+    ascii_word(r"(?:just|only) (?:once|here)"),
+    r"^\s*once(?![a-z])(?! upon)",
+    ascii_word(
+        r"for (?:my|this|the|his|her|our) (?:cover letter|resume|cv|letter|article|blog post|blog|slides|document|"
+        r"proposal|application|form|message|caption|tweet|review|story|poem|speech|toast|card)"
+    ),
+    r"下一条|下条|本题|这一题|这题|这一个|就这一|仅限|只限|只有这(?:个|一个|次|道|题)",
     # A redo of one answer: "Say it again in English", "Repeat your last answer in Chinese", "再用中文说一遍"
     ascii_word(
         r"(?:say|answer|redo|repeat|rewrite|rephrase|explain|put|do) (?:it|that|this)"
