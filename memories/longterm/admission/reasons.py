@@ -331,6 +331,7 @@ def speaks_of_someone_else(text: str) -> bool:
 # Standing markers: with one of these, a scope word elsewhere in the quote is context, not scope
 # ---------------------------------------------------------------------------------------------
 
+_ANY_STYLE_ZH = r"回答|回复|喜欢|希望|想|要|用|中文|英文|英语|简|详|短|长"
 _DURABLE = re.compile(
     "|".join(
         [
@@ -357,8 +358,27 @@ _DURABLE = re.compile(
 )
 
 
+# A standing marker said of the user's own life or quoted as a word does not make the request standing:
+# "Summarize this article briefly; I'm always short on time", "Explain 'from now on' in Chinese".
+_QUOTED = re.compile(r"'[^']{1,40}'|\"[^\"]{1,40}\"|“[^”]{1,40}”|「[^」]{1,40}」|‘[^’]{1,40}’")
+_MARKER_CLAUSE = re.compile(r"[^,;:.!?，。；：！？—]+")
+_ABOUT_ME = re.compile(r"^\s*(?:(?:and|but|because|since|as|cause|so)\s+)?(?:i|i'm|im|i am|i'll|i've|i'd)(?![a-z'])", _I)
+_ABOUT_ANSWERS = re.compile(
+    r"(?<![a-z])(?:want|like|prefer|need|love|rather|answers?|repl|respon|explanations?|english|chinese|brief|"
+    r"detail|concise|you|read|speak|understand|language)|" + _ANY_STYLE_ZH,
+    _I,
+)
+
+
 def has_durable_marker(text: str) -> bool:
-    return bool(_DURABLE.search(text))
+    unquoted = _QUOTED.sub(" ", text)
+    for clause in _MARKER_CLAUSE.finditer(unquoted):
+        if not _DURABLE.search(clause.group()):
+            continue
+        if _ABOUT_ME.search(clause.group()) and not _ABOUT_ANSWERS.search(clause.group()):
+            continue  # "I'm always short on time": the user's life, not a way of answering
+        return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,4 +431,5 @@ _CONTENT_QUESTION = _rx(
 
 
 def asks_about_content(text: str) -> bool:
-    return bool(_CONTENT_QUESTION.search(text))
+    """A question about content after a style, or a quoted term to explain ("Explain 'from now on' in Chinese")."""
+    return bool(_CONTENT_QUESTION.search(text) or _QUOTED.search(text))
