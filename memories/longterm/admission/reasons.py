@@ -184,7 +184,7 @@ _QUESTION_MARK = re.compile(r"[?？]")
 # Openers before a question or a request: "Wait, do you only reply in English?"
 _INTERJECTION = (
     r"wait|hmm+|um+|uh+|er+m?|oh|ah|sorry|hold on|actually|honestly|seriously|really|by the way|quick q|"
-    r"curious|question|well|right|hey there|yo"
+    r"curious|question|well|right|hey there|yo|just wondering|wondering|i'm curious|i am curious|quick question"
 )
 # A request in question form is an instruction: "Could you answer in English from now on?", "能用中文回答吗？"
 _EN_REQUEST = _rx(
@@ -198,7 +198,7 @@ _EN_REQUEST = _rx(
     r"(?:can|could|may) i (?:get|have|ask (?:you|for)|request|please get|please have))",
 )
 _EN_ASKS = _rx(
-    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw|" + _INTERJECTION + r")[,:\s]+)*"
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw|" + _INTERJECTION + r")[,:—–\s-]+)*"
     r"(?:do|does|did|is|are|was|were|should|shall|which|what|how|why|who|where|when|have|has|am|isn't|aren't|"
     r"don't|doesn't|wouldn't)(?![a-z'])",
     r"^\s*(?:would|could|can|will|might)\s+(?!you\b|u\b|we\b)[a-z]+",
@@ -210,7 +210,12 @@ _EN_ASKS = _rx(
     _w(r"(?:would|do|will|did) you (?:prefer|rather|like me|want me|like it if i|think|recommend|suggest|mind if i)"),
     _w(r"is it (?:possible|better|ok|okay|fine)"),
     _w(r"or not"),
-    # A statement about the assistant said as a question: "So you can do detailed answers?", "You speak Chinese?"
+    # Wondering aloud what the assistant can do: "I was wondering if you could speak Chinese?"
+    _w(r"(?:i was|i am|i'm|just) wondering (?:if|whether) (?:you|u) (?:can|could|are able to)")
+    + r"\s+(?:speak|understand|read|write|know|handle|do|support)(?![a-z])",
+    # The user asking leave for themselves: "我能要求简短一点的回答吗？"
+    r"^\s*(?:请问)?我(?:能|可以|可不可以|能不能)(?:要求|请求|申请|问)",
+        # A statement about the assistant said as a question: "So you can do detailed answers?", "You speak Chinese?"
     r"^\s*(?:(?:so|and|wait|oh|ok|okay|hmm+|but)[,\s]+)*(?:you|u) (?:can|can't|could|do|don't|only|really|actually|"
     r"speak|know|understand|support|are|aren't|'re|also|always|usually|never|prefer|like)(?![a-z])"
     r"(?![^?]*\b(?:from now on|please|pls|going forward|by default)\b)",
