@@ -432,6 +432,8 @@ _NAMES = "|".join(
 # "English or Chinese", "中文或者英文都行": a choice between languages states no preference for either.
 _CHOICE = re.compile(rf"(?:{_NAMES})\s*(?:or|/|或者?|还是)\s*(?:in\s+)?(?:{_NAMES})|(?<![a-z])either(?![a-z])")
 _TOO = re.compile(r"(?:太|那么|过于|too|so|overly)\s*$")
+# "way too wordy", "太短了": a complaint about a length (not "so" — "…, so keep it short" is a conjunction)
+_COMPLAINT = re.compile(r"(?:太|过于|(?<![a-z])too|(?<![a-z])overly)\s*$")
 
 
 # A language the user writes in is not the language they ask to be answered in:
@@ -467,6 +469,15 @@ def _detail_mentions(reading: st.Reading) -> dict[str, list[st.Mention]]:
             if any(start < mention.end and mention.start < end for start, end in taken):
                 continue
             taken.append((mention.start, mention.end))
+            complaint = not mention.negated and bool(_COMPLAINT.search(reading.text[: mention.start]))
+            if level == "long" and complaint:
+                # "way too wordy, cut it down": a complaint about length asks for brevity
+                found["brief"].append(st.Mention(mention.clause, mention.start, mention.end, False, "long"))
+                continue
+            if level == "brief" and complaint:
+                # "answers that are too short annoy me, so go deeper": a complaint, not the claim
+                found["detailed"].append(st.Mention(mention.clause, mention.start, mention.end, False, "long"))
+                continue
             if level == "long":
                 found["brief" if mention.negated else "detailed"].append(
                     st.Mention(mention.clause, mention.start, mention.end, False, "long")

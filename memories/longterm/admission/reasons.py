@@ -394,7 +394,8 @@ def has_durable_marker(text: str) -> bool:
 # "thanks" closes a request ("Concise replies, thanks."); only "thanks for …" thanks for an answer.
 _SOCIAL = _rx(
     _w(r"(?:thanks for|thank you for|wow|haha+|lol|lmao|good (?:morning|night|evening|afternoon)|hi|hello)"),
-    _w(r"(?:nice|cool|awesome|great job|well done|love it|didn't expect|just saying)"),
+    r"^\s*(?:nice|cool|awesome)(?![a-z])",
+    _w(r"(?:great job|well done|love it|didn't expect|just saying)"),
     _w(r"(?:that|this|the last|your last)(?: \w+){0,3} (?:was|is)"),
     r"哈哈|(?:谢谢|多谢|感谢)(?:你|您)?的|不错|厉害|早上好|晚安|你好|嗨|太棒了|真棒|好评",
 )
@@ -406,6 +407,7 @@ _ASKS_FOR = _rx(
     _w(r"(?:from now on|moving forward|from here on|keep|stick|stay|continue|more of|more like|like (?:that|this))"),
     _w(r"(?:prefer|preferred|rather|want|need|like|love|appreciate|enjoy|should|must|let's|give me|make (?:it|them))"),
     _w(r"(?:could|can|would|will) (?:you|u)"),
+    _w(r"(?:would|'d) be (?:nice|great|good|helpful|better|ideal|lovely|perfect)"),
     r"^\s*(?:\w+[,!]\s*)?(?:answer|reply|respond|write|talk|speak|use|switch|be|explain|go|do|don't|never|stop)(?![a-z])",
     r"请|以后|今后|希望|喜欢|想要|要|保持|继续|一直|每次|默认|麻烦|给我|跟我|就这样|照这样|就行|就好|别|不要|用",
 )
