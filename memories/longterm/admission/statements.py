@@ -207,7 +207,9 @@ _ONE_OFF = _rx(
         r"for (?:my|this|the|his|her|our) (?:cover letter|resume|cv|letter|article|blog post|blog|slides|document|"
         r"proposal|application|form|message|caption|tweet|review|story|poem|speech|toast|card)"
     ),
-    r"下一条|下条|本题|这一题|这题|这一个|就这一|仅限|只限|只有这(?:个|一个|次|道|题)",
+    r"下一条|下条|这一条|本题|这一题|这题|这一个|就这一|仅限|只限|只有这(?:个|一个|次|道|题)",
+    # "麻烦把答案改成英文": an edit of one text
+    r"把(?:这|那|它|你的?|刚才|上面|答案|回答|上一|我的)",
     # A redo of one answer: "Say it again in English", "Repeat your last answer in Chinese", "再用中文说一遍"
     ascii_word(
         r"(?:say|answer|redo|repeat|rewrite|rephrase|explain|put|do) (?:it|that|this)"
