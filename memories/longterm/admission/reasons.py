@@ -188,7 +188,9 @@ _INTERJECTION = (
 )
 # A request in question form is an instruction: "Could you answer in English from now on?", "能用中文回答吗？"
 _EN_REQUEST = _rx(
-    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls|from now on|going forward|in future|" + _INTERJECTION + r")[,\s]+)*"
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls|from now on|going forward|in future|"
+    + _INTERJECTION
+    + r")[,\s]+)*"
     r"(?:can|could|would|will|won't) (?:you|u)(?: please| kindly| just| always| maybe)? "
     r"(?!even |really |actually |speak|understand|read|know|handle|do |manage|support|write chinese|write english|"
     r"prefer|rather|like me|want me|like it if i|think|say|recommend|suggest)",
@@ -198,7 +200,9 @@ _EN_REQUEST = _rx(
     r"(?:can|could|may) i (?:get|have|ask (?:you|for)|request|please get|please have))",
 )
 _EN_ASKS = _rx(
-    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw|" + _INTERJECTION + r")[,:—–\s-]+)*"
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw|"
+    + _INTERJECTION
+    + r")[,:—–\s-]+)*"
     r"(?:do|does|did|is|are|was|were|should|shall|which|what|how|why|who|where|when|have|has|am|isn't|aren't|"
     r"don't|doesn't|wouldn't)(?![a-z'])",
     r"^\s*(?:would|could|can|will|might)\s+(?!you\b|u\b|we\b)[a-z]+",
@@ -215,7 +219,7 @@ _EN_ASKS = _rx(
     + r"\s+(?:speak|understand|read|write|know|handle|do|support)(?![a-z])",
     # The user asking leave for themselves: "我能要求简短一点的回答吗？"
     r"^\s*(?:请问)?我(?:能|可以|可不可以|能不能)(?:要求|请求|申请|问)",
-        # A statement about the assistant said as a question: "So you can do detailed answers?", "You speak Chinese?"
+    # A statement about the assistant said as a question: "So you can do detailed answers?", "You speak Chinese?"
     r"^\s*(?:(?:so|and|wait|oh|ok|okay|hmm+|but)[,\s]+)*(?:you|u) (?:can|can't|could|do|don't|only|really|actually|"
     r"speak|know|understand|support|are|aren't|'re|also|always|usually|never|prefer|like)(?![a-z])"
     r"(?![^?]*\b(?:from now on|please|pls|going forward|by default)\b)",
@@ -369,7 +373,9 @@ _DURABLE = re.compile(
 # "Summarize this article briefly; I'm always short on time", "Explain 'from now on' in Chinese".
 _QUOTED = re.compile(r"'[^']{1,40}'|\"[^\"]{1,40}\"|“[^”]{1,40}”|「[^」]{1,40}」|‘[^’]{1,40}’")
 _MARKER_CLAUSE = re.compile(r"[^,;:.!?，。；：！？—]+")
-_ABOUT_ME = re.compile(r"^\s*(?:(?:and|but|because|since|as|cause|so)\s+)?(?:i|i'm|im|i am|i'll|i've|i'd)(?![a-z'])", _I)
+_ABOUT_ME = re.compile(
+    r"^\s*(?:(?:and|but|because|since|as|cause|so)\s+)?(?:i|i'm|im|i am|i'll|i've|i'd)(?![a-z'])", _I
+)
 _ABOUT_ANSWERS = re.compile(
     r"(?<![a-z])(?:want|like|prefer|need|love|rather|answers?|repl|respon|explanations?|english|chinese|brief|"
     r"detail|concise|you|read|speak|understand|language)|" + _ANY_STYLE_ZH,
@@ -433,7 +439,8 @@ def states_nothing(text: str) -> bool:
 # think?", "… can you?") are left to the question detector.
 _CONTENT_QUESTION = _rx(
     r"[,:;，：；]\s*(?:so\s+|and\s+)?(?:what|how|why|who|where|when|which)(?:'s|'re| is| are| was| were| do| does| did|"
-    r" can| should| would| will| many| much| happened| makes| causes| exactly)(?! you (?:think|prefer|like|want|say|mean))"
+    r" can| should| would| will| many| much| happened| makes| causes| exactly)"
+    r"(?! you (?:think|prefer|like|want|say|mean))"
     r"[^?？]*[?？]\s*$",
     r"[,:;，：；]\s*[^,:;，：；]{0,12}?(?:为什么|为啥|怎么(?!样的?回答)|如何|什么是|是什么|哪里|哪儿|多少|谁)[^,:;，：；]*[?？]\s*$",
 )
