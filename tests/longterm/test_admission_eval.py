@@ -106,10 +106,7 @@ def test_every_blind_secret_is_refused_as_a_secret() -> None:
     assert blind.secrets >= 20 and not blind.secrets_admitted and not blind.secrets_other_code, report
 
 
-# Not met yet (2026-12-03: false refusals 6/198 = 3.03 %, target 3 %; false admissions 4/149 = 2.68 %, target 1 %;
-# docs/admission-reasons.md). Kept as an expected failure so the gap stays visible in every run; it shows as XPASS
-# the day the rules reach the targets — then drop the marker.
-@pytest.mark.xfail(reason="blind rate targets not yet met (docs/admission-reasons.md)", strict=False)
+# Met since 2026-12-03 (false refusals 5/198 = 2.53 %, false admissions 1/149 = 0.67 %; docs/admission-reasons.md).
 def test_blind_false_refusals_and_admissions_meet_the_targets() -> None:
     blind = bench.evaluate_blind(BLIND)
     report = bench.report_blind(blind)  # counts and identifiers only

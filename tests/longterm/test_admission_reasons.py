@@ -23,6 +23,13 @@ def n(text: str) -> str:
     return normalize_text(text)
 
 
+def test_a_standing_marker_about_the_users_life_or_quoted_does_not_make_a_request_standing() -> None:
+    assert rs.has_durable_marker(n("I always want answers in English."))
+    assert rs.has_durable_marker(n("From now on, English please."))
+    assert not rs.has_durable_marker(n("Summarize this article briefly; I'm always short on time."))
+    assert not rs.has_durable_marker(n("Explain 'from now on' in Chinese."))
+
+
 # --- one detector per reason ----------------------------------------------------------------------
 
 DETECTORS = {
@@ -83,6 +90,11 @@ DETECTORS = {
             "用中文还是英文比较好？",
             "你会 speak English 吗",
             "Would you prefer I write in English?",
+            "Wait, do you only reply in English?",
+            "So you can do detailed answers?",
+            "I was wondering if you could speak Chinese?",
+            "请问你支持中文回答吗",
+            "简短回答行不行啊，你觉得？",
         ],
         [
             "Could you reply in English from now on?",
@@ -90,7 +102,36 @@ DETECTORS = {
             "Can you always answer me in Japanese?",
             "可以用中文回答吗？",
             "Please answer in English.",
+            "Wait, could you answer in English from now on?",
+            "回答简短一点，行吗？",
         ],
+    ),
+    "no_statement": (
+        rs.states_nothing,
+        [
+            "Thanks! That detailed explanation was helpful.",
+            "Nice, short and sweet. Thanks!",
+            "Good morning! Just saying hi in English.",
+            "ok cool, English it is lol jk",
+            "哈哈，谢谢你的详细解释，不错。",
+            "用中文回答吧，开玩笑的。",
+        ],
+        [
+            "Concise replies, thanks.",
+            "中文回复就可以，谢谢。",
+            "Thanks, keep it short like that from now on.",
+            "No kidding, please always answer in English.",
+            "It would be nice to get longer, more detailed answers.",
+        ],
+    ),
+    "one_off (content)": (
+        rs.asks_about_content,
+        [
+            "In detail, what happened in 1989?",
+            "Quickly, in English: how do I boil an egg?",
+            "Explain 'from now on' in Chinese.",
+        ],
+        ["Keep it short, please.", "English from now on, okay?", "请用中文回答，可以吗？"],
     ),
     "hedge": (
         lambda text: bool(rs.HEDGE_MORE.search(text)),
@@ -146,6 +187,12 @@ REFUSED = [
     ("Thank you for the detailed answer!", {"detail": "detailed"}, "no_statement"),
     ("中英文都可以", {"language": "en"}, "no_statement"),
     ("Use English with me.", {"language": "zh"}, "not_stated"),
+    ("Nice, short and sweet. Thanks!", {"detail": "brief"}, "no_statement"),
+    ("Say it again in English.", {"language": "en"}, "one_off"),
+    ("Summarize this article briefly; I'm always short on time.", {"detail": "brief"}, "one_off"),
+    ("麻烦把答案改成英文。", {"language": "en"}, "one_off"),
+    ("Wait, do you only reply in English?", {"language": "en"}, "question"),
+    ("请问你支持中文回答吗", {"language": "zh"}, "question"),
 ]
 
 
@@ -159,6 +206,11 @@ def test_each_refusal_names_its_reason(evidence, claims, reason) -> None:
 # --- claims read through real writing ------------------------------------------------------------
 
 ADMITTED = [
+    ("I only understand English.", {"language": "en"}),
+    ("Way too wordy, cut it down going forward.", {"detail": "brief"}),
+    ("Answers that are too short annoy me, so go deeper.", {"detail": "detailed"}),
+    ("Keep your replies to a paragraph.", {"detail": "brief"}),
+    ("Concise replies, thanks.", {"detail": "brief"}),
     # the refused phrasings, and typos of the claimed words
     ("以后请用中文回答，并详细解释每一步。", {"language": "zh", "detail": "detailed"}),
     (

@@ -180,6 +180,8 @@ _EN_LEARNING = re.compile(
     + r"\s+(?:my\s+|some\s+|more\s+|better\s+)?$",
     _I,
 )
+# "I only read English", "I can only understand Chinese": a need that says which language to answer in.
+_ONLY_CAN = re.compile(_w(r"(?:only|can only|only really)") + r"\s+(?:read|understand|speak)\s+(?:well\s+)?$", _I)
 _PREFERENCE_BEFORE = re.compile(_w(r"(?:prefer|like|want|rather|love|need|'d|would)"), _I)
 _EN_FACT = re.compile(
     r"(?:^|[\s,])(?:i|i'm|im|i am|we|we're|my \w+)\s+(?:\w+\s+){0,2}?(?:speak|know|study|studied|studying|learn|"
@@ -353,7 +355,9 @@ def _english_about_else(before: str, after: str) -> bool:
         r"answers?|repl|respons|explanation|it\b|prefer|language|choice|default|favou?rite|being", before
     ):
         return True  # "that book was very detailed"
-    if _EN_LEARNING.search(before) or (_EN_FACT.search(before) and not _PREFERENCE_BEFORE.search(before)):
+    if _EN_LEARNING.search(before) or (
+        _EN_FACT.search(before) and not _PREFERENCE_BEFORE.search(before) and not _ONLY_CAN.search(before)
+    ):
         return True  # "I speak English", "I'm learning Spanish", "I want to learn English"
     following = re.match(r"\s*([a-z']+)(.*)", after)
     if not following:

@@ -272,7 +272,8 @@ _BRIEF = st._rx(
     st.ascii_word(r"crisp"),
     st.ascii_word(r"compact"),
     st.ascii_word(r"pithy"),
-    st.ascii_word(r"bite[- ]sized"),
+    st.ascii_word(r"bite[- ]size[d]?"),
+    st.ascii_word(r"(?:to|in|within) (?:a|one|a single) (?:short )?(?:paragraph|sentence|line)"),
     st.ascii_word(r"bullet(?:[- ]point)?s?"),
     st.ascii_word(r"one[- ]liners?"),
     st.ascii_word(r"in a nutshell"),
@@ -420,6 +421,9 @@ _DETAILED = st._rx(
     st.ascii_word(r"elaborate(?:ly)?"),
     st.ascii_word(r"step[- ]by[- ]step"),
     st.ascii_word(r"exhaustive(?:ly)?"),
+    st.ascii_word(r"(?:explain|cover|answer|describe)(?: \w+)? (?:fully|in full)"),
+    st.ascii_word(r"(?:go|going) all out"),
+    st.ascii_word(r"(?:don't|do not|never) hold back"),
 )
 _NAMES = "|".join(
     st.ascii_word(re.escape(w)) if w.isascii() else re.escape(w)
@@ -428,6 +432,8 @@ _NAMES = "|".join(
 # "English or Chinese", "中文或者英文都行": a choice between languages states no preference for either.
 _CHOICE = re.compile(rf"(?:{_NAMES})\s*(?:or|/|或者?|还是)\s*(?:in\s+)?(?:{_NAMES})|(?<![a-z])either(?![a-z])")
 _TOO = re.compile(r"(?:太|那么|过于|too|so|overly)\s*$")
+# "way too wordy", "太短了": a complaint about a length (not "so" — "…, so keep it short" is a conjunction)
+_COMPLAINT = re.compile(r"(?:太|过于|(?<![a-z])too|(?<![a-z])overly)\s*$")
 
 
 # A language the user writes in is not the language they ask to be answered in:
@@ -436,13 +442,16 @@ _INPUT_BEFORE_EN = re.compile(
     r"(?<![a-z])i\s+(?:write|speak|ask|type|talk|text|message|send|use|am writing|'m writing|am typing|'m typing|"
     r"am asking|'m asking)(?:\s+(?:to you|you|messages|questions|things))?\s+(?:in\s+)?$"
 )
-_INPUT_BEFORE_ZH = re.compile(r"我(?:用|说|讲|写|打)$")
+_INPUT_BEFORE_ZH = re.compile(r"我(?:也|就|先)?(?:可以|能|能不能|可不可以|会)?(?:用|说|讲|写|打)$")
+_INPUT_TO_YOU_ZH = re.compile(r"^(?:问你|向你提问|向你问|给你写|写给你|发给你|给你发)")
 _INPUT_AFTER_ZH = re.compile(r"^(?:问|提问|写|说|讲|打字|的时候|时|提|发)")
 
 
 def _about_input(reading: st.Reading, mention: st.Mention) -> bool:
     before = reading.text[: mention.start]
     after = reading.text[mention.end :]
+    if _INPUT_TO_YOU_ZH.match(after):
+        return True  # "用中文问你可以吗？": the user's own questions
     return bool(_INPUT_BEFORE_EN.search(before) or (_INPUT_BEFORE_ZH.search(before) and _INPUT_AFTER_ZH.match(after)))
 
 
@@ -460,6 +469,15 @@ def _detail_mentions(reading: st.Reading) -> dict[str, list[st.Mention]]:
             if any(start < mention.end and mention.start < end for start, end in taken):
                 continue
             taken.append((mention.start, mention.end))
+            complaint = not mention.negated and bool(_COMPLAINT.search(reading.text[: mention.start]))
+            if level == "long" and complaint:
+                # "way too wordy, cut it down": a complaint about length asks for brevity
+                found["brief"].append(st.Mention(mention.clause, mention.start, mention.end, False, "long"))
+                continue
+            if level == "brief" and complaint:
+                # "answers that are too short annoy me, so go deeper": a complaint, not the claim
+                found["detailed"].append(st.Mention(mention.clause, mention.start, mention.end, False, "long"))
+                continue
             if level == "long":
                 found["brief" if mention.negated else "detailed"].append(
                     st.Mention(mention.clause, mention.start, mention.end, False, "long")

@@ -34,6 +34,7 @@ _PAST = _rx(
     r"(?<![a-z'])(?<!am )(?<!'m )(?<!be )(?<!get )(?<!got )(?<!are )(?<!is )(?<!getting )"
     r"used to(?= )(?! (?:it|this|that|them)\b)",
     _w(r"i once"),
+    _w(r"once upon a time"),
     _w(r"back (?:then|when|in (?:the day|college|school|uni|university|\d{4}|my|those|high school)|in the day)"),
     _w(r"in the past"),
     _w(r"previously"),
@@ -180,9 +181,16 @@ def is_temporary(text: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 _QUESTION_MARK = re.compile(r"[?？]")
+# Openers before a question or a request: "Wait, do you only reply in English?"
+_INTERJECTION = (
+    r"wait|hmm+|um+|uh+|er+m?|oh|ah|sorry|hold on|actually|honestly|seriously|really|by the way|quick q|"
+    r"curious|question|well|right|hey there|yo|just wondering|wondering|i'm curious|i am curious|quick question"
+)
 # A request in question form is an instruction: "Could you answer in English from now on?", "能用中文回答吗？"
 _EN_REQUEST = _rx(
-    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls|from now on|going forward|in future)[,\s]+)*"
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|please|pls|from now on|going forward|in future|"
+    + _INTERJECTION
+    + r")[,\s]+)*"
     r"(?:can|could|would|will|won't) (?:you|u)(?: please| kindly| just| always| maybe)? "
     r"(?!even |really |actually |speak|understand|read|know|handle|do |manage|support|write chinese|write english|"
     r"prefer|rather|like me|want me|like it if i|think|say|recommend|suggest)",
@@ -192,7 +200,9 @@ _EN_REQUEST = _rx(
     r"(?:can|could|may) i (?:get|have|ask (?:you|for)|request|please get|please have))",
 )
 _EN_ASKS = _rx(
-    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw)[,:\s]+)*"
+    r"^\s*(?:(?:so|and|but|hey|also|ok|okay|just curious|out of curiosity|quick question|btw|"
+    + _INTERJECTION
+    + r")[,:—–\s-]+)*"
     r"(?:do|does|did|is|are|was|were|should|shall|which|what|how|why|who|where|when|have|has|am|isn't|aren't|"
     r"don't|doesn't|wouldn't)(?![a-z'])",
     r"^\s*(?:would|could|can|will|might)\s+(?!you\b|u\b|we\b)[a-z]+",
@@ -204,6 +214,15 @@ _EN_ASKS = _rx(
     _w(r"(?:would|do|will|did) you (?:prefer|rather|like me|want me|like it if i|think|recommend|suggest|mind if i)"),
     _w(r"is it (?:possible|better|ok|okay|fine)"),
     _w(r"or not"),
+    # Wondering aloud what the assistant can do: "I was wondering if you could speak Chinese?"
+    _w(r"(?:i was|i am|i'm|just) wondering (?:if|whether) (?:you|u) (?:can|could|are able to)")
+    + r"\s+(?:speak|understand|read|write|know|handle|do|support)(?![a-z])",
+    # The user asking leave for themselves: "我能要求简短一点的回答吗？"
+    r"^\s*(?:请问)?我(?:能|可以|可不可以|能不能)(?:要求|请求|申请|问)",
+    # A statement about the assistant said as a question: "So you can do detailed answers?", "You speak Chinese?"
+    r"^\s*(?:(?:so|and|wait|oh|ok|okay|hmm+|but)[,\s]+)*(?:you|u) (?:can|can't|could|do|don't|only|really|actually|"
+    r"speak|know|understand|support|are|aren't|'re|also|always|usually|never|prefer|like)(?![a-z])"
+    r"(?![^?]*\b(?:from now on|please|pls|going forward|by default)\b)",
 )
 _ZH_REQUEST = _rx(
     r"(?:能|可以|可不可以|能不能|能否|行不行|好不好|好吗|行吗|可以吗|成吗|好么|麻烦|请|劳驾)",
@@ -216,6 +235,8 @@ _ZH_ASKS = _rx(
     r"还是[^，。,？?]{0,10}[？?]",
     r"你(?:平时|一般|通常)?(?:用|说|喜欢)[^，。,]{0,10}[吗呢]",
     r"(?:对吗|对吧|是吗)",
+    r"你(?:能|可以)?支持",  # "请问你支持中文回答吗": what the assistant supports
+    r"(?:你觉得|你说呢|你看呢|你怎么看)[\s?？]*$",  # "简短回答行不行啊，你觉得？": asks an opinion
     r"(?:会不会|是不是|是否)(?:更|比较|太|有点)",
 )
 
@@ -321,6 +342,7 @@ def speaks_of_someone_else(text: str) -> bool:
 # Standing markers: with one of these, a scope word elsewhere in the quote is context, not scope
 # ---------------------------------------------------------------------------------------------
 
+_ANY_STYLE_ZH = r"回答|回复|喜欢|希望|想|要|用|中文|英文|英语|简|详|短|长"
 _DURABLE = re.compile(
     "|".join(
         [
@@ -347,5 +369,83 @@ _DURABLE = re.compile(
 )
 
 
+# A standing marker said of the user's own life or quoted as a word does not make the request standing:
+# "Summarize this article briefly; I'm always short on time", "Explain 'from now on' in Chinese".
+_QUOTED = re.compile(r"'[^']{1,40}'|\"[^\"]{1,40}\"|“[^”]{1,40}”|「[^」]{1,40}」|‘[^’]{1,40}’")
+_MARKER_CLAUSE = re.compile(r"[^,;:.!?，。；：！？—]+")
+_ABOUT_ME = re.compile(
+    r"^\s*(?:(?:and|but|because|since|as|cause|so)\s+)?(?:i|i'm|im|i am|i'll|i've|i'd)(?![a-z'])", _I
+)
+_ABOUT_ANSWERS = re.compile(
+    r"(?<![a-z])(?:want|like|prefer|need|love|rather|answers?|repl|respon|explanations?|english|chinese|brief|"
+    r"detail|concise|you|read|speak|understand|language)|" + _ANY_STYLE_ZH,
+    _I,
+)
+
+
 def has_durable_marker(text: str) -> bool:
-    return bool(_DURABLE.search(text))
+    unquoted = _QUOTED.sub(" ", text)
+    for clause in _MARKER_CLAUSE.finditer(unquoted):
+        if not _DURABLE.search(clause.group()):
+            continue
+        if _ABOUT_ME.search(clause.group()) and not _ABOUT_ANSWERS.search(clause.group()):
+            continue  # "I'm always short on time": the user's life, not a way of answering
+        return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# no_statement (widened): a remark on an answer, a greeting or a joke that asks for nothing
+# ---------------------------------------------------------------------------------------------
+
+# Praise, greetings and laughter: a social remark ("Wow, that detailed explanation was helpful."). A bare
+# "thanks" closes a request ("Concise replies, thanks."); only "thanks for …" thanks for an answer.
+_SOCIAL = _rx(
+    _w(r"(?:thanks for|thank you for|wow|haha+|lol|lmao|good (?:morning|night|evening|afternoon)|hi|hello)"),
+    r"^\s*(?:nice|cool|awesome)(?![a-z])",
+    _w(r"(?:great job|well done|love it|didn't expect|just saying)"),
+    _w(r"(?:that|this|the last|your last)(?: \w+){0,3} (?:was|is)"),
+    r"哈哈|(?:谢谢|多谢|感谢)(?:你|您)?的|不错|厉害|早上好|晚安|你好|嗨|太棒了|真棒|好评",
+)
+# A joke takes back what it says: "English it is lol jk", "开玩笑的".
+_JOKE = _rx(r"(?<![a-z])(?<!no )(?<!not )(?:jk|j/k|just kidding|kidding)(?![a-z])", r"开玩笑|逗你|说着玩")
+# Anything that asks, prefers or directs: with one of these the remark carries a preference.
+_ASKS_FOR = _rx(
+    _w(r"(?:please|pls|plz|kindly|always|every ?time|by default|default|going forward|next time|in (?:the )?future)"),
+    _w(r"(?:from now on|moving forward|from here on|keep|stick|stay|continue|more of|more like|like (?:that|this))"),
+    _w(r"(?:prefer|preferred|rather|want|need|like|love|appreciate|enjoy|should|must|let's|give me|make (?:it|them))"),
+    _w(r"(?:could|can|would|will) (?:you|u)"),
+    _w(r"(?:would|'d) be (?:nice|great|good|helpful|better|ideal|lovely|perfect)"),
+    r"^\s*(?:\w+[,!]\s*)?(?:answer|reply|respond|write|talk|speak|use|switch|be|explain|go|do|don't|never|stop)(?![a-z])",
+    r"请|以后|今后|希望|喜欢|想要|要|保持|继续|一直|每次|默认|麻烦|给我|跟我|就这样|照这样|就行|就好|别|不要|用",
+)
+
+
+def states_nothing(text: str) -> bool:
+    """A joke, or a social remark (thanks, praise of an answer, a greeting) with no word that asks or prefers:
+    "Nice, short and sweet. Thanks!", "Good morning! Just saying hi in English.". "Thanks, keep it short
+    like that" asks (keep), so it is judged by the other rules."""
+    if _JOKE.search(text):
+        return True
+    return bool(_SOCIAL.search(text)) and not _ASKS_FOR.search(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# one_off (widened): a style said before a question about some content
+# ---------------------------------------------------------------------------------------------
+
+# "In detail, what happened in 1989?", "Quickly, in English: how do I boil an egg?", "简单点，为什么天是蓝的？":
+# the style is for the answer to that question. Questions about the answers themselves ("… what do you
+# think?", "… can you?") are left to the question detector.
+_CONTENT_QUESTION = _rx(
+    r"[,:;，：；]\s*(?:so\s+|and\s+)?(?:what|how|why|who|where|when|which)(?:'s|'re| is| are| was| were| do| does| did|"
+    r" can| should| would| will| many| much| happened| makes| causes| exactly)"
+    r"(?! you (?:think|prefer|like|want|say|mean))"
+    r"[^?？]*[?？]\s*$",
+    r"[,:;，：；]\s*[^,:;，：；]{0,12}?(?:为什么|为啥|怎么(?!样的?回答)|如何|什么是|是什么|哪里|哪儿|多少|谁)[^,:;，：；]*[?？]\s*$",
+)
+
+
+def asks_about_content(text: str) -> bool:
+    """A question about content after a style, or a quoted term to explain ("Explain 'from now on' in Chinese")."""
+    return bool(_CONTENT_QUESTION.search(text) or _QUOTED.search(text))

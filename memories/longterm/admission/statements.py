@@ -184,6 +184,41 @@ _ONE_OFF = _rx(
     ),
     ascii_word(r"(?:respond|reply|answer) to (?!me\b|us\b|my messages|my questions|everything|all|anything)[a-z]+'s"),
     ascii_word(r"translat(?:e|es|ed|ing|ion)"),
+    # "Answer the question above in English": a quote pointing at one piece of text
+    ascii_word(
+        r"(?:questions?|messages?|text|emails?|code|paragraphs?|passages?|articles?|sentences?|parts?|sections?|"
+        r"lists?|tables?|documents?|files?|links?|quotes?|ones?|posts?|comments?) (?:above|below)"
+    ),
+    ascii_word(r"the above"),
+    # one piece of text or one answer named by its place: "my previous question", "point two", "question 3"
+    ascii_word(
+        r"(?:this|that|my|your|the) (?:previous|last|earlier|first|second|third|next|other|following) "
+        r"(?:question|one|message|email|text|paragraph|reply|answer|response|point|part|section|item|step|problem)"
+    ),
+    ascii_word(
+        r"(?:question|point|step|item|part|section|problem|exercise|number|no\.?|q) "
+        r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)(?![a-z])"
+    ),
+    ascii_word(r"the (?:question|one|part|bit|section) (?:about|on|regarding)"),
+    ascii_word(r"(?:version|translation|summary|explanation|rewrite) of (?:that|this|it)"),
+    ascii_word(r"(?:just|only) (?:once|here)"),
+    r"^\s*once(?![a-z])(?! upon)",
+    ascii_word(
+        r"for (?:my|this|the|his|her|our) (?:cover letter|resume|cv|letter|article|blog post|blog|slides|document|"
+        r"proposal|application|form|message|caption|tweet|review|story|poem|speech|toast|card)"
+    ),
+    r"下一条|下条|这一条|本题|这一题|这题|这一个|就这一|仅限|只限|只有这(?:个|一个|次|道|题)",
+    # "麻烦把答案改成英文": an edit of one text
+    r"把(?:这|那|它|你的?|刚才|上面|答案|回答|上一|我的)",
+    # A redo of one answer: "Say it again in English", "Repeat your last answer in Chinese", "再用中文说一遍"
+    ascii_word(
+        r"(?:say|answer|redo|repeat|rewrite|rephrase|explain|put|do) (?:it|that|this)"
+        r"(?! way| style| format| for me from| like)(?: again| once more| over)?"
+    ),
+    ascii_word(r"(?:repeat|redo|rewrite|rephrase) (?:your|the|my) (?:last|previous)"),
+    ascii_word(r"(?:what|everything) you just (?:said|wrote|told)"),
+    ascii_word(r"(?:say|explain|answer|tell me) (?:it|that)? ?(?:again|once more)"),
+    r"(?:再|重新)(?:用|以)?[^，。,]{0,8}?(?:说|讲|答|回答|解释|写|翻译)?(?:一遍|一次|一下)|重新(?:回答|说|讲|写)|再说一?遍|再讲一?遍",
     ascii_word(r"how (?:do|would|can) (?:you|i|we) say"),
     ascii_word(r"what(?:'s| is| does| do)"),
     ascii_word(r"mean(?:s)? in"),
@@ -210,7 +245,7 @@ def scoped(text: str) -> str | None:
     """The cause when `text` (normalised) names a period or a one-off scope, else None."""
     if reasons.is_temporary(text):
         return TEMPORARY
-    if _ONE_OFF.search(_DURABLE_START.sub(" ", text)):
+    if _ONE_OFF.search(_DURABLE_START.sub(" ", text)) or reasons.asks_about_content(text):
         return ONE_OFF
     return None
 
@@ -227,6 +262,8 @@ def check_statement(evidence: str, *, third_person: bool = True) -> None:
     text = normalize_text(evidence).strip()
     if CHITCHAT.match(text):
         raise refuse("chit-chat is not a durable preference", cause=NO_STATEMENT)
+    if reasons.states_nothing(text):
+        raise refuse("the evidence is a remark, a greeting or a joke; it asks for nothing", cause=NO_STATEMENT)
     if reasons.is_hypothetical(text):
         raise refuse("the evidence is hypothetical ('if I were …'), not the user's preference", cause=HYPOTHETICAL)
     if third_person and reasons.is_past(text):
