@@ -43,8 +43,9 @@ def test_what_is_stored_and_filters(live_server: LiveServer) -> None:
         assert stored["carrot"]["evidence"] == "I keep notes here."
     found = store.similarity_search("apples", k=2, filter={"topic": "vegetable"})
     assert [d.id for d in found] == ["carrot"]
-    scored = store.similarity_search_with_relevance_scores("carrots are orange", k=1)
-    assert scored[0][0].id == "carrot" and 0.99 <= scored[0][1] <= 1.0
+    scored = store.similarity_search_with_relevance_scores("carrots are orange", k=2)
+    # e5 embeds a query and a passage differently, so the same text scores below 1 but above any other
+    assert scored[0][0].id == "carrot" and scored[1][1] < scored[0][1] <= 1.0
     with pytest.raises(errors.RejectedByPolicy) as refused:
         store.add_texts(["my password is hunter2abc"])
     assert refused.value.reason == "secret_detected"

@@ -51,6 +51,7 @@ class Memory(TypedDict):
 
 class SearchResult(Memory):
     score: float
+    why: NotRequired[JSON]  # each signal's rank and score, and the fused score (docs/recall.md)
 
 
 class SearchPage(TypedDict):
@@ -100,8 +101,8 @@ class ScenarioRequest(TypedDict):
 
 class Scenario(ScenarioRequest):
     version: int
-    createdAt: NotRequired[str]  # sent, but not in the schema's Scenario today (NOT_IN_SCHEMA)
-    updatedAt: NotRequired[str]
+    createdAt: str
+    updatedAt: str
 
 
 class Stage(TypedDict):
@@ -273,6 +274,9 @@ class StateRevision(TypedDict):
     round: int | None
     actor: str
     operationId: str | None
+    cause: Literal["write", "rollback", "reapply"]
+    turnId: int | None  # the turn whose candidate wrote it (docs/roleplay.md)
+    restoredFrom: int | None  # a rollback or reapply: the revision whose content it restored
     createdAt: str
 
 
@@ -478,7 +482,7 @@ SCHEMA_COMPONENTS: dict[str, type] = {
 }
 
 # Fields the server sends that the schema's component does not list yet.
-NOT_IN_SCHEMA: dict[str, set[str]] = {"Scenario": {"createdAt", "updatedAt"}}
+NOT_IN_SCHEMA: dict[str, set[str]] = {}
 
 # operationId → TypedDict for responses the schema does not type yet (checked against live answers instead).
 UNTYPED_IN_SCHEMA: dict[str, type] = {
