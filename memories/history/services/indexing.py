@@ -27,9 +27,12 @@ def entry_for_message(message: Message) -> HistoryEntry:
         message=message,
         round=message.round,
         role=message.role,
+        name=message.name,
         content=message.content,
         created_at=message.created_at,
-        search_text=keyword_text(role=message.role, name="", content=message.content, created_at=message.created_at),
+        search_text=keyword_text(
+            role=message.role, name=message.name, content=message.content, created_at=message.created_at
+        ),
     )
 
 

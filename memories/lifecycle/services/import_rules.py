@@ -58,6 +58,7 @@ IMPORTABLE_KINDS: frozenset[str] = frozenset(
         "tables.MemoryTable",
         "tables.MemoryTableVersion",
         "tables.TableEditRecord",
+        "history.HistoryEntry",
     }
 )
 # Owner models an export may carry that are never restored: bookkeeping of the service, not the user's data.
@@ -261,6 +262,22 @@ def _memory_table_version(values: dict[str, Any], context: ImportContext) -> Non
     _table_rows(values, columns=None, max_rows=None)  # the width its table had then: every row alike
 
 
+def _history_entry(values: dict[str, Any], context: ImportContext) -> None:
+    """A message in the history index (an imported one lives only here): its search text and vector are derived."""
+    from memories.history.services.indexing import schedule_embedding
+    from memories.history.text import keyword_text
+
+    content, created_at = values.get("content"), values.get("created_at")
+    if not isinstance(content, str) or created_at is None:
+        raise RecordRefused("a history entry needs its content and time")
+    values["search_text"] = keyword_text(
+        role=str(values.get("role", "")), name=str(values.get("name", "")), content=content, created_at=created_at
+    )
+    values["embedding"] = None  # embedded again by background work, under the index in use here
+    values["embedding_index_id"] = None
+    context.after_save.append(lambda row: schedule_embedding([row.pk]))
+
+
 KIND_CHECKS: dict[str, Callable[[dict[str, Any], ImportContext], None]] = {
     "memories.MemoryDocument": _memory_document,
     "memories.MemoryRevision": _memory_revision,
@@ -270,4 +287,5 @@ KIND_CHECKS: dict[str, Callable[[dict[str, Any], ImportContext], None]] = {
     "longterm.Task": _task,
     "tables.MemoryTable": _memory_table,
     "tables.MemoryTableVersion": _memory_table_version,
+    "history.HistoryEntry": _history_entry,
 }
