@@ -203,7 +203,7 @@ def _keyword_postgres(
     sql = (
         f"SELECT id, ts_rank({keyword.TSVECTOR_SQL}, {tsquery}) AS score FROM {TABLE} "
         f"WHERE product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
-        "AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s) "
+        "AND superseded_by = '' AND rolled_back_at IS NULL AND (expires_at IS NULL OR expires_at > %s) "
         f"AND {keyword.TSVECTOR_SQL} @@ {tsquery} ORDER BY score DESC, id DESC LIMIT %s OFFSET %s"
     )
     params = [*terms, scope.product.pk, scope.user_id, *kinds, now, *terms, limit, offset]

@@ -327,7 +327,8 @@ def hnsw_statement(index: EmbeddingIndex, **asked) -> tuple[str, dict]:
         # No tie-breaker column in the inner ORDER BY: `ORDER BY distance, id` makes the planner sort instead.
         f"SELECT hits.distance, {columns} FROM (SELECT id, {distance} AS distance FROM {TABLE} "
         f"WHERE embedding_index_id = {int(index.pk)} AND product_id = %(product)s AND user_id = %(user)s "
-        f"AND kind = ANY({kinds}) AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %(now)s) "
+        f"AND kind = ANY({kinds}) AND superseded_by = '' AND rolled_back_at IS NULL "
+        "AND (expires_at IS NULL OR expires_at > %(now)s) "
         "ORDER BY distance LIMIT %(limit)s OFFSET %(offset)s) hits "
         f"JOIN {TABLE} m ON m.id = hits.id ORDER BY hits.distance, m.id"
     )
