@@ -69,7 +69,6 @@ class MemoryCreateSerializer(ProposalFields):
     turnId = StrictIntegerField(
         required=False,
         min_value=1,
-        max_value=2**63 - 1,
         help_text="The conversation turn this memory comes from: superseding that turn (a regenerated, edited or "
         "deleted reply, a swipe) rolls the memory back; a select brings it back (docs/roleplay.md). "
         "Not a turn of this user: 422 unknown_turn; a superseded turn: 409 turn_superseded.",
