@@ -55,7 +55,7 @@ def _run(turn_pk: int, other_pk: int | None, cause: str) -> dict[str, Any] | Non
     if turn is None:
         return None
     rows = list(
-        LongTermMemory.objects.select_for_update()
+        LongTermMemory.objects.select_for_update(of=("self",))
         .filter(product_id=turn.product_id, user_id=turn.user_id, turn_id=turn_pk)
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
         .select_related("embedding_index")
@@ -133,7 +133,9 @@ def _one(turn: Turn, memory: LongTermMemory, cause: str, found: _Report) -> None
 
 def _superseded_by(turn: Turn, memory: LongTermMemory, cause: str) -> tuple[list[LongTermMemory], str]:
     """The memories whose newest version is this turn's supersession by `memory` (undo) or its restore (redo)."""
-    scoped = LongTermMemory.objects.select_for_update().filter(product_id=memory.product_id, user_id=memory.user_id)
+    scoped = LongTermMemory.objects.select_for_update(of=("self",)).filter(
+        product_id=memory.product_id, user_id=memory.user_id
+    )
     if cause == ROLLBACK:
         candidates = scoped.filter(superseded_by=memory.memory_id)
         wanted = "superseded"
