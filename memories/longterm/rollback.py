@@ -202,5 +202,6 @@ def _emit(
     if action:
         details["action"] = action
     event_emit_for_turn(turn, type, details)
-    data = {"turnId": turn.pk, **details}
+    # Ids, not contents, to webhooks: a conflict's reason stays on the conversation event.
+    data = {"turnId": turn.pk, **details, "memories": [{k: v for k, v in m.items() if k != "reason"} for m in memories]}
     publish_event(turn.product, type, user=turn.user_id, conversation=turn.conversation_id, data=data)
