@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.longterm.support import PREFERENCE_EN, create, memories_url, proposal, search, update_body
+from tests.longterm.test_qdrant_backend import qdrant  # noqa: F401  (the in-process Qdrant fixture)
 from tests.memories.roleplay_support import CONV, reply, setup, turn
 from tests.support.api import assert_envelope
 
@@ -142,3 +143,16 @@ def test_a_turn_id_must_be_a_live_turn_of_this_user(alice, bob):
     assert_envelope(bob.post(memories_url(), {**body, "turnId": live}), 422, "unknown_turn")  # another product's
     assert ids(alice.get(memories_url())) == [] and ids(alice.get(memories_url("u2"))) == []
     assert ids(bob.get(memories_url())) == []
+
+
+def test_on_qdrant_a_rolled_back_memory_is_no_hit_and_a_reapplied_one_is_found_again(alice, qdrant):  # noqa: F811
+    setup(alice)
+    a = turn(alice, "Go on.", reply("lighthouse", "Eli"))
+    en = create(alice, {**PREFERENCE_EN, "turnId": a["turnId"]})
+    query = "Please answer me in detailed English"
+    assert ids(search(alice, query, "semantic"))[:1] == [en["id"]]
+    turn(alice, "Go on.", reply("cellar", "Max"), replacesTurnId=a["turnId"])
+    assert en["id"] not in ids(search(alice, query, "semantic"))
+    assert alice.post(f"{CONV}/turns/{a['turnId']}/select", {}).status_code == 200
+    # the collection's payload carries the new version: the hit is served again
+    assert ids(search(alice, query, "semantic"))[:1] == [en["id"]]

@@ -427,6 +427,8 @@ def record_payload(memory: LongTermMemory) -> dict:
         "expiresAt": iso(memory.expires_at) if memory.expires_at else None,
         "supersededBy": memory.superseded_by or None,
         "supersededAt": iso(memory.superseded_at) if memory.superseded_at else None,
+        "turnId": memory.turn_id,
+        "rolledBackAt": iso(memory.rolled_back_at) if memory.rolled_back_at else None,
         "expiresAtTs": memory.expires_at.timestamp() if memory.expires_at else None,  # search's range filter
     }
 
