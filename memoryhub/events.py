@@ -31,7 +31,7 @@ USER_ERASED = "user.erased"
 # (docs/roleplay.md): one of each per kind that records its turn.
 ROLLBACK_EVENTS = tuple(
     f"{kind}.{what}"
-    for kind in ("table", "state", "story", "diary")
+    for kind in ("table", "state", "story", "diary", "longterm")
     for what in ("rolled_back", "reapplied", "rollback_conflict")
 )
 

@@ -29,7 +29,9 @@ class RollbackSerializer(serializers.Serializer):
         help_text="conflict: a kind's artefact was written after "
         "the turn by someone else and was left as it is (kinds.<kind>.status)",
     )
-    kinds = serializers.DictField(child=serializers.JSONField(), help_text="e.g. tables, state, story, compact")
+    kinds = serializers.DictField(
+        child=serializers.JSONField(), help_text="e.g. tables, state, story, compact, longterm"
+    )
     byTurnId = serializers.IntegerField(
         required=False, allow_null=True, help_text="rolled_back: the turn that superseded it (null for a delete)"
     )

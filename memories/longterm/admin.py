@@ -52,18 +52,25 @@ class UserIdFilter(admin.SimpleListFilter):
 
 
 class CurrentFilter(admin.SimpleListFilter):
-    """Current (what search and recall see), superseded (history) or expired (awaiting the sweep)."""
+    """Current (what search and recall see), superseded or rolled back (history), or expired (awaiting the sweep)."""
 
     title = "state"
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return [("current", "current"), ("superseded", "superseded"), ("expired", "expired")]
+        return [
+            ("current", "current"),
+            ("superseded", "superseded"),
+            ("rolled_back", "rolled back"),
+            ("expired", "expired"),
+        ]
 
     def queryset(self, request, queryset):
         now = timezone.now()
         if self.value() == "current":
-            return queryset.filter(superseded_by="").exclude(expires_at__lte=now)
+            return queryset.filter(superseded_by="", rolled_back_at__isnull=True).exclude(expires_at__lte=now)
+        if self.value() == "rolled_back":
+            return queryset.filter(rolled_back_at__isnull=False)
         if self.value() == "superseded":
             return queryset.exclude(superseded_by="")
         if self.value() == "expired":
@@ -102,6 +109,8 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
         "expires_at",
         "superseded_by",
         "superseded_at",
+        "turn",
+        "rolled_back_at",
         "created_at",
         "updated_at",
         "history",

@@ -24,3 +24,8 @@ class LongTermConfig(AppConfig):
             options=validate_source_options,
         )
         registry.register_scenario_section("preferences", validate_section)
+
+        from .rollback import longterm_redo_turn, longterm_undo_turn
+
+        registry.register_supersede_hook("longterm", longterm_undo_turn)
+        registry.register_reapply_hook("longterm", longterm_redo_turn)

@@ -93,8 +93,8 @@ def unexpired(now: datetime) -> Q:
 
 
 def current(now: datetime) -> Q:
-    """Memories that are neither expired nor superseded: what search and recall see."""
-    return unexpired(now) & Q(superseded_by="")
+    """Memories that are neither expired, superseded nor rolled back: what search, recall and lists see."""
+    return unexpired(now) & Q(superseded_by="", rolled_back_at__isnull=True)
 
 
 class LongTermMemory(models.Model):
@@ -118,6 +118,11 @@ class LongTermMemory(models.Model):
         max_length=40, blank=True, help_text="The memory id that replaced this one (kept for history)."
     )
     superseded_at = models.DateTimeField(null=True, blank=True)
+    # The conversation turn the memory was written for (`turnId`): superseding that turn rolls it back.
+    turn = models.ForeignKey("memories.Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    rolled_back_at = models.DateTimeField(
+        null=True, blank=True, help_text="Its turn was superseded: kept as history, gone from search, recall, lists."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -132,6 +137,7 @@ class LongTermMemory(models.Model):
             models.Index(fields=["product", "user_id", "kind", "id"], name="longterm_user_kind_idx"),
             models.Index(fields=["product", "user_id", "id"], name="longterm_user_idx"),
             models.Index(fields=["expires_at"], name="longterm_expires_idx", condition=Q(expires_at__isnull=False)),
+            models.Index(fields=["turn"], name="longterm_turn_idx", condition=Q(turn__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -150,6 +156,9 @@ class LongTermMemoryVersion(models.Model):
         ("updated", "updated"),
         ("superseded", "superseded"),
         ("deleted", "deleted"),
+        ("rolled_back", "rolled back"),  # its turn was superseded
+        ("reapplied", "reapplied"),  # its turn was selected again (a swipe back)
+        ("restored", "restored"),  # current again: the memory that superseded it was rolled back
     ]
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
@@ -165,6 +174,10 @@ class LongTermMemoryVersion(models.Model):
     actor_type = models.CharField(max_length=16)
     actor = models.CharField(max_length=200)
     decision = models.JSONField(null=True, blank=True, help_text="How admission decided (rules, judge).")
+    turn = models.ForeignKey("memories.Turn", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    superseded_by = models.CharField(
+        max_length=40, blank=True, help_text="superseded / restored: the memory that superseded it (or no more)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -264,7 +264,7 @@ def _keyword_postgres(
     kinds = searchable_kinds(scope.product)
     where = (
         f"product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
-        "AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %s)"
+        "AND superseded_by = '' AND rolled_back_at IS NULL AND (expires_at IS NULL OR expires_at > %s)"
     )
     sql, params = keyword.bm25_statement(
         TABLE, where, [scope.product.pk, scope.user_id, *kinds, now], terms, limit, offset, connection
@@ -295,7 +295,7 @@ def _keyword_portable(
         f"SELECT m.id, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} JOIN {TABLE} m ON m.id = {FTS_TABLE}.rowid "
         f"WHERE {FTS_TABLE} MATCH %s AND m.product_id = %s AND m.user_id = %s "
         f"AND m.kind IN ({', '.join(['%s'] * len(kinds))}) "
-        "AND m.superseded_by = '' AND (m.expires_at IS NULL OR m.expires_at > %s) "
+        "AND m.superseded_by = '' AND m.rolled_back_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > %s) "
         "ORDER BY score DESC, m.id DESC LIMIT %s OFFSET %s"
     )
     params = [_fts_match(terms), scope.product.pk, scope.user_id, *kinds, now, limit, offset]

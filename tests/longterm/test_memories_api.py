@@ -23,9 +23,10 @@ def test_create_returns_the_record_with_its_namespaced_key_at_version_1(alice):
     record = create(alice)
     assert set(record) == {
         *("id", "key", "kind", "content", "evidence", "source", "version", "createdAt", "updatedAt"),
-        *("expiresAt", "supersededBy", "supersededAt"),
+        *("expiresAt", "supersededBy", "supersededAt", "turnId", "rolledBackAt"),
     }
     assert record["expiresAt"] is None and record["supersededBy"] is None
+    assert record["turnId"] is None and record["rolledBackAt"] is None  # nobody's turn: never rolled back
     assert record["id"].startswith("mem_") and record["version"] == 1 and record["kind"] == "preference"
     assert record["key"] == f"{alice.product.pk}:u1:memory:{record['id']}"
     assert record["content"] == {"language": "zh", "detail": "brief", "text": "用户喜欢简短的中文回答"}

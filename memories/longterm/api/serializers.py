@@ -67,6 +67,13 @@ class ProposalFields(StrictSerializer):
 
 class MemoryCreateSerializer(ProposalFields):
     kind = StrictCharField(max_length=64)
+    turnId = StrictIntegerField(
+        required=False,
+        min_value=1,
+        help_text="The conversation turn this memory comes from: superseding that turn (a regenerated, edited or "
+        "deleted reply, a swipe) rolls the memory back; a select brings it back (docs/roleplay.md). "
+        "Not a turn of this user: 422 unknown_turn; a superseded turn: 409 turn_superseded.",
+    )
 
 
 class MemoryUpdateSerializer(ProposalFields):
@@ -184,6 +191,10 @@ class MemorySerializer(serializers.Serializer):
     expiresAt = serializers.DateTimeField(allow_null=True)
     supersededBy = serializers.CharField(allow_null=True, help_text="The id of the memory that replaced this one.")
     supersededAt = serializers.DateTimeField(allow_null=True)
+    turnId = serializers.IntegerField(allow_null=True, help_text="The turn it was written for (`turnId`), if any.")
+    rolledBackAt = serializers.DateTimeField(
+        allow_null=True, help_text="Its turn was superseded: kept as history, no longer searched, recalled or listed."
+    )
     createdAt = serializers.DateTimeField()
     updatedAt = serializers.DateTimeField()
 
@@ -254,6 +265,8 @@ def memory_to_dict(memory: LongTermMemory) -> dict:
         "expiresAt": iso(memory.expires_at) if memory.expires_at else None,
         "supersededBy": memory.superseded_by or None,
         "supersededAt": iso(memory.superseded_at) if memory.superseded_at else None,
+        "turnId": memory.turn_id,
+        "rolledBackAt": iso(memory.rolled_back_at) if memory.rolled_back_at else None,
         "createdAt": iso(memory.created_at),
         "updatedAt": iso(memory.updated_at),
     }

@@ -95,6 +95,7 @@ class MemoryListView(APIView):
             proposal=proposal_of(data),
             actor=request.user.actor,
             operation=operation_of(request, scope, data, "memory.create"),
+            turn_id=data.get("turnId"),
         )
         return respond(outcome, s.memory_to_dict(outcome.memory))
 
@@ -107,7 +108,8 @@ class MemoryListView(APIView):
                 "include",
                 str,
                 enum=["superseded"],
-                description="`superseded`: list superseded memories too (history); expired ones never appear.",
+                description="`superseded`: list superseded and rolled-back memories too (history); "
+                "expired ones never appear.",
             ),
         ],
         operation_id="memories_list",

@@ -20,6 +20,7 @@ from memories.longterm import admission, keyword, kinds
 from memories.longterm.kinds import KindSpec
 from memories.longterm.models import AdmissionRefusal, LongTermMemory, LongTermMemoryVersion, current, unexpired
 from memories.longterm.selectors import kind_spec
+from memories.models import Turn
 from memories.services import runonce
 from memories.services.runonce import RunOnce
 from memoryhub import cas, working_set
@@ -88,6 +89,8 @@ _SNAPSHOT = (
     "expires_at",
     "superseded_by",
     "superseded_at",
+    "turn_id",
+    "rolled_back_at",
     "created_at",
     "updated_at",
 )
@@ -112,6 +115,12 @@ class MemorySuperseded(Conflict):
     """A superseded memory is history: it is not changed any more (409 `memory_superseded`)."""
 
     code = "memory_superseded"
+
+
+class MemoryRolledBack(Conflict):
+    """A memory rolled back with its turn is history until a select brings it back (409 `memory_rolled_back`)."""
+
+    code = "memory_rolled_back"
 
 
 def _log_refusal(
@@ -219,7 +228,13 @@ def _expiry(spec: KindSpec | None, proposal: Proposal, now: datetime) -> datetim
 
 
 def _history(
-    memory: LongTermMemory, action: str, actor: Actor, operation_id: str | None, decision: dict | None = None
+    memory: LongTermMemory,
+    action: str,
+    actor: Actor,
+    operation_id: str | None,
+    decision: dict | None = None,
+    turn_id: int | None = None,
+    superseded_by: str = "",
 ) -> None:
     LongTermMemoryVersion.objects.create(
         product_id=memory.product_id,
@@ -235,6 +250,8 @@ def _history(
         actor_type=actor.type,
         actor=actor.id[:200],
         decision=decision,
+        turn_id=turn_id,
+        superseded_by=superseded_by,
     )
     if action in ("created", "updated", "deleted"):
         data = {"memoryId": memory.memory_id, "kind": memory.kind, "version": memory.version}
@@ -284,20 +301,25 @@ def _guard(scope: UserAddress, spec: KindSpec | None, kind: str, content: dict, 
 
 
 def _supersede(rows: list[LongTermMemory], by: LongTermMemory, actor: Actor, operation_id: str | None) -> None:
-    """Mark each row superseded by `by`: version + 1, its vector dropped (never a search hit), history kept."""
+    """Mark each row superseded by `by`: version + 1, its vector dropped (never a search hit), history kept.
+
+    A memory written for a turn may be rolled back, making what it superseded current again: then an in-row
+    vector is kept (every search filters superseded rows out) so that the restored memory is found again.
+    """
     now = timezone.now()
+    keep_vector = {} if by.turn_id is not None else {"embedding": None}
     for old in rows:
         updated = (
             _scoped_all(old)
-            .filter(pk=old.pk, version=old.version, superseded_by="")
+            .filter(pk=old.pk, version=old.version, superseded_by="", rolled_back_at__isnull=True)
             .update(
-                superseded_by=by.memory_id, superseded_at=now, updated_at=now, version=old.version + 1, embedding=None
+                superseded_by=by.memory_id, superseded_at=now, updated_at=now, version=old.version + 1, **keep_vector
             )
         )
         if not updated:  # deleted or changed meanwhile: nothing current left to supersede
             continue
         old.superseded_by, old.superseded_at, old.updated_at, old.version = by.memory_id, now, now, old.version + 1
-        _history(old, "superseded", actor, operation_id)
+        _history(old, "superseded", actor, operation_id, turn_id=by.turn_id, superseded_by=by.memory_id)
         if old.embedding_index is not None:
             backend = backend_named(old.embedding_index.backend)
             if not backend.stores_in_row:
@@ -313,13 +335,59 @@ def _scoped_all(memory: LongTermMemory):
 # ---------------------------------------------------------------------------------------------
 
 
+class UnknownTurn(RejectedByPolicy):
+    """A `turnId` that is not a turn of this user's (422 `unknown_turn`, `details.path: "turnId"`)."""
+
+    code = "unknown_turn"
+
+
+def _superseded(turn_id: int) -> Conflict:
+    return Conflict(
+        f"turn {turn_id} was superseded; derive the memory from the current reply",
+        code="turn_superseded",
+        details={"turnId": turn_id},
+    )
+
+
+def _memory_turn(scope: UserAddress, turn_id: int | None) -> int | None:
+    """The turn a memory is written for: one of this user's turns (any conversation), not superseded."""
+    if turn_id is None:
+        return None
+    status = (
+        Turn.objects.filter(pk=turn_id, product=scope.product, user_id=scope.user_id)
+        .values_list("status", flat=True)
+        .first()
+    )
+    if status is None:
+        raise UnknownTurn(f"turnId: no turn {turn_id} of this user", details={"path": "turnId", "turnId": turn_id})
+    if status == "superseded":
+        raise _superseded(turn_id)
+    return turn_id
+
+
+def _lock_turn(turn_id: int | None) -> None:
+    """Locked: a supersede running now finishes first, and then this write is refused (or it is rolled back)."""
+    if turn_id is None:
+        return
+    status = Turn.objects.select_for_update(no_key=True).filter(pk=turn_id).values_list("status", flat=True).first()
+    if status == "superseded":
+        raise _superseded(turn_id)
+
+
 def memory_create(
-    *, scope: UserAddress, kind: str, proposal: Proposal, actor: Actor, operation: RunOnce | None = None
+    *,
+    scope: UserAddress,
+    kind: str,
+    proposal: Proposal,
+    actor: Actor,
+    operation: RunOnce | None = None,
+    turn_id: int | None = None,
 ) -> MemoryOutcome:
     replay = runonce.replay(operation, RESULT)
     if replay:
         return replay
     op_id = operation.operation_id if operation else None
+    turn_id = _memory_turn(scope, turn_id)
     spec = kind_spec(scope.product, kind) if isinstance(kind, str) else None
     admitted = _admit(scope, kind, spec, proposal, actor=actor, operation_id=op_id)
     content = admitted.content
@@ -328,6 +396,7 @@ def memory_create(
     in_use, vector = _vector_for(spec, content, proposal.evidence)
 
     def write() -> MemoryOutcome:
+        _lock_turn(turn_id)
         lock_for_write(in_use.index)
         contradicted = _guard(scope, spec, kind, content, timezone.now())
         expires_at = _expiry(spec, proposal, timezone.now())  # a kind's lifetime counts from the write
@@ -343,9 +412,10 @@ def memory_create(
             embedding=vector if in_use.backend.stores_in_row else None,
             embedding_index=in_use.index,
             expires_at=expires_at,
+            turn_id=turn_id,
         )
         in_use.backend.upsert(in_use.index, memory, vector)
-        _history(memory, "created", actor, op_id, admitted.decision)
+        _history(memory, "created", actor, op_id, admitted.decision, turn_id=turn_id)
         _supersede(contradicted, memory, actor, op_id)
         working_set.invalidate(kind_scope(scope, kind))  # in the transaction: a cache outage writes nothing
         return MemoryOutcome(memory, created=True)
@@ -370,6 +440,11 @@ def _existing(scope: UserAddress, memory_id: str) -> LongTermMemory:
         raise MemorySuperseded(
             f"memory {memory_id!r} was superseded by {memory.superseded_by!r}; it is kept as history",
             details={"supersededBy": memory.superseded_by},
+        )
+    if memory.rolled_back_at is not None:
+        raise MemoryRolledBack(
+            f"memory {memory_id!r} was rolled back with its turn {memory.turn_id}; it is kept as history",
+            details={"turnId": memory.turn_id},
         )
     return memory
 

@@ -327,7 +327,8 @@ def hnsw_statement(index: EmbeddingIndex, **asked) -> tuple[str, dict]:
         # No tie-breaker column in the inner ORDER BY: `ORDER BY distance, id` makes the planner sort instead.
         f"SELECT hits.distance, {columns} FROM (SELECT id, {distance} AS distance FROM {TABLE} "
         f"WHERE embedding_index_id = {int(index.pk)} AND product_id = %(product)s AND user_id = %(user)s "
-        f"AND kind = ANY({kinds}) AND superseded_by = '' AND (expires_at IS NULL OR expires_at > %(now)s) "
+        f"AND kind = ANY({kinds}) AND superseded_by = '' AND rolled_back_at IS NULL "
+        "AND (expires_at IS NULL OR expires_at > %(now)s) "
         "ORDER BY distance LIMIT %(limit)s OFFSET %(offset)s) hits "
         f"JOIN {TABLE} m ON m.id = hits.id ORDER BY hits.distance, m.id"
     )
@@ -426,6 +427,8 @@ def record_payload(memory: LongTermMemory) -> dict:
         "expiresAt": iso(memory.expires_at) if memory.expires_at else None,
         "supersededBy": memory.superseded_by or None,
         "supersededAt": iso(memory.superseded_at) if memory.superseded_at else None,
+        "turnId": memory.turn_id,
+        "rolledBackAt": iso(memory.rolled_back_at) if memory.rolled_back_at else None,
         "expiresAtTs": memory.expires_at.timestamp() if memory.expires_at else None,  # search's range filter
     }
 
