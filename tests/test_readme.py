@@ -25,7 +25,7 @@ README = Path(settings.BASE_DIR) / "README.md"
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("document", ["README.md", "docs/tables.md", "docs/roleplay.md"])
 def test_every_sh_block_prints_what_it_shows(document, live_server, request, tmp_path):
-    """The README's blocks, and the worked example of docs/tables.md, each with a fresh product and key."""
+    """The README's blocks and the sessions of the listed docs, each with a fresh product and key."""
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         request.getfixturevalue("celery_worker_process")  # the background work goes through the real worker
     _, issued = product_create(name="readme")

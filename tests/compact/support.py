@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memoryhub.celery import app as celery_app
+from tests.support.turns import post_turn
 
 CONV = "/v1/users/u1/conversations/c1"
 TEMPLATE = "History:\n{{history}}\nUser: {{userMessage}}"
@@ -34,13 +35,9 @@ def text(length: int, tag: str = "") -> str:
     return body[:length]
 
 
-def prepare(api, message: str, *, conv: str = CONV, slug: str = "chat", **extra):
-    return api.post(f"{conv}/turns", {"scenarioId": slug, "userMessage": message, **extra})
-
-
 def play(api, message: str, reply: str, *, conv: str = CONV, slug: str = "chat", **extra) -> dict:
     """Prepare and complete one round; the prepared turn (with `completion`) is returned."""
-    prepared = prepare(api, message, conv=conv, slug=slug, **extra)
+    prepared = post_turn(api, slug, message, conv=conv, **extra)
     assert prepared.status_code == 201, prepared.json()
     turn = prepared.json()
     done = api.post(f"{conv}/turns/{turn['turnId']}/complete", {"assistantMessage": reply})

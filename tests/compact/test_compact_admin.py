@@ -7,8 +7,9 @@ from django.test import Client
 
 from memories.compact.models import Compaction
 from tests.factories import SuperuserFactory
+from tests.support.turns import post_turn
 
-from .support import create_scenario, play, prepare, text
+from .support import create_scenario, play, text
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +25,7 @@ def test_the_list_and_the_page_show_what_a_compaction_covers(alice, operator) ->
     create_scenario(alice, budget=2000, keep=2)
     for n in range(1, 11):
         play(alice, text(90, f"u{n}"), text(90, f"a{n}"))
-    prepare(alice, text(40, "now"))
+    post_turn(alice, "chat", text(40, "now"))
     compaction = Compaction.objects.get()
     covers = f"messages {compaction.from_message_id}–{compaction.through_message_id} (rounds 1–9, 18 messages)"
     listing = operator.get("/admin/compact/compaction/")

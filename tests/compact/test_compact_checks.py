@@ -9,8 +9,9 @@ from memories.compact.policy import CompactPolicy
 from memories.compact.services import compaction_run
 from memories.models import Message
 from memoryhub.addresses import ConversationAddress
+from tests.support.turns import post_turn
 
-from .support import compactions, create_scenario, events, history_source, play, prepare, text
+from .support import compactions, create_scenario, events, history_source, play, text
 
 pytestmark = pytest.mark.django_db
 
@@ -65,7 +66,7 @@ def test_an_inline_compaction_that_lost_its_range_tries_again(alice, monkeypatch
 
     monkeypatch.setattr(services, "compaction_summarizer", lambda limit: FirstTimeMeanwhile(real(limit)))
     # Even without the superseded message the input does not fit (1,989 - 96 + 150 > 2,000): compact again.
-    turn = prepare(alice, text(150, "now")).json()
+    turn = post_turn(alice, "chat", text(150, "now")).json()
     assert len(calls) == 2  # the first summary was refused by the range check, the second kept
     assert len(events(alice, "compact.failed")) == 1
     [kept] = compactions(alice)

@@ -69,11 +69,11 @@ def _full_conversation(api) -> None:
 def test_two_prepares_that_must_compact_at_once_keep_one_compaction(alice, summaries_meet) -> None:
     _full_conversation(alice)
 
-    def prepare(message: str) -> Callable[[], object]:
+    def prepare_later(message: str) -> Callable[[], object]:  # a request to send from its own thread
         client = client_for(alice.key)
         return lambda: client.post(f"{CONV}/turns", {"scenarioId": "chat", "userMessage": message}, format="json")
 
-    first, second = _at_once(prepare(text(40, "one")), prepare(text(40, "two")))
+    first, second = _at_once(prepare_later(text(40, "one")), prepare_later(text(40, "two")))
     assert first.status_code == second.status_code == 201, (first.content, second.content)
     [kept] = compactions(alice)
     assert kept["version"] == 1

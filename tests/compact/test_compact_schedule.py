@@ -9,6 +9,7 @@ from django.db import OperationalError
 from memories.compact import tasks as compact_tasks
 from memories.compact.services import compaction_for_turn
 from memories.compact.tasks import compact_history_task
+from tests.support.turns import post_turn
 
 from .support import (
     compactions,
@@ -18,7 +19,6 @@ from .support import (
     history_source,
     messages,
     play,
-    prepare,
     scheduled,
     text,
 )
@@ -72,7 +72,7 @@ def test_the_task_compacts_everything_before_the_recent_window_after_the_commit(
     assert compaction["historyChars"] < 1600  # below the trigger: the next commit does not compact again
     [created] = events(alice, "compact.created")
     assert created["turnId"] == ninth["turnId"] and created["details"]["keptMessages"] == 2
-    turn = prepare(alice, "next").json()
+    turn = post_turn(alice, "chat", "next").json()
     assert history_source(turn)["details"]["compaction"]["id"] == compaction["id"]
     assert "compacted" not in history_source(turn)["details"]
     # A redelivered task finds nothing to do.
@@ -96,7 +96,7 @@ def test_a_checkpoint_round_compacts_everything_before_the_recent_window(
     assert (first["throughMessageId"], first["roundTo"], first["messageCount"]) == (stored[3]["id"], 2, 4)
     assert (second["throughMessageId"], second["roundTo"], second["messageCount"]) == (stored[9]["id"], 5, 10)
     assert second["previousId"] == first["id"]
-    turn = prepare(alice, "and now?").json()
+    turn = post_turn(alice, "chat", "and now?").json()
     assert turn["variables"]["history"].endswith(
         "user: Round 6: where is the key?\nassistant: Round 6: the guard keeps it."
     )

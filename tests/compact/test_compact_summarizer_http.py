@@ -9,8 +9,9 @@ from memories.models import Turn
 from memoryhub.clients.errors import UpstreamUnavailable
 from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
+from tests.support.turns import post_turn
 
-from .support import compactions, create_scenario, events, history_source, messages, play, prepare, text
+from .support import compactions, create_scenario, events, history_source, messages, play, text
 
 pytestmark = pytest.mark.django_db
 PATH = "/v1/chat/completions"
@@ -40,7 +41,7 @@ def _full_conversation(api) -> list[dict]:
 def test_an_inline_compaction_uses_the_configured_summariser(alice, server) -> None:
     _full_conversation(alice)
     server.route("POST", PATH, completion('{"summary": "The guard keeps the brass key and the lantern."}'))
-    turn = prepare(alice, text(40, "now")).json()
+    turn = post_turn(alice, "chat", text(40, "now")).json()
     [compaction] = compactions(alice)
     assert compaction["summary"] == "The guard keeps the brass key and the lantern."
     assert compaction["summarizer"] == "openai-compatible:test-model"
@@ -61,7 +62,7 @@ def test_an_inline_compaction_uses_the_configured_summariser(alice, server) -> N
 def test_a_summariser_failure_fails_the_prepare_that_had_to_compact(alice, server, reply, status, code) -> None:
     stored = _full_conversation(alice)
     server.route("POST", PATH, reply)
-    error = assert_envelope(prepare(alice, text(40, "now")), status, code)
+    error = assert_envelope(post_turn(alice, "chat", text(40, "now")), status, code)
     assert error["details"]["service"] == "summarizer"
     # Nothing kept, nothing dropped, and the failure is on record.
     assert compactions(alice) == [] and messages(alice) == stored
@@ -70,13 +71,13 @@ def test_a_summariser_failure_fails_the_prepare_that_had_to_compact(alice, serve
     assert failed["details"]["willRetry"] is False
     assert Turn.objects.filter(product=alice.product).count() == 10  # no turn was prepared
     # A prepare that fits does not need the summariser.
-    assert prepare(alice, "ok").status_code == 201
+    assert post_turn(alice, "chat", "ok").status_code == 201
 
 
 def test_a_summary_longer_than_the_room_is_not_kept(alice, server) -> None:
     _full_conversation(alice)
     server.route("POST", PATH, completion('{"summary": "%s"}' % ("x" * 600)))  # the room is 500
-    error = assert_envelope(prepare(alice, text(40, "now")), 502, "upstream_failed")
+    error = assert_envelope(post_turn(alice, "chat", text(40, "now")), 502, "upstream_failed")
     assert error["details"]["summaryLimit"] == 500 and compactions(alice) == []
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from tests.support.api import assert_envelope
 from tests.support.scenarios import refused
+from tests.support.turns import post_turn
 
 from .support import (
     CONV,
@@ -15,7 +16,6 @@ from .support import (
     history_source,
     messages,
     play,
-    prepare,
     scenario_body,
     text,
 )
@@ -61,12 +61,12 @@ def test_the_history_source_names_agent_ref_history_and_a_runtime_with_a_chat_hi
 
 def test_the_history_variable_carries_the_raw_messages_oldest_first(alice) -> None:
     create_scenario(alice)
-    first = prepare(alice, "Hello gate").json()
+    first = post_turn(alice, "chat", "Hello gate").json()
     assert history_source(first)["status"] == "empty"
     assert first["prompt"] == "History:\n\nUser: Hello gate"
     play(alice, "Who holds the key?", "The guard does.")
     play(alice, "And the lantern?", "On the wall.")
-    turn = prepare(alice, "Thanks").json()
+    turn = post_turn(alice, "chat", "Thanks").json()
     assert turn["prompt"] == (
         "History:\nuser: Who holds the key?\nassistant: The guard does.\nuser: And the lantern?\n"
         "assistant: On the wall.\nUser: Thanks"
@@ -83,10 +83,10 @@ def test_the_history_variable_carries_the_raw_messages_oldest_first(alice) -> No
 def test_a_prepare_compacts_inline_only_when_the_input_would_not_fit(alice) -> None:
     create_scenario(alice, budget=2000, keep=2)
     _rounds(alice, 10)  # 1,989 characters of history: past the 80 % trigger, the task never ran here
-    fits = prepare(alice, "ok").json()  # 1,989 + 2 ≤ 2,000
+    fits = post_turn(alice, "chat", "ok").json()  # 1,989 + 2 ≤ 2,000
     assert history_source(fits)["details"]["historyChars"] == 1989
     assert "compacted" not in history_source(fits)["details"] and compactions(alice) == []
-    must = prepare(alice, text(40, "now")).json()  # 1,989 + 40 > 2,000
+    must = post_turn(alice, "chat", text(40, "now")).json()  # 1,989 + 40 > 2,000
     details = history_source(must)["details"]
     assert details["compacted"] == "inline"
     assert details["inputChars"] <= 2000
@@ -117,7 +117,7 @@ def test_the_next_prepare_uses_the_compaction_without_compacting_again(alice) ->
     _rounds(alice, 10)
     inline = play(alice, text(40, "now"), text(L, "reply"))
     [compaction] = compactions(alice)
-    turn = prepare(alice, "and then?").json()
+    turn = post_turn(alice, "chat", "and then?").json()
     details = history_source(turn)["details"]
     assert details["compaction"]["id"] == compaction["id"] and "compacted" not in details
     assert details["rawMessages"] == 4  # the two kept, and the round that used the compaction
@@ -127,9 +127,9 @@ def test_the_next_prepare_uses_the_compaction_without_compacting_again(alice) ->
 
 def test_a_message_longer_than_the_budget_is_422_budget_exceeded_and_nothing_is_stored(alice) -> None:
     create_scenario(alice, budget=600, keep=2)
-    error = assert_envelope(prepare(alice, "x" * 601), 422, "budget_exceeded")
+    error = assert_envelope(post_turn(alice, "chat", "x" * 601), 422, "budget_exceeded")
     assert error["details"] == {"budgetChars": 600, "userMessageChars": 601}
-    assert prepare(alice, "x" * 600).status_code == 201  # no history yet: the message alone fits
+    assert post_turn(alice, "chat", "x" * 600).status_code == 201  # no history yet: the message alone fits
     assert alice.get(f"{CONV}/events", data={"type": "compact.failed"}).json()["results"] == []
 
 
@@ -138,7 +138,7 @@ def test_a_message_that_leaves_no_room_for_the_summary_is_422_and_no_message_is_
     play(alice, text(200, "u1"), text(200, "a1"))
     before = messages(alice)
     # 600 - 560 leaves 40 characters, minus the heading: less than the shortest summary.
-    error = assert_envelope(prepare(alice, "y" * 560), 422, "budget_exceeded")
+    error = assert_envelope(post_turn(alice, "chat", "y" * 560), 422, "budget_exceeded")
     assert error["details"]["minimumSummaryChars"] == 64
     assert messages(alice) == before and compactions(alice) == []
 
@@ -147,7 +147,7 @@ def test_the_summary_and_the_kept_messages_fit_beside_a_long_message(alice) -> N
     create_scenario(alice, budget=2000, keep=8)
     _rounds(alice, 6)
     # 1,193 characters of history; this message leaves 500: the recent window shrinks below 8 to fit.
-    turn = prepare(alice, text(1500, "long")).json()
+    turn = post_turn(alice, "chat", text(1500, "long")).json()
     details = history_source(turn)["details"]
     assert details["compacted"] == "inline" and details["inputChars"] <= 2000
     [compaction] = compactions(alice)
@@ -160,7 +160,7 @@ def test_the_summary_and_the_kept_messages_fit_beside_a_long_message(alice) -> N
 def test_compactions_of_a_foreign_or_unknown_conversation_are_404(alice, bob) -> None:
     create_scenario(alice, budget=2000, keep=2)
     _rounds(alice, 10)
-    prepare(alice, text(40, "now"))
+    post_turn(alice, "chat", text(40, "now"))
     assert len(compactions(alice)) == 1
     assert_envelope(bob.get(f"{CONV}/compactions"), 404, "not_found")
     assert_envelope(alice.get("/v1/users/u1/conversations/nope/compactions"), 404, "not_found")
@@ -175,7 +175,7 @@ def test_the_list_is_newest_first_and_paged(alice) -> None:
     _rounds(alice, 10)
     play(alice, text(40, "now"), text(L, "reply"))
     _rounds(alice, 9, start=12)
-    prepare(alice, text(40, "again"))
+    post_turn(alice, "chat", text(40, "again"))
     listed = compactions(alice)
     assert [c["version"] for c in listed] == [2, 1]
     assert listed[0]["previousId"] == listed[1]["id"]
@@ -209,7 +209,7 @@ def test_a_prepare_reads_as_much_for_a_long_compacted_conversation_as_for_a_shor
     for conv in ("long", "short"):
         cache.clear()  # every entry rebuilt from the database
         with CaptureQueriesContext(connection) as captured:
-            response = prepare(alice, "ok", conv=f"/v1/users/u1/conversations/{conv}")
+            response = post_turn(alice, "chat", "ok", conv=f"/v1/users/u1/conversations/{conv}")
         assert response.status_code == 201
         counts[conv] = len(captured.captured_queries)
     assert counts["long"] == counts["short"]

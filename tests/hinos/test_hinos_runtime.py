@@ -8,6 +8,7 @@ from memories.models import Event, Turn
 from tests.hinos.support import COMMIT, PREPARE, PREPARED
 from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
+from tests.support.turns import post_turn, prepare
 
 CONV = "/v1/users/u1/conversations/c1"
 TEMPLATE = "你是守卫。\nMemory: {{hinosMemory}}\nState: {{jsonMemory}}\nUser: {{userMessage}}"
@@ -29,16 +30,6 @@ def make_scenario(api, **changes) -> None:
     assert response.status_code == 201, response.json()
 
 
-def prepare(api, message: str = "我答应明天归还铜钥匙", **extra):
-    return api.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": message, **extra})
-
-
-def prepared(api, message: str = "我答应明天归还铜钥匙", **extra) -> dict:
-    response = prepare(api, message, **extra)
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def complete(api, turn_id: int, reply: str = "守卫点头，记下了约定"):
     return api.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": reply})
 
@@ -54,7 +45,7 @@ def requests_to(server: StubHttpServer, path: str) -> list:
 def test_prepare_sends_the_protocol_and_memory_becomes_hinos_memory(alice, hinos):
     make_scenario(alice)
     assert alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"gate": "closed"}}).status_code == 200
-    turn = prepared(alice, requestId="req-1")
+    turn = prepare(alice, "gate", "我答应明天归还铜钥匙", requestId="req-1")
     [sent] = requests_to(hinos, PREPARE)
     system = '你是守卫。\nMemory: \nState: {"gate":"closed"}\nUser: 我答应明天归还铜钥匙'
     assert sent.json() == {
@@ -79,7 +70,7 @@ def test_prepare_sends_the_protocol_and_memory_becomes_hinos_memory(alice, hinos
 
 def test_commit_sends_the_claim_with_user_and_assistant(alice, hinos):
     make_scenario(alice)
-    turn = prepared(alice, requestId="req-1")
+    turn = prepare(alice, "gate", "我答应明天归还铜钥匙", requestId="req-1")
     response = complete(alice, turn["turnId"])
     assert response.status_code == 200, response.json()
     assert response.json()["committed"] is True and response.json()["memoryWrite"] == {"status": "committed"}
@@ -94,8 +85,8 @@ def test_commit_sends_the_claim_with_user_and_assistant(alice, hinos):
 
 def test_the_next_prepare_sends_the_formal_chat_with_the_current_user_message_last(alice, hinos):
     make_scenario(alice)
-    assert complete(alice, prepared(alice)["turnId"]).status_code == 200
-    prepared(alice, "那我们出发吧")
+    assert complete(alice, prepare(alice, "gate", "我答应明天归还铜钥匙")["turnId"]).status_code == 200
+    prepare(alice, "gate", "那我们出发吧")
     assert requests_to(hinos, PREPARE)[-1].json()["messages"] == [
         {"role": "user", "content": "我答应明天归还铜钥匙"},
         {"role": "assistant", "content": "守卫点头，记下了约定"},
@@ -106,7 +97,7 @@ def test_the_next_prepare_sends_the_formal_chat_with_the_current_user_message_la
 def test_without_token_or_section_no_authorization_and_null_identifiers(alice, hinos, settings):
     settings.HINOS_MEMORY_TOKEN = None
     make_scenario(alice, hinos={})
-    prepared(alice)
+    prepare(alice, "gate", "我答应明天归还铜钥匙")
     sent = requests_to(hinos, PREPARE)[-1]
     assert "authorization" not in sent.headers
     assert sent.json()["model_config_id"] is None and sent.json()["prompt_id"] is None
@@ -116,7 +107,7 @@ def test_without_token_or_section_no_authorization_and_null_identifiers(alice, h
 def test_empty_memory_keeps_the_normal_preparation(alice, hinos):
     hinos.route("POST", PREPARE, Reply(200, {**PREPARED, "memory": ""}))
     make_scenario(alice)
-    turn = prepared(alice)
+    turn = prepare(alice, "gate", "我答应明天归还铜钥匙")
     assert turn["prompt"] == "你是守卫。\nMemory: \nState: \nUser: 我答应明天归还铜钥匙"
     assert turn["variables"]["hinosMemory"] == ""
     assert turn["sources"][0]["status"] == "empty"
@@ -137,7 +128,7 @@ def test_a_failed_prepare_fails_the_turn_and_creates_nothing(alice, hinos, setti
     settings.HINOS_MEMORY_TIMEOUT_MS = 300
     hinos.route("POST", PREPARE, reply)
     make_scenario(alice)
-    error = assert_envelope(prepare(alice), status, code)
+    error = assert_envelope(post_turn(alice, "gate", "我答应明天归还铜钥匙"), status, code)
     assert error["details"]["service"] == "hinos"
     assert Turn.objects.count() == 0
 
@@ -145,7 +136,7 @@ def test_a_failed_prepare_fails_the_turn_and_creates_nothing(alice, hinos, setti
 def test_without_hinos_memory_url_the_turn_fails_with_502(alice, hinos, settings):
     settings.HINOS_MEMORY_URL = None
     make_scenario(alice)
-    error = assert_envelope(prepare(alice), 502, "upstream_failed")
+    error = assert_envelope(post_turn(alice, "gate", "我答应明天归还铜钥匙"), 502, "upstream_failed")
     assert "HINOS_MEMORY_URL" in error["message"]
     assert Turn.objects.count() == 0
 
@@ -158,7 +149,7 @@ def test_without_hinos_memory_url_the_turn_fails_with_502(alice, hinos, settings
 def test_best_effort_commit_failure_completes_and_says_the_memory_write_failed(alice, hinos, reply):
     hinos.route("POST", COMMIT, reply)
     make_scenario(alice)
-    turn = prepared(alice)
+    turn = prepare(alice, "gate", "我答应明天归还铜钥匙")
     response = complete(alice, turn["turnId"])
     assert response.status_code == 200, response.json()
     body = response.json()
@@ -175,7 +166,7 @@ def test_commit_timeout_is_a_failed_memory_write(alice, hinos, settings):
     settings.HINOS_MEMORY_TIMEOUT_MS = 300
     hinos.route("POST", COMMIT, Reply(200, {"committed": True}, delay_seconds=1.5))
     make_scenario(alice)
-    body = complete(alice, prepared(alice)["turnId"]).json()
+    body = complete(alice, prepare(alice, "gate", "我答应明天归还铜钥匙")["turnId"]).json()
     assert body["memoryWrite"]["status"] == "failed"
     assert events(alice, "memory.write_failed")[0]["details"]["code"] == "upstream_timeout"
 
@@ -183,7 +174,7 @@ def test_commit_timeout_is_a_failed_memory_write(alice, hinos, settings):
 def test_required_commit_failure_fails_the_completion_but_keeps_the_reply(alice, hinos):
     hinos.route("POST", COMMIT, Reply(200, {"committed": False}))
     make_scenario(alice, memoryIngest="required")
-    turn = prepared(alice)
+    turn = prepare(alice, "gate", "我答应明天归还铜钥匙")
     error = assert_envelope(complete(alice, turn["turnId"]), 502, "upstream_failed")
     assert "memoryIngest is 'required'" in error["message"] and error["details"]["claim_id"] == "claim-1"
     detail = alice.get(f"{CONV}/turns/{turn['turnId']}").json()
@@ -198,7 +189,7 @@ def test_required_commit_failure_fails_the_completion_but_keeps_the_reply(alice,
 def test_required_turn_can_be_committed_by_accept_once_hinos_answers(alice, hinos):
     hinos.route("POST", COMMIT, Reply(503, {"error": "busy"}))
     make_scenario(alice, memoryIngest="required")
-    turn = prepared(alice)
+    turn = prepare(alice, "gate", "我答应明天归还铜钥匙")
     assert complete(alice, turn["turnId"]).status_code == 502
     hinos.route("POST", COMMIT, Reply(200, {"committed": True}))
     response = alice.post(f"{CONV}/turns/{turn['turnId']}/accept", {})
@@ -210,7 +201,7 @@ def test_required_turn_can_be_committed_by_accept_once_hinos_answers(alice, hino
 def test_a_failure_event_is_kept_in_the_database_not_only_in_the_response(alice, hinos):
     hinos.route("POST", COMMIT, Reply(500, {}))
     make_scenario(alice, memoryIngest="required")
-    complete(alice, prepared(alice)["turnId"])
+    complete(alice, prepare(alice, "gate", "我答应明天归还铜钥匙")["turnId"])
     event = Event.objects.get(type="memory.write_failed")
     assert event.product == alice.product and event.details["upstreamStatus"] == 500
 
@@ -223,6 +214,6 @@ def test_the_hinos_section_is_validated(alice, hinos):
 
 def test_another_product_cannot_complete_the_turn(alice, bob, hinos):
     make_scenario(alice)
-    turn = prepared(alice)
+    turn = prepare(alice, "gate", "我答应明天归还铜钥匙")
     assert_envelope(complete(bob, turn["turnId"]), 404, "not_found")
     assert requests_to(hinos, COMMIT) == []

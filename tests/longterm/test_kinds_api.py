@@ -10,6 +10,7 @@ from memories.longterm.models import AdmissionRefusal, LongTermMemory, LongTermM
 from tests.longterm.kind_support import DIET_KIND, KINDS_URL, VEGETARIAN, define, diet
 from tests.longterm.support import create, memories_url, search
 from tests.support.api import assert_envelope
+from tests.support.turns import prepare
 
 pytestmark = pytest.mark.django_db
 
@@ -173,18 +174,12 @@ def scenario(api, kinds: list[str], *, in_section: bool = False) -> dict:
     return response.json()
 
 
-def prepare(api, message: str = "What should I cook tonight?") -> dict:
-    response = api.post("/v1/users/u1/conversations/c1/turns", {"scenarioId": "cook", "userMessage": message})
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def test_write_search_recall_in_a_turn_for_a_product_kind(alice):
     define(alice)
     scenario(alice, ["preference", "diet"])
     record = create(alice, diet())
     preference = create(alice)
-    turn = prepare(alice)
+    turn = prepare(alice, "cook", "What should I cook tonight?")
     assert "- diet: The user is vegan: no meat, fish, eggs or dairy" in turn["prompt"]
     assert "language: zh; detail: brief" in turn["prompt"]
     used = turn["sources"][0]["details"]["memories"]
@@ -199,7 +194,7 @@ def test_a_source_names_its_kinds_and_the_scenario_keeps_them(alice):
     assert alice.get("/v1/scenarios/cook").json()["memorySources"][0]["kinds"] == ["diet"]
     record = create(alice, diet())
     create(alice)  # a preference: not named by the source
-    turn = prepare(alice)
+    turn = prepare(alice, "cook", "What should I cook tonight?")
     assert "- diet: The user is vegan" in turn["prompt"] and "language: zh" not in turn["prompt"]
     assert turn["sources"][0]["details"]["memories"] == [{"id": record["id"], "version": 1, "kind": "diet"}]
 
@@ -208,7 +203,7 @@ def test_the_scenario_section_may_name_the_kinds_too(alice):
     define(alice)
     scenario(alice, ["diet"], in_section=True)
     create(alice, diet())
-    assert "- diet: The user is vegan" in prepare(alice)["prompt"]
+    assert "- diet: The user is vegan" in prepare(alice, "cook", "What should I cook tonight?")["prompt"]
 
 
 @pytest.mark.parametrize(
@@ -238,9 +233,9 @@ def test_a_kind_change_reaches_the_next_turn(alice):
     define(alice)
     scenario(alice, ["diet"])
     create(alice, diet())
-    assert "- diet: The user is vegan" in prepare(alice)["prompt"]
+    assert "- diet: The user is vegan" in prepare(alice, "cook", "What should I cook tonight?")["prompt"]
     assert alice.patch(f"{KINDS_URL}/diet", {"textField": "restriction"}).status_code == 200
-    assert "- diet: vegan\n" in prepare(alice)["prompt"]
+    assert "- diet: vegan\n" in prepare(alice, "cook", "What should I cook tonight?")["prompt"]
 
 
 # --- deleting a kind ------------------------------------------------------------------------------------
@@ -250,17 +245,17 @@ def test_deleting_a_kind_in_use_is_409_unless_cascade(alice):
     define(alice)
     scenario(alice, ["diet"])
     record = create(alice, diet())
-    prepare(alice)  # the snapshot is cached
+    prepare(alice, "cook", "What should I cook tonight?")  # the snapshot is cached
     error = assert_envelope(alice.delete(f"{KINDS_URL}/diet"), 409, "kind_in_use")
     assert error["details"] == {"memories": 1}
     assert_envelope(alice.delete(f"{KINDS_URL}/diet?cascade=maybe"), 400)
     assert alice.delete(f"{KINDS_URL}/diet?cascade=true").status_code == 204
     assert not LongTermMemory.objects.exists()
     assert not LongTermMemoryVersion.objects.filter(memory_id=record["id"]).exists()
-    turn = prepare(alice)
+    turn = prepare(alice, "cook", "What should I cook tonight?")
     assert "vegan" not in turn["prompt"] and turn["sources"][0]["status"] == "empty"
     define(alice)  # defined again: the old memories do not come back from the cache
-    assert "vegan" not in prepare(alice)["prompt"]
+    assert "vegan" not in prepare(alice, "cook", "What should I cook tonight?")["prompt"]
 
 
 def test_a_contraction_states_its_value(alice):

@@ -27,6 +27,7 @@ from tests.longterm.support import (
 from tests.support.api import assert_envelope
 from tests.support.embedding_server import ServerOptions, make_server, serve_in_thread
 from tests.support.processes import closed_port
+from tests.support.turns import prepare
 
 pytestmark = pytest.mark.django_db
 
@@ -54,12 +55,6 @@ def scenario(api, **sections) -> None:
     assert response.status_code == 201, response.json()
 
 
-def prepare(api, message: str = "你好") -> dict:
-    response = api.post(f"{CONV}/turns", {"scenarioId": "assistant", "userMessage": message})
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def recall(api, message: str = "你好", scenario_row=None):
     source = SourceConfig(SOURCE["id"], SOURCE["agentRef"], SOURCE["variable"])
     return produce_preferences(
@@ -75,7 +70,7 @@ def recall(api, message: str = "你好", scenario_row=None):
 def test_a_saved_preference_is_recalled_into_a_new_turn_with_its_id_and_version(alice):
     scenario(alice)
     record = create(alice)
-    turn = prepare(alice)
+    turn = prepare(alice, "assistant", "你好")
     assert "language: zh; detail: brief — 用户喜欢简短的中文回答" in turn["prompt"]
     assert turn["referencedVariables"] == ["preferences"]
     status = turn["sources"][0]
@@ -87,32 +82,32 @@ def test_a_saved_preference_is_recalled_into_a_new_turn_with_its_id_and_version(
 def test_every_write_invalidates_the_working_set(alice):
     scenario(alice)
     record = create(alice)
-    assert prepare(alice)["sources"][0]["cached"] is False
+    assert prepare(alice, "assistant", "你好")["sources"][0]["cached"] is False
     tombstone_expired(alice)
-    assert prepare(alice)["sources"][0]["cached"] is False  # rebuilt from the database and stored
-    assert prepare(alice)["sources"][0]["cached"] is True
+    assert prepare(alice, "assistant", "你好")["sources"][0]["cached"] is False  # rebuilt from the database and stored
+    assert prepare(alice, "assistant", "你好")["sources"][0]["cached"] is True
     alice.patch(f"{memories_url()}/{record['id']}", update_body(expected=1))
-    after_update = prepare(alice)
+    after_update = prepare(alice, "assistant", "你好")
     assert after_update["sources"][0]["cached"] is False
     assert "Please always answer me in detailed English" in after_update["prompt"]
     assert "用户喜欢简短" not in after_update["prompt"]
     assert after_update["sources"][0]["details"]["memories"] == [{"id": record["id"], "version": 2}]
     alice.delete(f"{memories_url()}/{record['id']}")
-    gone = prepare(alice)
+    gone = prepare(alice, "assistant", "你好")
     assert gone["sources"][0]["status"] == "empty" and "Please always" not in gone["prompt"]
 
 
 def test_with_many_preferences_the_relevant_ones_are_chosen_by_meaning(alice):
     scenario(alice, preferences={"topK": 1, "allWhenAtMost": 1})
     zh, en = create(alice, ZH_LANGUAGE)["id"], create(alice, EN_DETAIL)["id"]
-    chinese = prepare(alice, "请用简洁的中文回复我")["sources"][0]["details"]
+    chinese = prepare(alice, "assistant", "请用简洁的中文回复我")["sources"][0]["details"]
     assert chinese["mode"] == "hybrid" and chinese["available"] == 2
     assert [m["id"] for m in chinese["memories"]] == [zh] and chinese["memories"][0]["score"] > 0
     why = chinese["memories"][0]["why"]  # the inspector shows why it was recalled
     assert (
         why["semantic"]["rank"] == 1 and why["keyword"]["rank"] == 1 and why["fused"] == chinese["memories"][0]["score"]
     )
-    english = prepare(alice, "Explain it to me thoroughly, in English")["sources"][0]["details"]
+    english = prepare(alice, "assistant", "Explain it to me thoroughly, in English")["sources"][0]["details"]
     assert [m["id"] for m in english["memories"]] == [en]
 
 
@@ -146,14 +141,14 @@ def test_few_preferences_are_all_used(alice):
     scenario(alice, preferences={"topK": 1, "allWhenAtMost": 3})
     create(alice, ZH_LANGUAGE)
     create(alice, EN_DETAIL)
-    turn = prepare(alice, "请用简洁的中文回复我")
+    turn = prepare(alice, "assistant", "请用简洁的中文回复我")
     assert turn["sources"][0]["details"]["mode"] == "all" and len(turn["sources"][0]["details"]["memories"]) == 2
     assert "用户喜欢简短的中文回答" in turn["prompt"] and "detailed English" in turn["prompt"]
 
 
 def test_no_preferences_is_an_empty_source(alice):
     scenario(alice)
-    turn = prepare(alice)
+    turn = prepare(alice, "assistant", "你好")
     assert turn["sources"][0]["status"] == "empty" and turn["prompt"].startswith("Preferences:\n\nUser:")
 
 
@@ -161,7 +156,7 @@ def test_preferences_are_per_user_and_per_product(alice, bob):
     create(alice, user="u2")
     create(bob)
     scenario(alice)
-    assert prepare(alice)["sources"][0]["status"] == "empty"
+    assert prepare(alice, "assistant", "你好")["sources"][0]["status"] == "empty"
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from tests.support.api import assert_envelope
+from tests.support.turns import prepare
 
 from .support import import_world, world_info
 
@@ -24,14 +25,8 @@ def scenario(api, slug="lore", **options) -> None:
     assert response.status_code == 201, response.json()
 
 
-def prepare(api, message: str, slug="lore", **extra) -> dict:
-    response = api.post(f"{CONV}/turns", {"scenarioId": slug, "userMessage": message, **extra})
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def say(api, message: str, reply: str, slug="lore", **extra) -> dict:
-    turn = prepare(api, message, slug, **extra)
+    turn = prepare(api, slug, message, **extra)
     done = api.post(f"{CONV}/turns/{turn['turnId']}/complete", {"assistantMessage": reply})
     assert done.status_code == 200, done.json()
     return turn
@@ -65,7 +60,7 @@ CONSTANT = "7"  # the rule of magic fires on every turn
 def test_activation_table(alice, message, uids):
     import_world(alice)
     scenario(alice)
-    turn = prepare(alice, message)
+    turn = prepare(alice, "lore", message)
     assert fired(turn) == uids
     contents = {e["uid"]: e["content"] for e in world_info()["entries"].values() for e in [e | {"uid": str(e["uid"])}]}
     assert turn["variables"]["worldInfo"] == "\n".join(contents[u] for u in uids)
@@ -75,7 +70,7 @@ def test_activation_table(alice, message, uids):
 def test_the_status_names_the_key_and_the_secondary_logic(alice):
     import_world(alice)
     scenario(alice)
-    status = prepare(alice, "Ferry! A coin? A TOKEN.")["sources"][0]
+    status = prepare(alice, "lore", "Ferry! A coin? A TOKEN.")["sources"][0]
     assert (status["agentRef"], status["variable"], status["status"]) == ("lorebook", "worldInfo", "ok")
     by_uid = {f["uid"]: f for f in status["details"]["fired"]}
     assert by_uid["8"] | {} == by_uid["8"] and by_uid["8"]["key"] == "ferry"
@@ -89,15 +84,15 @@ def test_recursion_follows_fired_content_and_respects_its_limits(alice):
     scenario(alice, "flat")
     scenario(alice, "deep", recursive=True)
     scenario(alice, "shallow", recursive=True, maxRecursionSteps=2)
-    assert fired(prepare(alice, "to Varn", "flat")) == ["1", CONSTANT]
+    assert fired(prepare(alice, "flat", "to Varn")) == ["1", CONSTANT]
     # Varn → Salt Guild → Grey Lanterns; the constant rule names Eldoria; 13 excludes recursion (never fires here)
-    deep = prepare(alice, "to Varn", "deep")
+    deep = prepare(alice, "deep", "to Varn")
     assert fired(deep) == ["3", "2", "1", "0", CONSTANT]
     passes = {f["uid"]: f["pass"] for f in deep["sources"][0]["details"]["fired"]}
     assert passes == {"1": 1, CONSTANT: 1, "2": 2, "0": 2, "3": 3}
-    assert fired(prepare(alice, "to Varn", "shallow")) == ["2", "1", "0", CONSTANT]  # two passes only
+    assert fired(prepare(alice, "shallow", "to Varn")) == ["2", "1", "0", CONSTANT]  # two passes only
     # 3 and 13 by the message; 3 prevents recursion; Eldoria (from the rule) → Varn → Salt Guild
-    assert fired(prepare(alice, "the Grey Lanterns", "deep")) == ["13", "3", "2", "1", "0", CONSTANT]
+    assert fired(prepare(alice, "deep", "the Grey Lanterns")) == ["13", "3", "2", "1", "0", CONSTANT]
 
 
 @pytest.mark.parametrize("prevent", [True, False])
@@ -109,7 +104,7 @@ def test_prevent_recursion_keeps_an_entry_from_firing_others(alice, prevent):
     }
     import_world(alice, body=book)
     scenario(alice, recursive=True)
-    uids = fired(prepare(alice, "the Salt Guild"))
+    uids = fired(prepare(alice, "lore", "the Salt Guild"))
     assert "3" in uids and ("5" in uids) is not prevent  # 3 fired by recursion; its content fires 5 unless it prevents
 
 
@@ -117,7 +112,7 @@ def test_the_budget_keeps_the_highest_order_first(alice):
     import_world(alice)
     rule, mara = len(world_info()["entries"]["7"]["content"]), len(world_info()["entries"]["4"]["content"])
     scenario(alice, budget=rule + mara + 3)  # room for 7 (order 200) and 4 (120), not for 0 (100)
-    status = prepare(alice, "Mara Vell in Eldoria")["sources"][0]
+    status = prepare(alice, "lore", "Mara Vell in Eldoria")["sources"][0]
     assert fired({"sources": [status]}) == ["4", CONSTANT]
     assert status["details"]["overBudget"] == [{"lorebook": "eldoria", "uid": "0", "comment": "Kingdom"}]
 
@@ -127,8 +122,8 @@ def test_scan_depth_counts_messages_newest_first(alice):
     scenario(alice, "d1", scanDepth=1)
     scenario(alice, "d3", scanDepth=3)
     say(alice, "Tell me of Eldoria", "It is old.", "d1")
-    assert fired(prepare(alice, "go on", "d1")) == [CONSTANT]  # depth 1: the current message only
-    assert fired(prepare(alice, "go on", "d3")) == ["0", CONSTANT]  # depth 3: the user's earlier message too
+    assert fired(prepare(alice, "d1", "go on")) == [CONSTANT]  # depth 1: the current message only
+    assert fired(prepare(alice, "d3", "go on")) == ["0", CONSTANT]  # depth 3: the user's earlier message too
 
 
 def test_probability_is_deterministic_per_turn(alice):
@@ -136,7 +131,7 @@ def test_probability_is_deterministic_per_turn(alice):
     book["entries"]["0"] |= {"probability": 50, "useProbability": True}
     import_world(alice, body=book)
     scenario(alice)
-    outcomes = {tuple(fired(prepare(alice, "Eldoria"))) for _ in range(3)}  # one round: one seed
+    outcomes = {tuple(fired(prepare(alice, "lore", "Eldoria"))) for _ in range(3)}  # one round: one seed
     assert len(outcomes) == 1
     rounds = set()
     for i in range(12):
@@ -176,7 +171,7 @@ def test_two_lorebook_sources_fill_two_variables_and_a_foreign_book_is_not_read(
     ]
     body = {"id": "two", "name": "two", "memorySources": sources, "template": "{{world}}|{{other}}"}
     assert alice.post("/v1/scenarios", body).status_code == 201
-    turn = prepare(alice, "Eldoria", "two")
+    turn = prepare(alice, "two", "Eldoria")
     assert turn["variables"]["other"] == "" and turn["sources"][1]["status"] == "empty"
     assert turn["sources"][1]["details"]["missingLorebooks"] == ["nope"]
     bob_body = body | {"memorySources": [sources[0] | {"lorebooks": ["empty"]}], "template": "{{world}}"}
@@ -189,15 +184,15 @@ def test_two_lorebook_sources_fill_two_variables_and_a_foreign_book_is_not_read(
 def test_an_edited_entry_fires_on_the_next_turn(alice):
     import_world(alice)
     scenario(alice)
-    assert "12" not in fired(prepare(alice, "a dragon"))
+    assert "12" not in fired(prepare(alice, "lore", "a dragon"))
     alice.patch("/v1/lorebooks/eldoria/entries/12", {"expectedRevision": 1, "entry": {"disable": False}})
-    assert "12" in fired(prepare(alice, "a dragon"))
+    assert "12" in fired(prepare(alice, "lore", "a dragon"))
 
 
 def test_the_turn_inspector_shows_what_fired_and_why(alice, admin_client):
     import_world(alice)
     scenario(alice)
-    turn = prepare(alice, "the ferry, here is a token")
+    turn = prepare(alice, "lore", "the ferry, here is a token")
     page = admin_client.get(reverse("console:turn-inspector", args=[turn["turnId"]])).content.decode()
     assert "mh-lorebook-fired" in page
     assert "<td>eldoria/8</td><td>ferry AND ANY token/coin</td><td>key</td><td><code>ferry</code></td>" in page
@@ -233,7 +228,7 @@ def test_a_vectorized_entry_fires_by_similarity_to_the_scanned_text(alice):
     }
     import_world(alice, body=book)
     scenario(alice, vectorThreshold=0.3, vectorTopK=1)
-    status = prepare(alice, "How do people get over the river by boat?")["sources"][0]
+    status = prepare(alice, "lore", "How do people get over the river by boat?")["sources"][0]
     assert [(f["uid"], f["reason"], f["key"]) for f in status["details"]["fired"]] == [("0", "vector", None)]
     assert [s["uid"] for s in status["details"]["vectorScores"]] == ["0"]
 

@@ -12,6 +12,7 @@ from django.core.cache import cache
 from tables.tasks import apply_table_edits
 from tests.factories import DIARY_AGENT_REF, TABLE_TEMPLATES, DiaryEntryFactory
 from tests.support.api import assert_envelope
+from tests.support.turns import prepare
 from tests.tables.support import edit
 
 from .support import import_world
@@ -38,11 +39,8 @@ def round_(api, message: str, reply: str, *, name: str, present: list[str]) -> d
 
 
 def prepare_for(api, name: str | None, message: str = "What do you know?") -> dict:
-    body = {"scenarioId": "scene", "userMessage": message, "present": BOTH, "subscriptionCategory": "max"}
-    body |= {"name": name} if name else {}
-    response = api.post(f"{CONV}/turns", body)
-    assert response.status_code == 201, response.json()
-    return response.json()
+    named = {"name": name} if name else {}
+    return prepare(api, "scene", message, conv=CONV, present=BOTH, subscriptionCategory="max", **named)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from memories.models import Turn
 from memoryhub.api.throttling import PerKeyRateThrottle
 from tests.support.api import assert_envelope
 from tests.support.services import REQUIRE_SERVICES
+from tests.support.turns import post_turn
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {
@@ -125,10 +126,6 @@ def redis_cache(own_redis):
         yield own_redis
 
 
-def prepare(api):
-    return api.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": "hi"})
-
-
 def put(api, revision: int, memory: dict):
     return api.put(f"{CONV}/memory", {"expectedRevision": revision, "memory": memory})
 
@@ -145,12 +142,12 @@ def test_redis_down_is_503_and_recovers_without_restart(alice, redis_cache, monk
         monkeypatch.setattr(PerKeyRateThrottle, "allow_request", lambda self, request, view: True)
     assert alice.post("/v1/scenarios", SCENARIO).status_code == 201
     assert put(alice, 0, {"keyHolder": "guard"}).status_code == 200
-    before = prepare(alice)
+    before = post_turn(alice, "gate", "hi")
     assert before.status_code == 201 and '"keyHolder":"guard"' in before.json()["prompt"]
     turns_before = Turn.objects.count()
 
     redis_cache.stop()
-    assert_redis_down(prepare(alice))
+    assert_redis_down(post_turn(alice, "gate", "hi"))
     assert_redis_down(put(alice, 1, {"keyHolder": "thief"}))
     assert_redis_down(
         alice.put(
@@ -160,7 +157,7 @@ def test_redis_down_is_503_and_recovers_without_restart(alice, redis_cache, monk
     assert Turn.objects.count() == turns_before  # no turn recorded from a prepare that failed
 
     redis_cache.start()  # same port, empty: the working set is rebuilt from the database
-    after = prepare(alice)
+    after = post_turn(alice, "gate", "hi")
     assert after.status_code == 201, after.json()
     assert '"keyHolder":"guard"' in after.json()["prompt"] and "thief" not in after.json()["prompt"]
     assert after.json()["sources"][0]["cached"] is False
@@ -172,7 +169,7 @@ def test_redis_down_is_503_and_recovers_without_restart(alice, redis_cache, monk
         f"{CONV}/memory", {"expectedRevision": 1, "memory": {"keyHolder": "thief"}}, HTTP_IDEMPOTENCY_KEY="k-1"
     )
     assert_envelope(replay, 409, "revision_conflict")
-    assert '"keyHolder":"captain"' in prepare(alice).json()["prompt"]
+    assert '"keyHolder":"captain"' in post_turn(alice, "gate", "hi").json()["prompt"]
 
 
 def test_redis_down_is_503_for_a_turn_without_cached_sources_too(alice, redis_cache):
@@ -180,7 +177,7 @@ def test_redis_down_is_503_for_a_turn_without_cached_sources_too(alice, redis_ca
     body = {**SCENARIO, "memorySources": [], "template": "{{userMessage}}"}
     assert alice.post("/v1/scenarios", body).status_code == 201
     redis_cache.stop()
-    assert_redis_down(prepare(alice))
+    assert_redis_down(post_turn(alice, "gate", "hi"))
     assert_redis_down(alice.get(f"{CONV}/memory"))
     redis_cache.start()
-    assert prepare(alice).status_code == 201
+    assert post_turn(alice, "gate", "hi").status_code == 201

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.support.api import assert_envelope
+from tests.support.turns import prepare
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {
@@ -13,18 +14,12 @@ SCENARIO = {
 }
 
 
-def prepare(api, message="hello"):
-    response = api.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": message})
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def test_minimal_acceptance_run(alice):
     assert alice.post("/v1/scenarios", SCENARIO).status_code == 201
     # 1. read the old value
     old = {"scene": "城门", "keyHolder": "用户"}
     assert alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": old}).json() == {"revision": 1}
-    first = prepare(alice)
+    first = prepare(alice, "gate", "hello")
     assert '"keyHolder":"用户"' in first["prompt"]
     assert first["referencedVariables"] == ["jsonMemory"] and first["unreferencedVariables"] == []
     assert first["sources"][0]["revision"] == 1
@@ -32,7 +27,7 @@ def test_minimal_acceptance_run(alice):
     new = {"scene": "城门", "keyHolder": "守卫"}
     assert alice.put(f"{CONV}/memory", {"expectedRevision": 1, "memory": new}).json() == {"revision": 2}
     # 3. a NEW turn's prompt contains the new value
-    second = prepare(alice, "who holds the key?")
+    second = prepare(alice, "gate", "who holds the key?")
     assert '"keyHolder":"守卫"' in second["prompt"] and "用户" not in second["prompt"].split("User:")[0]
     assert second["sources"][0]["revision"] == 2
     # a conflicting write and a failed save leave the prompt on the last good value
@@ -42,5 +37,5 @@ def test_minimal_acceptance_run(alice):
     assert_envelope(
         alice.put(f"{CONV}/memory", {"expectedRevision": 2, "memory": {"keyHolder": "贼"}}), 422, "rejected_by_policy"
     )
-    third = prepare(alice)
+    third = prepare(alice, "gate", "hello")
     assert '"keyHolder":"守卫"' in third["prompt"] and "贼" not in third["prompt"]

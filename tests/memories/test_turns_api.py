@@ -9,6 +9,7 @@ from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import SourceResult
 from tests.support.api import assert_envelope
 from tests.support.registry import only_commit_hooks
+from tests.support.turns import prepare
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {
@@ -47,12 +48,6 @@ def create_scenario(api, body: dict) -> dict:
     return response.json()
 
 
-def prepare(api, message: str = "hello", conv: str = CONV, scenario: str = "gate", **extra) -> dict:
-    response = api.post(f"{conv}/turns", {"scenarioId": scenario, "userMessage": message, **extra})
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def complete(api, turn_id: int, reply: str = "welcome", conv: str = CONV):
     return api.post(f"{conv}/turns/{turn_id}/complete", {"assistantMessage": reply})
 
@@ -67,7 +62,7 @@ def events(api, conv: str = CONV, **params) -> list[dict]:
 
 def test_prepare_returns_the_prompt_variables_and_source_statuses(alice, gate):
     alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"scene": "城门"}})
-    turn = prepare(alice, "who holds the key?")
+    turn = prepare(alice, "gate", "who holds the key?")
     assert {
         "turnId",
         "round",
@@ -98,25 +93,25 @@ def test_prepare_returns_the_prompt_variables_and_source_statuses(alice, gate):
 
 
 def test_retrieved_is_not_seen_referenced_and_unreferenced_variables(alice, gate):
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     assert turn["referencedVariables"] == ["jsonMemory"]
     assert turn["unreferencedVariables"] == ["memoryTable"]
     assert "| key | guard |" not in turn["prompt"]  # recalled, but the template does not show it to the model
 
 
 def test_an_empty_memory_is_reported_as_empty_with_revision_0(alice, gate):
-    source = prepare(alice)["sources"][0]
+    source = prepare(alice, "gate", "hello")["sources"][0]
     assert source["status"] == "empty" and source["revision"] == 0
-    assert prepare(alice)["prompt"] == "Memory: \nUser: hello"
+    assert prepare(alice, "gate", "hello")["prompt"] == "Memory: \nUser: hello"
 
 
 def test_recalled_text_is_never_re_rendered_as_a_template(alice, gate):
     alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"note": "{{userMessage}}"}})
-    assert prepare(alice, "hi")["prompt"] == 'Memory: {"note":"{{userMessage}}"}\nUser: hi'
+    assert prepare(alice, "gate", "hi")["prompt"] == 'Memory: {"note":"{{userMessage}}"}\nUser: hi'
 
 
 def test_the_turn_detail_shows_what_the_model_was_given(alice, gate):
-    turn = prepare(alice, "hi", requestId="req-1", subscriptionCategory="ultra")
+    turn = prepare(alice, "gate", "hi", requestId="req-1", subscriptionCategory="ultra")
     detail = alice.get(f"{CONV}/turns/{turn['turnId']}").json()
     assert detail["prompt"] == turn["prompt"] and detail["sources"] == turn["sources"]
     assert detail["requestId"] == "req-1" and detail["status"] == "prepared" and detail["committed"] is False
@@ -124,22 +119,22 @@ def test_the_turn_detail_shows_what_the_model_was_given(alice, gate):
 
 
 def test_rounds_count_completed_turns_from_1(alice, gate, committed_turns):
-    first = prepare(alice)
+    first = prepare(alice, "gate", "hello")
     assert first["round"] == 1
-    assert prepare(alice)["round"] == 1  # not completed yet: the round is still the first
+    assert prepare(alice, "gate", "hello")["round"] == 1  # not completed yet: the round is still the first
     assert complete(alice, first["turnId"]).json()["round"] == 1
-    second = prepare(alice)
+    second = prepare(alice, "gate", "hello")
     assert second["round"] == 2
     complete(alice, second["turnId"])
-    assert prepare(alice)["round"] == 3
-    assert prepare(alice, conv="/v1/users/u1/conversations/other")["round"] == 1
+    assert prepare(alice, "gate", "hello")["round"] == 3
+    assert prepare(alice, "gate", "hello", conv="/v1/users/u1/conversations/other")["round"] == 1
     assert Conversation.objects.get(product=alice.product, conversation_id="c1").rounds == 2
 
 
 def test_a_regenerated_reply_keeps_the_round_and_supersedes_the_old_messages(alice, gate, committed_turns):
-    first = prepare(alice, "q1")
+    first = prepare(alice, "gate", "q1")
     complete(alice, first["turnId"], "a1")
-    again = prepare(alice, "q1", replacesTurnId=first["turnId"])
+    again = prepare(alice, "gate", "q1", replacesTurnId=first["turnId"])
     assert again["round"] == 1
     assert complete(alice, again["turnId"], "a1 bis").json()["round"] == 1
     messages = alice.get(f"{CONV}/messages").json()["results"]
@@ -150,11 +145,11 @@ def test_a_regenerated_reply_keeps_the_round_and_supersedes_the_old_messages(ali
         ("a1 bis", False),
     ]
     assert Conversation.objects.get(product=alice.product, conversation_id="c1").rounds == 1
-    assert prepare(alice)["round"] == 2
+    assert prepare(alice, "gate", "hello")["round"] == 2
 
 
 def test_replacing_a_turn_that_is_not_completed_is_404(alice, gate):
-    open_turn = prepare(alice)
+    open_turn = prepare(alice, "gate", "hello")
     body = {"scenarioId": "gate", "userMessage": "x", "replacesTurnId": open_turn["turnId"]}
     assert_envelope(alice.post(f"{CONV}/turns", body), 404, "not_found")
 
@@ -171,7 +166,7 @@ def test_an_invalid_subscription_category_is_400(alice, gate):
 
 @pytest.mark.parametrize("category", ["default", "plus", "ultra", "max"])
 def test_every_subscription_category_is_accepted(alice, gate, category):
-    prepare(alice, subscriptionCategory=category)
+    prepare(alice, "gate", "hello", subscriptionCategory=category)
 
 
 @pytest.mark.parametrize(
@@ -218,14 +213,14 @@ def test_another_products_scenario_is_404(alice, bob, gate):
 
 def test_memory_write_is_skipped_when_no_hook_scheduled_memory_work(alice, gate):
     only_commit_hooks({"bookkeeping": lambda pk: False})
-    turn = prepare(alice, "hello")
+    turn = prepare(alice, "gate", "hello")
     body = complete(alice, turn["turnId"], "hi").json()
     assert body["committed"] is True
     assert body["memoryWrite"] == {"status": "skipped", "reason": "no background work"}
 
 
 def test_complete_stores_the_reply_and_commits(alice, gate, committed_turns):
-    turn = prepare(alice, "hello")
+    turn = prepare(alice, "gate", "hello")
     response = complete(alice, turn["turnId"], "welcome, traveller")
     assert response.status_code == 200
     body = response.json()
@@ -244,13 +239,13 @@ def test_complete_stores_the_reply_and_commits(alice, gate, committed_turns):
 
 def test_complete_with_no_background_work_says_the_memory_write_was_skipped(alice, gate):
     only_commit_hooks({})
-    body = complete(alice, prepare(alice)["turnId"]).json()
+    body = complete(alice, prepare(alice, "gate", "hello")["turnId"]).json()
     assert body["committed"] is True and body["memoryWrite"]["status"] == "skipped"
     assert events(alice)[0]["details"]["memoryWrite"] == body["memoryWrite"]
 
 
 def test_completing_twice_is_409_and_changes_nothing(alice, gate, committed_turns):
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     complete(alice, turn["turnId"], "first")
     assert_envelope(complete(alice, turn["turnId"], "second"), 409)
     assert [m["content"] for m in alice.get(f"{CONV}/messages").json()["results"]] == ["hello", "first"]
@@ -265,7 +260,7 @@ def test_completing_an_unknown_turn_is_404(alice, gate):
 
 @pytest.mark.parametrize("conv", ["/v1/users/u2/conversations/c1", "/v1/users/u1/conversations/c2"])
 def test_a_turn_of_another_user_or_conversation_is_404(alice, gate, conv, committed_turns):
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     assert_envelope(alice.get(f"{conv}/turns/{turn['turnId']}"), 404, "not_found")
     assert_envelope(complete(alice, turn["turnId"], conv=conv), 404, "not_found")
     assert_envelope(alice.post(f"{conv}/turns/{turn['turnId']}/accept", {}), 404, "not_found")
@@ -274,7 +269,7 @@ def test_a_turn_of_another_user_or_conversation_is_404(alice, gate, conv, commit
 
 
 def test_a_turn_of_another_product_is_404(alice, bob, gate, committed_turns):
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     assert_envelope(bob.get(f"{CONV}/turns/{turn['turnId']}"), 404, "not_found")
     assert_envelope(complete(bob, turn["turnId"]), 404, "not_found")
     assert_envelope(bob.post(f"{CONV}/turns/{turn['turnId']}/accept", {}), 404, "not_found")
@@ -290,25 +285,25 @@ def test_a_turn_of_another_product_is_404(alice, bob, gate, committed_turns):
     [{}, {"assistantMessage": 5}, {"assistantMessage": "x", "committed": True}, ["x"], {"assistantMessage": None}],
 )
 def test_a_bad_complete_body_is_400_and_changes_nothing(alice, gate, body, committed_turns):
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     assert_envelope(alice.post(f"{CONV}/turns/{turn['turnId']}/complete", body), 400, "invalid_request")
     assert Turn.objects.get(pk=turn["turnId"]).status == "prepared"
     assert alice.get(f"{CONV}/messages").json()["results"] == []
 
 
 def test_an_empty_reply_is_a_reply(alice, gate, committed_turns):
-    assert complete(alice, prepare(alice)["turnId"], "").status_code == 200
+    assert complete(alice, prepare(alice, "gate", "hello")["turnId"], "").status_code == 200
 
 
 def test_commit_on_accepted_commits_only_at_accept(alice, gate, committed_turns):
     alice.patch("/v1/scenarios/gate", {"commitOn": "accepted"})
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     body = complete(alice, turn["turnId"], "a reply to review").json()
     assert body["status"] == "completed" and body["committed"] is False
     assert body["memoryWrite"]["status"] == "pending"
     assert events(alice) == [] and committed_turns == []
     assert [m["role"] for m in alice.get(f"{CONV}/messages").json()["results"]] == ["user", "assistant"]
-    assert prepare(alice)["round"] == 2  # the reply was stored: the round is counted
+    assert prepare(alice, "gate", "hello")["round"] == 2  # the reply was stored: the round is counted
 
     accepted = alice.post(f"{CONV}/turns/{turn['turnId']}/accept", {})
     assert accepted.status_code == 200
@@ -319,7 +314,7 @@ def test_commit_on_accepted_commits_only_at_accept(alice, gate, committed_turns)
 
 def test_accept_twice_or_before_complete_is_409(alice, gate, committed_turns):
     alice.patch("/v1/scenarios/gate", {"commitOn": "accepted"})
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     assert_envelope(alice.post(f"{CONV}/turns/{turn['turnId']}/accept", {}), 409)
     complete(alice, turn["turnId"])
     assert alice.post(f"{CONV}/turns/{turn['turnId']}/accept", {}).status_code == 200
@@ -328,7 +323,7 @@ def test_accept_twice_or_before_complete_is_409(alice, gate, committed_turns):
 
 
 def test_accept_of_a_turn_committed_at_completion_is_409(alice, gate, committed_turns):
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     complete(alice, turn["turnId"])
     assert_envelope(alice.post(f"{CONV}/turns/{turn['turnId']}/accept", {}), 409)
     assert len(committed_turns) == 1
@@ -336,7 +331,7 @@ def test_accept_of_a_turn_committed_at_completion_is_409(alice, gate, committed_
 
 def test_accept_refuses_a_body_with_fields(alice, gate, committed_turns):
     alice.patch("/v1/scenarios/gate", {"commitOn": "accepted"})
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hello")
     complete(alice, turn["turnId"])
     assert_envelope(alice.post(f"{CONV}/turns/{turn['turnId']}/accept", {"force": True}), 400, "invalid_request")
     assert committed_turns == []
@@ -347,7 +342,7 @@ def test_accept_refuses_a_body_with_fields(alice, gate, committed_turns):
 
 def test_messages_are_oldest_first_and_cursor_paginated(alice, gate, committed_turns):
     for index in range(3):
-        complete(alice, prepare(alice, f"q{index}")["turnId"], f"a{index}")
+        complete(alice, prepare(alice, "gate", f"q{index}")["turnId"], f"a{index}")
     page = alice.get(f"{CONV}/messages?limit=4").json()
     assert [m["content"] for m in page["results"]] == ["q0", "a0", "q1", "a1"] and page["next"]
     rest = alice.get(f"{CONV}/messages?limit=4&cursor={page['next']}").json()
@@ -358,7 +353,7 @@ def test_messages_are_oldest_first_and_cursor_paginated(alice, gate, committed_t
 def test_events_are_oldest_first_cursor_paginated_and_filterable(alice, gate, committed_turns):
     turn_ids = []
     for _ in range(3):
-        turn_ids.append(prepare(alice)["turnId"])
+        turn_ids.append(prepare(alice, "gate", "hello")["turnId"])
         complete(alice, turn_ids[-1])
     page = alice.get(f"{CONV}/events?limit=2").json()
     assert [e["turnId"] for e in page["results"]] == turn_ids[:2] and page["next"]
@@ -388,10 +383,10 @@ def test_storing_a_regenerated_reply_runs_the_supersede_hooks_in_its_transaction
         seen.append((superseded, by, Turn.objects.get(pk=superseded).status))
 
     registry.register_supersede_hook("probe", hook)
-    first = prepare(alice, "q1")
+    first = prepare(alice, "gate", "q1")
     complete(alice, first["turnId"], "a1")
     assert seen == []  # a first reply supersedes nothing
-    again = prepare(alice, "q1", replacesTurnId=first["turnId"])
+    again = prepare(alice, "gate", "q1", replacesTurnId=first["turnId"])
     complete(alice, again["turnId"], "a1 bis")
     assert seen == [(first["turnId"], again["turnId"], "superseded")]
 
@@ -400,10 +395,10 @@ def test_a_failing_supersede_hook_rolls_the_regenerated_reply_back(alice, gate, 
     def hook(superseded: int, by: int) -> None:
         raise RuntimeError("derived state could not be rolled back")
 
-    first = prepare(alice, "q1")
+    first = prepare(alice, "gate", "q1")
     complete(alice, first["turnId"], "a1")
     registry.register_supersede_hook("broken", hook)
-    again = prepare(alice, "q1", replacesTurnId=first["turnId"])
+    again = prepare(alice, "gate", "q1", replacesTurnId=first["turnId"])
     assert_envelope(complete(alice, again["turnId"], "a1 bis"), 500, "internal_error")
     assert Turn.objects.get(pk=first["turnId"]).status == "committed"
     assert Turn.objects.get(pk=again["turnId"]).status == "prepared"

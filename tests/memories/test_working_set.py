@@ -16,6 +16,7 @@ from memoryhub import working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
 from tests.support.api import assert_envelope, client_for
+from tests.support.turns import prepare
 
 CONV = "/v1/users/u1/conversations/c1"
 SCENARIO = {
@@ -31,12 +32,6 @@ def gate(alice) -> None:
     assert alice.post("/v1/scenarios", SCENARIO).status_code == 201
 
 
-def prepare(api, conv: str = CONV) -> dict:
-    response = api.post(f"{conv}/turns", {"scenarioId": "gate", "userMessage": "hi"})
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def json_source(turn: dict) -> dict:
     return turn["sources"][0]
 
@@ -49,82 +44,82 @@ def write(api, revision: int, memory: dict, conv: str = CONV) -> None:
 def test_repeated_prepares_are_served_from_the_cache(alice, gate):
     write(alice, 0, {"v": 1})
     cache.clear()
-    first, second = prepare(alice), prepare(alice)
+    first, second = prepare(alice, "gate", "hi"), prepare(alice, "gate", "hi")
     assert json_source(first)["cached"] is False and json_source(second)["cached"] is True
     assert second["prompt"] == first["prompt"] == 'Memory: {"v":1}\nUser: hi'
     assert json_source(second)["revision"] == 1
 
 
 def test_a_prepare_after_a_write_never_sees_older_data(alice, gate):
-    prepare(alice)
-    assert json_source(prepare(alice))["cached"] is True
+    prepare(alice, "gate", "hi")
+    assert json_source(prepare(alice, "gate", "hi"))["cached"] is True
     for revision in range(0, 4):
         write(alice, revision, {"v": revision + 1})
         for _ in range(2):  # within the invalidation window every prepare reads the database
-            turn = prepare(alice)
+            turn = prepare(alice, "gate", "hi")
             assert json_source(turn)["cached"] is False
             assert json_source(turn)["revision"] == revision + 1
             assert f'{{"v":{revision + 1}}}' in turn["prompt"]
 
 
 def test_a_write_through_the_model_tool_invalidates_too(alice, gate):
-    prepare(alice), prepare(alice)
+    prepare(alice, "gate", "hi"), prepare(alice, "gate", "hi")
     token = alice.post(f"{CONV}/tool-tokens", {}).json()["token"]
     client = client_for(token)
     body = {"name": "update_memory", "arguments": {"expectedRevision": 0, "memory": {"by": "model"}}}
     assert client.post("/v1/tools/call", body, format="json").status_code == 200
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is False and '{"by":"model"}' in turn["prompt"]
 
 
 def test_a_write_refused_by_policy_keeps_the_cached_value(alice, gate):
-    prepare(alice)
+    prepare(alice, "gate", "hi")
     alice.product.memory_schema = {"type": "object", "required": ["scene"]}
     alice.product.save()
     assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"v": 2}}), 422, "rejected_by_policy")
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is True and turn["prompt"] == "Memory: \nUser: hi"
 
 
 def test_a_conflicting_write_changes_nothing_the_model_sees(alice, gate):
     # The CAS write invalidates before it runs (so a cache outage fails it before anything is written);
     # a conflict therefore costs one rebuild from the database, never a wrong prompt.
-    prepare(alice)
+    prepare(alice, "gate", "hi")
     assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 3, "memory": {"v": 2}}), 409, "revision_conflict")
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert turn["prompt"] == "Memory: \nUser: hi" and json_source(turn)["revision"] == 0
 
 
 def test_entries_are_per_conversation(alice, gate):
-    prepare(alice)
+    prepare(alice, "gate", "hi")
     write(alice, 0, {"other": True}, conv="/v1/users/u1/conversations/c2")
     write(alice, 0, {"other": True}, conv="/v1/users/u2/conversations/c1")
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is True and turn["prompt"] == "Memory: \nUser: hi"
 
 
 def test_entries_are_per_product(alice, bob, gate):
     write(alice, 0, {"owner": "alice"})
-    prepare(alice)
+    prepare(alice, "gate", "hi")
     assert bob.post("/v1/scenarios", SCENARIO).status_code == 201
-    turn = prepare(bob)
+    turn = prepare(bob, "gate", "hi")
     assert json_source(turn)["cached"] is False and turn["prompt"] == "Memory: \nUser: hi"
 
 
 def test_on_a_miss_the_entry_is_rebuilt_from_the_database(alice, gate):
     write(alice, 0, {"v": 1})
-    prepare(alice), prepare(alice)
+    prepare(alice, "gate", "hi"), prepare(alice, "gate", "hi")
     cache.clear()
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is False and json_source(turn)["revision"] == 1
     assert '{"v":1}' in turn["prompt"]
-    assert json_source(prepare(alice))["cached"] is True
+    assert json_source(prepare(alice, "gate", "hi"))["cached"] is True
 
 
 def test_the_cache_holds_what_the_database_holds(alice, gate):
     write(alice, 0, {"v": 1})
     cache.clear()
-    prepare(alice)
+    prepare(alice, "gate", "hi")
     address = ConversationAddress(alice.product, "u1", "c1")
     assert cache.get(json_memory_scope(address).key) == memory_document_get(address) == (1, {"v": 1})
 
@@ -133,8 +128,8 @@ def test_caching_resumes_once_the_invalidation_marker_expires(alice, gate, monke
     monkeypatch.setattr(working_set, "TOMBSTONE_SECONDS", 1)
     write(alice, 0, {"v": 1})
     time.sleep(1.1)
-    assert json_source(prepare(alice))["cached"] is False
-    assert json_source(prepare(alice))["cached"] is True
+    assert json_source(prepare(alice, "gate", "hi"))["cached"] is False
+    assert json_source(prepare(alice, "gate", "hi"))["cached"] is True
 
 
 def test_a_reader_that_loaded_before_a_write_cannot_put_its_stale_value_back(alice, gate):
@@ -150,7 +145,7 @@ def test_a_reader_that_loaded_before_a_write_cannot_put_its_stale_value_back(ali
 
     value, was_cached = working_set.get_or_build(json_memory_scope(address), slow_build)
     assert value == (1, {"v": 1}) and was_cached is False
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["revision"] == 2 and '{"v":2}' in turn["prompt"]
 
 
@@ -160,7 +155,7 @@ def test_a_reader_that_loaded_before_a_write_cannot_put_its_stale_value_back(ali
 def warm(api) -> None:
     """Drop the invalidation markers of the setup, then prepare so that the scenario is cached."""
     cache.clear()
-    prepare(api)
+    prepare(api, "gate", "hi")
     from memories.services.scenarios import scenario_scope
 
     assert cache.get(scenario_scope(api.product.pk, "gate").key).slug == "gate"
@@ -170,11 +165,11 @@ def test_a_scenario_change_reaches_the_next_prepare(alice, gate):
     warm(alice)
     patched = alice.patch("/v1/scenarios/gate", {"template": "M={{jsonMemory}} U={{userMessage}}"})
     assert patched.status_code == 200
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert turn["prompt"] == "M= U=hi" and turn["scenarioVersion"] == 2
     replaced = {**SCENARIO, "memorySources": [], "template": "only {{userMessage}}"}
     assert alice.put("/v1/scenarios/gate", replaced).status_code == 200
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert turn["prompt"] == "only hi" and turn["sources"] == [] and turn["scenarioVersion"] == 3
 
 
@@ -183,7 +178,7 @@ def test_a_deleted_scenario_is_gone_for_the_next_prepare(alice, gate):
     assert alice.delete("/v1/scenarios/gate").status_code == 204
     assert_envelope(alice.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": "hi"}), 404, "not_found")
     assert alice.post("/v1/scenarios", {**SCENARIO, "template": "new {{userMessage}}"}).status_code == 201
-    assert prepare(alice)["prompt"] == "new hi"
+    assert prepare(alice, "gate", "hi")["prompt"] == "new hi"
 
 
 def test_a_scenario_deleted_outside_the_api_is_gone_too(alice, gate):
@@ -198,21 +193,21 @@ def test_a_scenario_deleted_outside_the_api_is_gone_too(alice, gate):
 def test_the_same_scenario_id_in_two_products_is_two_entries(alice, bob, gate):
     warm(alice)
     assert bob.post("/v1/scenarios", {**SCENARIO, "template": "bob {{userMessage}}"}).status_code == 201
-    assert prepare(bob)["prompt"] == "bob hi"
-    assert prepare(alice)["prompt"] == "Memory: \nUser: hi"
+    assert prepare(bob, "gate", "hi")["prompt"] == "bob hi"
+    assert prepare(alice, "gate", "hi")["prompt"] == "Memory: \nUser: hi"
 
 
 def test_a_warm_prepare_reads_nothing_from_the_database_but_the_key(alice, gate):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    prepare(alice)
-    alice.post(f"{CONV}/turns/{prepare(alice)['turnId']}/complete", {"assistantMessage": "ok"})
-    prepare(alice)  # rebuilds the round counter after the completion
+    prepare(alice, "gate", "hi")
+    alice.post(f"{CONV}/turns/{prepare(alice, 'gate', 'hi')['turnId']}/complete", {"assistantMessage": "ok"})
+    prepare(alice, "gate", "hi")  # rebuilds the round counter after the completion
     time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
-    prepare(alice)  # warms the entries again once the invalidation has expired
+    prepare(alice, "gate", "hi")  # warms the entries again once the invalidation has expired
     with CaptureQueriesContext(connection) as queries:
-        turn = prepare(alice)
+        turn = prepare(alice, "gate", "hi")
     statements = [q["sql"].split()[0].upper() for q in queries.captured_queries]
     assert turn["round"] == 2 and json_source(turn)["cached"] is True
     # the API key lookup and the turn record: the round counter, scenario and sources come from the working set
@@ -220,11 +215,11 @@ def test_a_warm_prepare_reads_nothing_from_the_database_but_the_key(alice, gate)
 
 
 def test_a_warm_prepare_reads_the_working_set_in_one_round_trip(alice, gate, monkeypatch):
-    prepare(alice)
+    prepare(alice, "gate", "hi")
     time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
-    prepare(alice)  # everything cached now
+    prepare(alice, "gate", "hi")  # everything cached now
     reads = count_reads(monkeypatch)
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is True
     # Scenario, round counter and (as this process last saw the scenario) every source's entry in one MGET;
     # on Redis that MGET rides in the rate limiter's pipeline, so the prepare itself reads nothing more.
@@ -234,7 +229,7 @@ def test_a_warm_prepare_reads_the_working_set_in_one_round_trip(alice, gate, mon
     # predict in a second MGET, and only those.
     monkeypatch.setattr(turns_service, "_seen_scenarios", {})
     reads.clear()
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is True
     assert reads == (["get_many 1"] if on_redis else ["get_many 2", "get_many 1"]), reads
 
@@ -261,11 +256,11 @@ def redis_trips(monkeypatch) -> list[str]:
 
 @pytest.mark.requires_redis
 def test_on_redis_a_warm_prepare_makes_one_cache_round_trip(alice, gate, monkeypatch):
-    prepare(alice)
+    prepare(alice, "gate", "hi")
     time.sleep(working_set.TOMBSTONE_SECONDS + 0.1)
-    prepare(alice)
+    prepare(alice, "gate", "hi")
     trips = redis_trips(monkeypatch)
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is True
     # the rate limiter's counters (the key's, then the product's) and every entry the prepare reads
     assert trips == ["pipeline INCRBY EXPIRE GET INCRBY EXPIRE GET MGET"], trips
@@ -273,18 +268,18 @@ def test_on_redis_a_warm_prepare_makes_one_cache_round_trip(alice, gate, monkeyp
 
 @pytest.mark.requires_redis
 def test_on_redis_a_memory_put_invalidates_in_the_rate_limiters_round_trip(alice, gate, monkeypatch):
-    prepare(alice), prepare(alice)
+    prepare(alice, "gate", "hi"), prepare(alice, "gate", "hi")
     trips = redis_trips(monkeypatch)
     write(alice, 0, {"v": 1})
     # the counters (key, product) and the entry's tombstone, before the compare-and-set; the write sends nothing more
     assert trips == ["pipeline INCRBY EXPIRE GET INCRBY EXPIRE GET SET"], trips
-    turn = prepare(alice)
+    turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is False and '{"v":1}' in turn["prompt"]
 
 
 @pytest.mark.requires_redis
 def test_on_redis_a_refused_put_writes_no_tombstone(alice, gate, monkeypatch):
-    prepare(alice), prepare(alice)
+    prepare(alice, "gate", "hi"), prepare(alice, "gate", "hi")
     trips = redis_trips(monkeypatch)
     assert_envelope(alice.put(f"{CONV}/memory", {"expectedRevision": 0, "memory": {"v": 1}, "x": 1}), 400)
     nested: object = 1
@@ -293,7 +288,7 @@ def test_on_redis_a_refused_put_writes_no_tombstone(alice, gate, monkeypatch):
     too_deep = {"expectedRevision": 0, "memory": {"a": nested}}
     assert_envelope(alice.put(f"{CONV}/memory", too_deep), 400, "invalid_memory")
     assert trips == ["pipeline INCRBY EXPIRE GET INCRBY EXPIRE GET"] * 2, trips
-    assert json_source(prepare(alice))["cached"] is True
+    assert json_source(prepare(alice, "gate", "hi"))["cached"] is True
 
 
 def test_a_memory_put_checks_its_body_once(alice, monkeypatch):

@@ -9,6 +9,7 @@ from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import RecallRequest, SourceResult
 from tests.support.api import assert_envelope
 from tests.support.scenarios import agent_ref
+from tests.support.turns import prepare
 
 CONV = "/v1/users/u1/conversations/c1"
 ALL_VARIABLES = ["jsonMemory", "preferences", "compassMemory", "memoryTable", "hinosMemory"]
@@ -43,12 +44,6 @@ def make_scenario(api, slug: str, runtime: str, variables: list[str], template: 
     }
     response = api.post("/v1/scenarios", body)
     assert response.status_code == 201, response.json()
-
-
-def prepare(api, slug: str, message: str = "what is behind the gate?", conv: str = CONV, **extra) -> dict:
-    response = api.post(f"{conv}/turns", {"scenarioId": slug, "userMessage": message, **extra})
-    assert response.status_code == 201, response.json()
-    return response.json()
 
 
 def by_variable(turn: dict) -> dict[str, dict]:
@@ -109,7 +104,7 @@ def test_compass_memory_without_its_producer_yields_empty_text(alice):
     # the diaries app registers compassMemory; the core must still answer when it is absent
     registry.set_producer("compassMemory", None)
     make_scenario(alice, "d", "axon_go", ["compassMemory"])
-    source = by_variable(prepare(alice, "d"))["compassMemory"]
+    source = by_variable(prepare(alice, "d", "what is behind the gate?"))["compassMemory"]
     assert source["status"] != "ok" and "no producer" in source["details"]["reason"]
 
 
@@ -120,7 +115,7 @@ def test_a_producer_that_crashes_reports_error_on_its_source_and_invents_nothing
     registry.set_producer("memoryTable", broken)
     registry.set_producer("compassMemory", Recorder())
     make_scenario(alice, "t", "personalization", ["memoryTable", "compassMemory"])
-    turn = prepare(alice, "t")
+    turn = prepare(alice, "t", "what is behind the gate?")
     assert turn["variables"]["memoryTable"] == ""
     assert by_variable(turn)["memoryTable"]["status"] == "error"
     assert "boom" in by_variable(turn)["memoryTable"]["details"]["reason"]
@@ -204,20 +199,20 @@ def test_axon_shadow_records_the_comparison_on_the_turn(alice):
 def test_axon_shadow_with_identical_recalls_reports_no_difference(alice):
     registry.set_producer("memoryTable", Recorder(lambda request: "| a | b |"))
     make_scenario(alice, "shadow", "axon_shadow", ["memoryTable"])
-    turn = prepare(alice, "shadow")
+    turn = prepare(alice, "shadow", "what is behind the gate?")
     comparison = alice.get(f"{CONV}/turns/{turn['turnId']}").json()["runtimeState"]["shadowComparison"]
     assert comparison["differed"] == [] and comparison["servedOnly"] == []
 
 
 def test_a_personalization_turn_has_no_shadow_state(alice):
     make_scenario(alice, "plain", "personalization", ["jsonMemory"])
-    turn = prepare(alice, "plain")
+    turn = prepare(alice, "plain", "what is behind the gate?")
     assert "shadowComparison" not in alice.get(f"{CONV}/turns/{turn['turnId']}").json()["runtimeState"]
 
 
 def test_the_turn_detail_of_another_product_is_404(alice, bob):
     make_scenario(alice, "plain", "personalization", ["jsonMemory"])
-    turn = prepare(alice, "plain")
+    turn = prepare(alice, "plain", "what is behind the gate?")
     assert_envelope(bob.get(f"{CONV}/turns/{turn['turnId']}"), 404, "not_found")
 
 

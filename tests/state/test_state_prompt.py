@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from .support import CONV, candidate, state_scenario, submit, upsert
+from tests.support.turns import prepare
+
+from .support import candidate, state_scenario, submit, upsert
 
 pytestmark = pytest.mark.django_db
-
-
-def prepare(api, scenario: str = "tavern", message: str = "Where is the letter?") -> dict:
-    response = api.post(f"{CONV}/turns", {"scenarioId": scenario, "userMessage": message})
-    assert response.status_code == 201, response.json()
-    return response.json()
 
 
 @pytest.mark.parametrize("runtime", ["personalization", "axon_shadow"])
 def test_the_prompt_shows_the_actor_projection_and_each_commit_at_once(alice, runtime):
     state_scenario(alice, runtime=runtime)
-    empty = prepare(alice)
+    empty = prepare(alice, "tavern", "Where is the letter?")
     assert empty["variables"]["conversationState"] == ""
     assert empty["sources"][0]["status"] == "empty" and empty["sources"][0]["revision"] == 0
     submit(
@@ -33,7 +29,7 @@ def test_the_prompt_shows_the_actor_projection_and_each_commit_at_once(alice, ru
             ],
         ),
     )
-    turn = prepare(alice)
+    turn = prepare(alice, "tavern", "Where is the letter?")
     text = turn["variables"]["conversationState"]
     assert (
         text == 'relationships (who trusts whom):\n- innkeeper: wary of the player\ninventory:\n- lamp: {"lit": false}'
@@ -42,6 +38,8 @@ def test_the_prompt_shows_the_actor_projection_and_each_commit_at_once(alice, ru
     assert turn["prompt"].startswith(f"State:\n{text}\nUser: Where is the letter?")
     assert turn["sources"][0]["status"] == "ok" and turn["sources"][0]["revision"] == 1
     submit(alice, candidate(1, upsert=[upsert("relationships", "innkeeper", "trusts the player")]))
-    again = prepare(alice)  # the commit invalidated the working-set entry: no stale state
+    again = prepare(
+        alice, "tavern", "Where is the letter?"
+    )  # the commit invalidated the working-set entry: no stale state
     assert "trusts the player" in again["variables"]["conversationState"]
     assert again["sources"][0]["revision"] == 2

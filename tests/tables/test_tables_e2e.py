@@ -14,6 +14,7 @@ from tests.factories import TABLE_TEMPLATES
 from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
 from tests.support.processes import closed_port, wait_for
+from tests.support.turns import prepare
 
 from .faults import request_concurrent_writes
 from .support import address
@@ -44,12 +45,6 @@ def create_scenario(api, **sections) -> None:
     assert response.status_code == 201, response.json()
 
 
-def prepare(api, message: str = "继续", conv: str = CONV, **extra) -> dict:
-    response = api.post(f"{conv}/turns", {"scenarioId": "rp", "userMessage": message, **extra})
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def complete(api, turn_id: int, reply: str, conv: str = CONV) -> dict:
     response = api.post(f"{conv}/turns/{turn_id}/complete", {"assistantMessage": reply})
     assert response.status_code == 200, response.json()
@@ -76,13 +71,13 @@ def tables(api, conv: str = CONV) -> list[dict]:
 
 def test_an_insert_changes_the_table_and_the_next_prompt_shows_the_row(alice, celery_worker_process):
     create_scenario(alice)
-    first = prepare(alice, "我们在哪？")
+    first = prepare(alice, "rp", "我们在哪？")
     assert "（此表格当前为空）" in first["prompt"] and "* 0:时空表格" in first["prompt"]
     assert first["sources"][0]["version"] == 2
     complete(alice, first["turnId"], INSERT)
     updated = wait_event(alice, "table.updated", first["turnId"])
     assert [c["op"] for c in updated["details"]["applied"]] == ["insert"]
-    second = prepare(alice, "然后呢？")
+    second = prepare(alice, "rp", "然后呢？")
     assert ROW_LINE in second["prompt"]
     assert second["sources"][0]["version"] == 3
     assert tables(alice)[0]["rows"] == [["2024-05-01", "夜", "旧灯塔", "艾琳"]]
@@ -90,10 +85,10 @@ def test_an_insert_changes_the_table_and_the_next_prompt_shows_the_row(alice, ce
 
 def test_a_reply_without_edits_leaves_the_version_unchanged(alice, celery_worker_process):
     create_scenario(alice)
-    first = prepare(alice)
+    first = prepare(alice, "rp", "继续")
     complete(alice, first["turnId"], INSERT)
     wait_event(alice, "table.updated", first["turnId"])
-    second = prepare(alice)
+    second = prepare(alice, "rp", "继续")
     complete(alice, second["turnId"], "艾琳没有说话，只是看着海。")
     unchanged = wait_event(alice, "table.unchanged", second["turnId"])
     assert unchanged["details"]["applied"] == [] and unchanged["details"]["skipped"] == []
@@ -104,7 +99,7 @@ def test_a_reply_without_edits_leaves_the_version_unchanged(alice, celery_worker
 
 def test_a_conflict_between_read_and_write_is_retried_once_and_then_reported(alice, celery_worker_process):
     create_scenario(alice)
-    first = prepare(alice)  # instantiates the tables
+    first = prepare(alice, "rp", "继续")  # instantiates the tables
     request_concurrent_writes(address(alice.product), 2)  # one concurrent commit per attempt
     complete(alice, first["turnId"], INSERT)
     conflict = wait_event(alice, "table.conflict", first["turnId"])
@@ -118,7 +113,7 @@ def test_a_conflict_between_read_and_write_is_retried_once_and_then_reported(ali
 
 def test_one_conflict_is_retried_and_the_reply_is_applied_on_the_new_version(alice, celery_worker_process):
     create_scenario(alice)
-    first = prepare(alice)
+    first = prepare(alice, "rp", "继续")
     request_concurrent_writes(address(alice.product), 1)
     complete(alice, first["turnId"], INSERT)
     updated = wait_event(alice, "table.updated", first["turnId"])
@@ -128,19 +123,19 @@ def test_one_conflict_is_retried_and_the_reply_is_applied_on_the_new_version(ali
 
 def test_a_stale_manual_edit_is_409(alice, celery_worker_process):
     create_scenario(alice)
-    first = prepare(alice)
+    first = prepare(alice, "rp", "继续")
     complete(alice, first["turnId"], INSERT)
     wait_event(alice, "table.updated", first["turnId"])
     url = f"{CONV}/tables/{tables(alice)[0]['id']}"
     error = assert_envelope(alice.put(url, {"expectedVersion": 1, "rows": []}), 409, "revision_conflict")
     assert error["details"] == {"currentRevision": 2, "currentVersion": 2}
     assert alice.put(url, {"expectedVersion": 2, "rows": []}).json()["version"] == 3
-    assert "（此表格当前为空）" in prepare(alice)["prompt"].split("* 1:")[0]
+    assert "（此表格当前为空）" in prepare(alice, "rp", "继续")["prompt"].split("* 1:")[0]
 
 
 def test_a_redelivered_task_applies_nothing_twice(alice, celery_worker_process):
     create_scenario(alice)
-    first = prepare(alice)
+    first = prepare(alice, "rp", "继续")
     complete(alice, first["turnId"], INSERT)
     for _ in range(2):  # duplicates racing the original delivery on the two worker processes
         apply_table_edits.delay(first["turnId"])
@@ -161,10 +156,10 @@ def test_a_redelivered_task_applies_nothing_twice(alice, celery_worker_process):
 
 def test_a_replaced_reply_does_not_leave_its_edits_behind(alice, celery_worker_process):
     create_scenario(alice)
-    first = prepare(alice)
+    first = prepare(alice, "rp", "继续")
     complete(alice, first["turnId"], INSERT)
     wait_event(alice, "table.updated", first["turnId"])
-    again = prepare(alice, replacesTurnId=first["turnId"])
+    again = prepare(alice, "rp", "继续", replacesTurnId=first["turnId"])
     assert again["round"] == first["round"]
     assert ROW_LINE not in again["prompt"]  # regenerating: prompted with the tables as before the round
     replacement = INSERT.replace("旧灯塔", "码头").replace("艾琳", "船长")
@@ -172,7 +167,7 @@ def test_a_replaced_reply_does_not_leave_its_edits_behind(alice, celery_worker_p
     updated = wait_event(alice, "table.updated", again["turnId"])
     assert updated["details"]["replacedTurnId"] == first["turnId"]
     assert tables(alice)[0]["rows"] == [["2024-05-01", "夜", "码头", "船长"]]
-    assert "0,2024-05-01,夜,码头,船长\n" in prepare(alice)["prompt"]
+    assert "0,2024-05-01,夜,码头,船长\n" in prepare(alice, "rp", "继续")["prompt"]
 
 
 def closed_port_url() -> str:
@@ -186,7 +181,7 @@ def test_an_after_step_failure_is_an_event_and_the_table_write_is_kept(alice, ce
         server.route("POST", "/hook", Reply(500, {"error": "exporter down"}))
         url = f"{server.url}/hook" if target == "http-500" else closed_port_url()
         create_scenario(alice, tableWebhook={"url": url, "timeoutMs": 3000})
-        first = prepare(alice)
+        first = prepare(alice, "rp", "继续")
         complete(alice, first["turnId"], INSERT)
         failed = wait_event(alice, "table.after_step_failed", first["turnId"])
     finally:
@@ -200,7 +195,7 @@ def test_an_after_step_failure_is_an_event_and_the_table_write_is_kept(alice, ce
 
 def test_bob_cannot_reach_alices_tables(alice, bob, celery_worker_process):
     create_scenario(alice)
-    first = prepare(alice)
+    first = prepare(alice, "rp", "继续")
     complete(alice, first["turnId"], INSERT)
     wait_event(alice, "table.updated", first["turnId"])
     for table in tables(alice):

@@ -11,6 +11,7 @@ import pytest
 from memoryhub.outbox.services import outbox_dispatch
 from tables.tasks import apply_table_edits
 from tests.factories import TABLE_TEMPLATES
+from tests.support.turns import prepare
 
 pytestmark = pytest.mark.django_db
 
@@ -31,12 +32,6 @@ def create_scenario(api, **extra) -> None:
     assert api.post("/v1/scenarios", body).status_code == 201
 
 
-def prepare(api) -> dict:
-    response = api.post(f"{CONV}/turns", {"scenarioId": "rp", "userMessage": "hi"})
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def scheduled(callbacks) -> list[int]:
     """The turns whose table-edit task was sent after the commit (through the outbox)."""
     return [
@@ -48,20 +43,20 @@ def scheduled(callbacks) -> list[int]:
 
 def test_commit_schedules_the_task_and_the_next_prompt_shows_the_edit(alice, django_capture_on_commit_callbacks):
     create_scenario(alice)
-    turn = prepare(alice)
+    turn = prepare(alice, "rp", "hi")
     assert turn["referencedVariables"] == ["memoryTable"] and turn["sources"][0]["status"] == "ok"
     with django_capture_on_commit_callbacks() as callbacks:
         alice.post(f"{CONV}/turns/{turn['turnId']}/complete", {"assistantMessage": INSERT})
     assert scheduled(callbacks) == [turn["turnId"]]
     assert apply_table_edits(turn["turnId"]) == "updated"
-    assert "0,艾琳,,风灯,\n" in prepare(alice)["prompt"]
+    assert "0,艾琳,,风灯,\n" in prepare(alice, "rp", "hi")["prompt"]
     events = alice.get(f"{CONV}/events?type=table.updated").json()["results"]
     assert [e["turnId"] for e in events] == [turn["turnId"]]
 
 
 def test_with_commit_on_accepted_nothing_is_scheduled_before_accept(alice, django_capture_on_commit_callbacks):
     create_scenario(alice, commitOn="accepted")
-    turn = prepare(alice)
+    turn = prepare(alice, "rp", "hi")
     with django_capture_on_commit_callbacks() as callbacks:
         alice.post(f"{CONV}/turns/{turn['turnId']}/complete", {"assistantMessage": INSERT})
     assert scheduled(callbacks) == []
@@ -73,7 +68,7 @@ def test_with_commit_on_accepted_nothing_is_scheduled_before_accept(alice, djang
 
 def test_a_scenario_without_tables_schedules_nothing(alice, django_capture_on_commit_callbacks):
     assert alice.post("/v1/scenarios", {"id": "rp", "name": "RP", "template": "{{userMessage}}"}).status_code == 201
-    turn = prepare(alice)
+    turn = prepare(alice, "rp", "hi")
     with django_capture_on_commit_callbacks() as callbacks:
         alice.post(f"{CONV}/turns/{turn['turnId']}/complete", {"assistantMessage": INSERT})
     assert scheduled(callbacks) == []
