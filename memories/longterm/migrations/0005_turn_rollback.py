@@ -51,7 +51,7 @@ def include_rolled_back(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("longterm", "0003_search_exact_function"),
+        ("longterm", "0004_sqlite_fts5_keyword"),
         ("memories", "0020_message_witness"),
     ]
 
