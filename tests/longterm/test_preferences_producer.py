@@ -115,7 +115,7 @@ def test_recall_floors_an_unrelated_message_and_semantic_mode_keeps_the_old_rank
     create(alice, ZH_LANGUAGE)
     en = create(alice, EN_DETAIL)["id"]
     scenario(alice, preferences={"topK": 1, "allWhenAtMost": 1})
-    floored = prepare(alice, "What is the weather in Paris?")
+    floored = prepare(alice, "assistant", "What is the weather in Paris?")
     assert floored["sources"][0]["details"]["memories"] == [] and "detailed English" not in floored["prompt"]
     semantic = Scenario(sections={"preferences": {"topK": 1, "allWhenAtMost": 1, "mode": "semantic"}})
     details = recall(alice, "What is the weather in Paris?", scenario_row=semantic).details
