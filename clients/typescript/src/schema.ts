@@ -760,6 +760,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/conversations/{conversation_id}/messages/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import past messages
+         * @description Up to 1,000 past messages of a conversation with their original times, in order; idempotent by `clientId` (the same id with other content is 422). They are then searchable and recallable (docs/history.md).
+         */
+        post: operations["messages_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}/conversations/{conversation_id}/state": {
         parameters: {
             query?: never;
@@ -1078,6 +1098,46 @@ export interface paths {
          * @description Export everything memoryhub keeps about this user as gzip JSON Lines (docs/data-lifecycle.md). Answers 202 at once; GET /v1/exports/{id} follows the job.
          */
         post: operations["users_export"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History index status
+         * @description How many of the user's messages are indexed and how many still wait for their vector (docs/history.md).
+         */
+        get: operations["history_status"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/history/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search a user's past messages
+         * @description Every message of every conversation of the user, ranked by `mode` (hybrid, keyword or semantic), best first, each hit with `why`; superseded messages are never returned (docs/history.md).
+         */
+        post: operations["history_search"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1592,6 +1652,60 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        HistoryHit: {
+            /** @description The message's id in the history index. */
+            messageId: number;
+            conversationId: string;
+            round: number;
+            /** @description "user" or "assistant". */
+            role: string;
+            /** @description The speaker's name as imported; empty for a turn's message. */
+            name: string;
+            /** @description The product's id of an imported message; empty otherwise. */
+            clientId: string;
+            content: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: double
+             * @description hybrid: the fused RRF score; keyword: bm25/ts_rank_cd; semantic: cosine.
+             */
+            score: number;
+            /** @description Each signal's rank and score ({"keyword": {"rank", "score"}, …, "fused"}). */
+            why: unknown;
+        };
+        HistorySearchRequest: {
+            query: string;
+            /** @default hybrid */
+            mode: components["schemas"]["ModeEnum"];
+            /** @default 10 */
+            limit: number;
+            /** @description Only these conversations. */
+            conversations?: string[];
+            /**
+             * Format: date-time
+             * @description Only messages created at or after (ISO 8601).
+             */
+            after?: string;
+            /**
+             * Format: date-time
+             * @description Only messages created before (ISO 8601).
+             */
+            before?: string;
+            /** @description "user" and/or "assistant". */
+            roles?: string[];
+        };
+        HistorySearchResult: {
+            results: components["schemas"]["HistoryHit"][];
+        };
+        HistoryStatus: {
+            /** @description Indexed messages of the user (superseded ones included). */
+            messages: number;
+            /** @description Of those, with a vector of the active embedding index. */
+            embedded: number;
+            /** @description Still waiting for their vector (searchable by keyword already). */
+            pending: number;
+        };
         Import: {
             importId: string;
             status: components["schemas"]["Status4c0Enum"];
@@ -1607,6 +1721,15 @@ export interface components {
         ImportStarted: {
             importId: string;
             status: components["schemas"]["Status4c0Enum"];
+        };
+        ImportedMessageRequest: {
+            clientId: string;
+            role: components["schemas"]["RoleEnum"];
+            content: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @default  */
+            name: string;
         };
         Kind: {
             name: string;
@@ -1770,6 +1893,13 @@ export interface components {
             supersededBy: string | null;
             /** Format: date-time */
             supersededAt: string | null;
+            /** @description The turn it was written for (`turnId`), if any. */
+            turnId: number | null;
+            /**
+             * Format: date-time
+             * @description Its turn was superseded: kept as history, no longer searched, recalled or listed.
+             */
+            rolledBackAt: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1792,6 +1922,8 @@ export interface components {
              */
             expiresAt?: string | null;
             kind: string;
+            /** @description The conversation turn this memory comes from: superseding that turn (a regenerated, edited or deleted reply, a swipe) rolls the memory back; a select brings it back (docs/roleplay.md). Not a turn of this user: 422 unknown_turn; a superseded turn: 409 turn_superseded. */
+            turnId?: number;
         };
         /**
          * @description * `best_effort` - best_effort
@@ -1865,16 +1997,28 @@ export interface components {
         MessageEditRequest: {
             content: string;
         };
+        MessageImportRequest: {
+            messages: components["schemas"]["ImportedMessageRequest"][];
+        };
+        MessageImportResult: {
+            /** @description Messages stored by this request. */
+            imported: number;
+            /** @description Messages already imported before (same clientId and content). */
+            existing: number;
+            /** @description The conversation's round counter after the import. */
+            rounds: number;
+        };
         MessagePage: {
             results: components["schemas"]["Message"][];
             next: string | null;
         };
         /**
-         * @description * `keyword` - keyword
+         * @description * `hybrid` - hybrid
+         *     * `keyword` - keyword
          *     * `semantic` - semantic
          * @enum {string}
          */
-        ModeEnum: "keyword" | "semantic";
+        ModeEnum: "hybrid" | "keyword" | "semantic";
         NewEventRequest: {
             /** @description What happened, in the story's words. */
             text: string;
@@ -1948,7 +2092,7 @@ export interface components {
         PatchedWebhookWriteRequest: {
             /** @description http(s) URL; its host must resolve to public addresses */
             url?: string;
-            /** @description event types to receive, or ["*"] for all: turn.completed, memory.updated, longterm.created, longterm.updated, longterm.deleted, diary.written, table.updated, state.committed, story.settled, export.ready, user.erased, table.rolled_back, table.reapplied, table.rollback_conflict, state.rolled_back, state.reapplied, state.rollback_conflict, story.rolled_back, story.reapplied, story.rollback_conflict, diary.rolled_back, diary.reapplied, diary.rollback_conflict */
+            /** @description event types to receive, or ["*"] for all: turn.completed, memory.updated, longterm.created, longterm.updated, longterm.deleted, diary.written, table.updated, state.committed, story.settled, export.ready, user.erased, table.rolled_back, table.reapplied, table.rollback_conflict, state.rolled_back, state.reapplied, state.rollback_conflict, story.rolled_back, story.reapplied, story.rollback_conflict, diary.rolled_back, diary.reapplied, diary.rollback_conflict, longterm.rolled_back, longterm.reapplied, longterm.rollback_conflict */
             events?: string[];
             /** @default true */
             enabled: boolean;
@@ -2051,7 +2195,7 @@ export interface components {
              *     * `conflict` - conflict
              */
             status: components["schemas"]["RollbackStatusEnum"];
-            /** @description e.g. tables, state, story, compact */
+            /** @description e.g. tables, state, story, compact, longterm */
             kinds: {
                 [key: string]: unknown;
             };
@@ -2150,14 +2294,20 @@ export interface components {
         SearchRequest: {
             query: string;
             /**
-             * @description Required: no silent default.
+             * @description Required: no silent default. hybrid fuses the keyword and semantic rankings (docs/recall.md).
              *
              *     * `keyword` - keyword
              *     * `semantic` - semantic
+             *     * `hybrid` - hybrid
              */
             mode: components["schemas"]["ModeEnum"];
             /** @default 10 */
             limit: number;
+            /**
+             * Format: double
+             * @description Floor on the semantic cosine (semantic and hybrid); hybrid defaults to SEARCH_MIN_SCORE.
+             */
+            minScore?: number;
             cursor?: string | null;
         };
         SearchResult: {
@@ -2175,12 +2325,26 @@ export interface components {
             supersededBy: string | null;
             /** Format: date-time */
             supersededAt: string | null;
+            /** @description The turn it was written for (`turnId`), if any. */
+            turnId: number | null;
+            /**
+             * Format: date-time
+             * @description Its turn was superseded: kept as history, no longer searched, recalled or listed.
+             */
+            rolledBackAt: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-            /** Format: double */
+            /**
+             * Format: double
+             * @description keyword: relevance; semantic: cosine; hybrid: the fused RRF score.
+             */
             score: number;
+            /** @description Each signal's {rank, score} (null when it did not return the hit); hybrid adds `fused`. */
+            why: {
+                [key: string]: unknown;
+            };
         };
         Selected: {
             turnId: number;
@@ -2538,7 +2702,7 @@ export interface components {
         WebhookWriteRequest: {
             /** @description http(s) URL; its host must resolve to public addresses */
             url: string;
-            /** @description event types to receive, or ["*"] for all: turn.completed, memory.updated, longterm.created, longterm.updated, longterm.deleted, diary.written, table.updated, state.committed, story.settled, export.ready, user.erased, table.rolled_back, table.reapplied, table.rollback_conflict, state.rolled_back, state.reapplied, state.rollback_conflict, story.rolled_back, story.reapplied, story.rollback_conflict, diary.rolled_back, diary.reapplied, diary.rollback_conflict */
+            /** @description event types to receive, or ["*"] for all: turn.completed, memory.updated, longterm.created, longterm.updated, longterm.deleted, diary.written, table.updated, state.committed, story.settled, export.ready, user.erased, table.rolled_back, table.reapplied, table.rollback_conflict, state.rolled_back, state.reapplied, state.rollback_conflict, story.rolled_back, story.reapplied, story.rollback_conflict, diary.rolled_back, diary.reapplied, diary.rollback_conflict, longterm.rolled_back, longterm.reapplied, longterm.rollback_conflict */
             events: string[];
             /** @default true */
             enabled: boolean;
@@ -4213,6 +4377,49 @@ export interface operations {
             };
         };
     };
+    messages_import: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageImportRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageImportResult"];
+                };
+            };
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageImportResult"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     state_get: {
         parameters: {
             query?: {
@@ -4847,6 +5054,70 @@ export interface operations {
             };
         };
     };
+    history_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryStatus"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    history_search: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HistorySearchRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistorySearchResult"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     users_import: {
         parameters: {
             query?: never;
@@ -4886,7 +5157,7 @@ export interface operations {
         parameters: {
             query?: {
                 cursor?: string;
-                /** @description `superseded`: list superseded memories too (history); expired ones never appear. */
+                /** @description `superseded`: list superseded and rolled-back memories too (history); expired ones never appear. */
                 include?: "superseded";
                 kind?: string;
                 limit?: number;

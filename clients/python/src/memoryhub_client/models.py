@@ -45,6 +45,8 @@ class Memory(TypedDict):
     expiresAt: str | None
     supersededBy: str | None
     supersededAt: str | None
+    turnId: int | None  # the conversation turn it was written for (docs/roleplay.md)
+    rolledBackAt: str | None  # set while that turn is superseded
     createdAt: str
     updatedAt: str
 
