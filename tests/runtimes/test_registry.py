@@ -88,6 +88,7 @@ def test_memoryhub_and_the_apps_register_their_runtimes_sources_hooks_and_sectio
     variables = {"jsonMemory", "preferences", "hinosMemory", "compassMemory", "memoryTable"}
     variables |= {"conversationState", "story"}  # memories.state, memories.story
     variables |= {"history"}  # memories.compact
+    variables |= {"recalledHistory"}  # memories.history (the history-search source)
     assert set(registry.variable_names()) == variables
     assert registry.get_producer("hinosMemory") is None  # the Hinos runtime fills it itself
     assert all(registry.get_producer(v) for v in ("jsonMemory", "preferences", "compassMemory", "memoryTable"))
