@@ -43,7 +43,13 @@ def turn(api, conversation: str, text: str, reply: str | None = "ok", **extra) -
         )
         assert done.status_code == 200, done.json()
         outbox.background_wait()
+        vectors_done(api)
     return body
+
+
+def vectors_done(api) -> None:
+    """Embedding is background work (the real worker on PostgreSQL): wait until every message has its vector."""
+    wait_for(lambda: api.get("/v1/users/u1/history").json()["pending"] == 0, message="the message vectors")
 
 
 def test_a_turn_recalls_other_conversations_with_time_speaker_ids_scores_and_why(alice):
@@ -93,6 +99,7 @@ def test_turn_messages_are_searchable_at_once_and_a_superseded_reply_never_is(al
     )
     assert done.status_code == 200, done.json()
     outbox.background_wait()
+    vectors_done(alice)
     for mode in ("keyword", "semantic", "hybrid"):
         found = contents(search(alice, "u1", "lighthouse flashing beam ships light coasts", mode, limit=100))
         assert "Lighthouses guide ships with a flashing beam." not in found, mode

@@ -88,7 +88,7 @@ def test_complete_answers_200_with_the_broker_down_and_every_job_runs_once_after
                 assert done.status_code == 200 and done.json()["status"] == "committed", done.text
                 assert time.monotonic() - started < 5  # a dead broker does not hold the request
             pending = OutboxMessage.objects.filter(done_at__isnull=True)
-            assert pending.count() == 9  # audit, tables and diaries for each of the three turns
+            assert pending.count() == 12  # audit, tables, diaries and the history vectors for each of the three turns
             time.sleep(3)  # the relay tries (and fails) meanwhile
             assert effects(alice.product) == {
                 BACKGROUND_DONE: 0,
