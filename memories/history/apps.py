@@ -17,7 +17,7 @@ class HistoryConfig(AppConfig):
 
         from . import tasks  # noqa: F401  registers the Celery tasks (the outbox sends them by name)
         from .producers import AGENT_REF, VARIABLE, produce_recalled_history, recalled_history_scopes, validate_options
-        from .services.indexing import EMBED_TASK
+        from .services.indexing import EMBED_IMPORTED_TASK
 
         registry.register_source(
             VARIABLE,
@@ -29,8 +29,10 @@ class HistoryConfig(AppConfig):
             options=validate_options,
         )
         messages_stored.connect(_index_stored, dispatch_uid="history.index_stored_messages")
-        # Embedding a thousand imported messages must not hold the request that imported them.
-        outbox.run_in_background(EMBED_TASK)
+        # Embedding a thousand imported messages must not hold the request that imported them; a turn's two
+        # messages are embedded after its commit like its other work (on SQLite a background writer would
+        # meet the next request's write).
+        outbox.run_in_background(EMBED_IMPORTED_TASK)
 
 
 def _index_stored(sender, messages, **kwargs) -> None:

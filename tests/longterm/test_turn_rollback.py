@@ -146,6 +146,9 @@ def test_a_turn_id_must_be_a_live_turn_of_this_user(alice, bob):
 
 
 def test_on_qdrant_a_rolled_back_memory_is_no_hit_and_a_reapplied_one_is_found_again(alice, qdrant):  # noqa: F811
+    # A first write makes the Qdrant index the active one before any turn's background work (the worker's
+    # history embedding) could bootstrap an index of the worker's own configuration.
+    create(alice)
     setup(alice)
     a = turn(alice, "Go on.", reply("lighthouse", "Eli"))
     en = create(alice, {**PREFERENCE_EN, "turnId": a["turnId"]})

@@ -20,7 +20,7 @@ def test_events_messages_and_scenarios_are_oldest_first_as_documented(alice):
     create_scenario(alice, SCENARIO)
     create_scenario(alice, {**SCENARIO, "id": "gate2"})
     for message in ("first", "second"):
-        complete(alice, prepare(alice, message)["turnId"])
+        complete(alice, prepare(alice, "gate", message)["turnId"])
     events = alice.get(f"{CONV}/events").json()["results"]
     messages = alice.get(f"{CONV}/messages").json()["results"]
     scenarios = alice.get("/v1/scenarios").json()["results"]

@@ -241,8 +241,14 @@ def test_the_data_migration_carries_every_old_record_over_and_they_still_replay(
 
     for action in ("memory.create", "memory.update"):
         outcome, row = replayed(action, memories.RESULT)
-        # Answers stored before expiry and supersession existed replay with those fields empty.
-        new_fields = {"expiresAt": None, "supersededBy": None, "supersededAt": None}
+        # Answers stored before expiry, supersession and turn rollback existed replay with those fields empty.
+        new_fields = {
+            "expiresAt": None,
+            "supersededBy": None,
+            "supersededAt": None,
+            "turnId": None,
+            "rolledBackAt": None,
+        }
         assert outcome.created == (row.status_code == 201)
         assert memory_to_dict(outcome.memory) == {**row.response, **new_fields}
     outcome, row = replayed("task.checkpoint", checkpoints.CHECKPOINT_RESULT)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 def _complete(api, reply: str) -> int:
     create_scenario(api)
-    turn = prepare(api)["turnId"]
+    turn = prepare(api, "rp", "hi")["turnId"]
     assert api.post(f"{CONV}/turns/{turn}/complete", {"assistantMessage": reply}).status_code == 200
     return turn
 

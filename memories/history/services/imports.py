@@ -20,7 +20,7 @@ from memories.models import Conversation
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import RejectedByPolicy
 
-from .indexing import schedule_embedding
+from .indexing import EMBED_IMPORTED_TASK, schedule_embedding
 
 MAX_MESSAGES = 1000
 
@@ -108,7 +108,7 @@ def history_import(address: ConversationAddress, messages: list[ImportedMessage]
         if new:
             conversation.save(update_fields=["rounds", "updated_at"])
             HistoryEntry.objects.bulk_create(new)
-            schedule_embedding([entry.pk for entry in new if entry.pk is not None])
+            schedule_embedding([entry.pk for entry in new if entry.pk is not None], task=EMBED_IMPORTED_TASK)
     return ImportOutcome(created=new, existing=len(known), rounds=conversation.rounds)
 
 

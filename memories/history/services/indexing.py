@@ -17,6 +17,8 @@ from memories.models import Message
 from memoryhub import outbox
 
 EMBED_TASK = "history.embed_entries"
+# Imported messages (up to 1,000 a request) are embedded off the request, even when tasks run in-process.
+EMBED_IMPORTED_TASK = "history.embed_imported_entries"
 
 
 def entry_for_message(message: Message) -> HistoryEntry:
@@ -36,10 +38,10 @@ def entry_for_message(message: Message) -> HistoryEntry:
     )
 
 
-def schedule_embedding(pks: Sequence[int]) -> None:
+def schedule_embedding(pks: Sequence[int], *, task: str = EMBED_TASK) -> None:
     """Inside the writing transaction: embed these entries after it commits (one outbox row per batch)."""
     if pks:
-        outbox.schedule(EMBED_TASK, {"entry_pks": list(pks)}, dedup_key=f"{EMBED_TASK}:{min(pks)}-{max(pks)}")
+        outbox.schedule(task, {"entry_pks": list(pks)}, dedup_key=f"{task}:{min(pks)}-{max(pks)}")
 
 
 def history_index_messages(messages: Iterable[Message]) -> list[HistoryEntry]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from memories.history.models import HistoryEntry
 from memories.history.text import unit_text
@@ -29,16 +29,27 @@ def hnsw_name(index: EmbeddingIndex) -> str:
 
 
 def prepare_hnsw(index: EmbeddingIndex) -> None:
-    """The partial HNSW index of this embedding index's rows (PostgreSQL; once per process)."""
+    """The partial HNSW index of this embedding index's rows (PostgreSQL; once per process).
+
+    Only a speed-up (search scans exactly without it): when it cannot be built inside the caller's transaction
+    (e.g. an import with pending deferred checks), it is skipped in a savepoint and tried again next time.
+    """
     if connection.vendor != "postgresql" or index.pk in _prepared:
         return
+    name = hnsw_name(index)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {hnsw_name(index)} ON {TABLE} USING hnsw "
-            f"((embedding::vector({int(index.dimension)})) vector_cosine_ops) "
-            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
-            f"WHERE embedding_index_id = {int(index.pk)}"
-        )
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE tablename = %s AND indexname = %s", [TABLE, name])
+        if cursor.fetchone() is None:
+            try:
+                with transaction.atomic():
+                    cursor.execute(
+                        f"CREATE INDEX IF NOT EXISTS {name} ON {TABLE} USING hnsw "
+                        f"((embedding::vector({int(index.dimension)})) vector_cosine_ops) "
+                        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+                        f"WHERE embedding_index_id = {int(index.pk)}"
+                    )
+            except OperationalError:
+                return
     _prepared.add(int(index.pk))
 
 
