@@ -1,7 +1,7 @@
 """What the history index stores for a message: the unit text (embedded) and the keyword text (searched).
 
 The unit follows the LoCoMo paper's dialog unit, `(<time>) <speaker> said, "<text>"`: the time and the
-speaker are part of what a question asks about ("what did Caroline say in May?"), so both signals see them.
+speaker are part of what a question asks about ("what did Sam say in May?"), so both signals see them.
 Chinese has no spaces between words: the keyword text is jieba-segmented (memories.longterm.keyword), one
 token per word, so SQLite FTS5 (unicode61) and PostgreSQL's `simple` parser both see words, not sentences.
 Repeated tokens are kept: BM25 and ts_rank_cd count them.
