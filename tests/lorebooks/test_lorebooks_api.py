@@ -163,3 +163,15 @@ def test_create_and_delete_entries(alice):
     assert_envelope(alice.get("/v1/lorebooks/eldoria/entries/14"), 404)
     history = alice.get("/v1/lorebooks/eldoria/entries/14/versions").json()["results"]
     assert [(v["revision"], v["deleted"]) for v in history] == [(2, True), (1, False)]
+
+
+def test_the_entries_list_holds_the_live_entries_and_a_deleted_book_is_gone(alice, bob):
+    book = import_world(alice)
+    listed = alice.get("/v1/lorebooks/eldoria/entries")
+    assert listed.status_code == 200
+    assert sorted(e["uid"] for e in listed.json()["results"]) == sorted(e["uid"] for e in book["entries"])
+    assert_envelope(bob.get("/v1/lorebooks/eldoria/entries"), 404)  # another product's book
+    assert_envelope(bob.delete("/v1/lorebooks/eldoria"), 404)
+    assert alice.delete("/v1/lorebooks/eldoria").status_code == 204
+    assert alice.get("/v1/lorebooks").json()["results"] == []
+    assert_envelope(alice.get("/v1/lorebooks/eldoria/entries"), 404)
