@@ -25,8 +25,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from ._async_client import AsyncMemoryHub
+from ._kinds import ensure_kind as ensure_kind_defined
 from ._sync_client import MemoryHub
-from .errors import Conflict, NotFound
+from .errors import NotFound
 from .models import Memory, SearchResult
 
 ATTESTATION = "I keep notes here."
@@ -212,20 +213,9 @@ class MemoryHubVectorStore(VectorStore):
 
 
 def ensure_kind(hub: MemoryHub, kind: str) -> None:
-    """Define the store's kind for the product if it does not exist (searchable, `textField: text`)."""
-    try:
-        hub.kinds.get(kind)
-        return
-    except NotFound:
-        pass
-    with contextlib.suppress(Conflict):  # created concurrently ("already exists")
-        hub.kinds.create(
-            name=kind,
-            description="LangChain documents (memoryhub_client.langchain)",
-            content_schema=CONTENT_SCHEMA,
-            searchable=True,
-            text_field="text",
-        )
+    ensure_kind_defined(
+        hub, kind, description="LangChain documents (memoryhub_client.langchain)", content_schema=CONTENT_SCHEMA
+    )
 
 
 def _pick(memories: list[Memory], ids: Sequence[str]) -> list[Document]:

@@ -39,8 +39,9 @@ from langgraph.store.base import (
     get_text_at_path,
 )
 
+from ._kinds import ensure_kind as ensure_kind_defined
 from ._sync_client import MemoryHub
-from .errors import Conflict, NotFound
+from .errors import NotFound
 from .models import Memory
 
 ATTESTATION = "I keep notes here."
@@ -224,16 +225,6 @@ def _namespaces(items: dict[tuple[tuple[str, ...], str], Memory], op: ListNamesp
 
 
 def _ensure_kind(hub: MemoryHub, kind: str) -> None:
-    try:
-        hub.kinds.get(kind)
-        return
-    except NotFound:
-        pass
-    with contextlib.suppress(Conflict):  # created concurrently ("already exists")
-        hub.kinds.create(
-            name=kind,
-            description="LangGraph store items (memoryhub_client.langgraph)",
-            content_schema=CONTENT_SCHEMA,
-            searchable=True,
-            text_field="text",
-        )
+    ensure_kind_defined(
+        hub, kind, description="LangGraph store items (memoryhub_client.langgraph)", content_schema=CONTENT_SCHEMA
+    )
