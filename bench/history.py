@@ -10,13 +10,18 @@ index, then measures in-process through the HTTP API (Django's test client: rout
 serialization included) with a warm working set, so the query's embedding is a cache hit (excluded):
   - POST …/history/search, keyword / semantic / hybrid, limit 10: target p50 ≤ 50 ms (hybrid);
   - a turn prepare whose scenario has only the history-search source ≤ 2 × one GET …/memory (interleaved).
-The products it creates are deleted at the end.
+The products it creates are deleted at the end, unless --keep: then it prints the product's API key, and
+`--api-key KEY` measures that product's messages again without seeding (the HNSW build takes minutes).
+`--profile` prints where a hybrid search and a turn spend their time (cProfile, top functions).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import os
+import pstats
 import random
 import secrets
 import statistics
@@ -45,7 +50,7 @@ from memories.history.services.vectors import prepare_hnsw  # noqa: E402
 from memories.history.text import keyword_text  # noqa: E402
 from memories.longterm.services.embedding_index import index_in_use  # noqa: E402
 from memories.models import Product  # noqa: E402
-from memories.services.products import product_create  # noqa: E402
+from memories.services.products import api_key_authenticate, product_create  # noqa: E402
 
 USER = "bench-history-user"
 WORDS = [
@@ -145,24 +150,49 @@ def summary(values: list[float]) -> str:
     return f"p50 {statistics.median(ordered):6.1f} ms  p95 {ordered[int(0.95 * (len(ordered) - 1))]:6.1f} ms"
 
 
+def profiled(label: str, call, count: int = 50) -> None:
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(count):
+        call()
+    profile.disable()
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(35)
+    print(f"--- profile: {label} ({count} calls)\n{out.getvalue()}")
+
+
+def seeded_product(count: int) -> tuple[Product, str]:
+    product, issued = product_create(name=f"bench-history-{secrets.token_hex(3)}")
+    in_use = index_in_use()
+    started = time.perf_counter()
+    seed(product, count, in_use.index.dimension, in_use.index.pk)
+    prepare_hnsw(in_use.index)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE history_entry") if connection.vendor == "postgresql" else None
+    print(f"seeded and indexed in {time.perf_counter() - started:.0f} s")
+    return product, issued.plaintext
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--keep", action="store_true", help="leave the product and its messages; print its key")
+    parser.add_argument("--api-key", help="measure the messages of a product kept by --keep (no seeding)")
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
-    product, issued = product_create(name=f"bench-history-{secrets.token_hex(3)}")
+    if args.api_key:
+        found = api_key_authenticate(args.api_key)
+        assert found is not None, "unknown API key"
+        product, key = found.product, args.api_key
+    else:
+        product, key = seeded_product(args.messages)
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    messages = HistoryEntry.objects.filter(product=product, user_id=USER).count()
+    print(f"database {connection.vendor}; embedder {index_in_use().embedder.identity.key}; {messages} messages")
     try:
-        in_use = index_in_use()
-        print(f"database {connection.vendor}; embedder {in_use.embedder.identity.key}; {args.messages} messages")
-        started = time.perf_counter()
-        seed(product, args.messages, in_use.index.dimension, in_use.index.pk)
-        prepare_hnsw(in_use.index)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE history_entry") if connection.vendor == "postgresql" else None
-        print(f"seeded and indexed in {time.perf_counter() - started:.0f} s")
         search = f"/v1/users/{USER}/history/search"
         for query in QUERIES:  # warm: the query vectors are in the working set from here on
             client.post(search, {"query": query, "mode": "semantic"}, format="json")
@@ -174,19 +204,18 @@ def main() -> int:
                 for q in [QUERIES[i % len(QUERIES)]]
             ]
             results[mode] = statistics.median(samples)
-            print(f"history search {mode:>8}, {args.messages} messages: {summary(samples)}")
+            print(f"history search {mode:>8}, {messages} messages: {summary(samples)}")
         body = {
             "id": "bench-history",
             "name": "Bench history",
             "memorySources": [{"id": "past", "agentRef": "history-search", "variable": "recalledHistory"}],
             "template": "{{recalledHistory}}\nUser: {{userMessage}}",
         }
-        assert client.post("/v1/scenarios", body, format="json").status_code == 201
+        assert client.post("/v1/scenarios", body, format="json").status_code in (201, 409)  # 409: a kept product
         conversation = f"/v1/users/{USER}/conversations/bench-now"
-        assert (
-            client.put(f"{conversation}/memory", {"expectedRevision": 0, "memory": {"a": 1}}, format="json").status_code
-            == 200
-        )
+        if client.get(f"{conversation}/memory").status_code == 404:
+            put = client.put(f"{conversation}/memory", {"expectedRevision": 0, "memory": {"a": 1}}, format="json")
+            assert put.status_code == 200
         turn = {"scenarioId": "bench-history", "userMessage": QUERIES[0]}
         prepares, gets = [], []
         for _ in range(30):  # warm both paths
@@ -196,16 +225,23 @@ def main() -> int:
             prepares.append(timed(lambda: client.post(f"{conversation}/turns", turn, format="json")))
             gets.append(timed(lambda: client.get(f"{conversation}/memory")))
         ratio = statistics.median(prepares) / statistics.median(gets)
+        if args.profile:
+            hybrid = {"query": QUERIES[0], "mode": "hybrid", "limit": 10}
+            profiled("hybrid search", lambda: client.post(search, hybrid, format="json"))
+            profiled("turn prepare", lambda: client.post(f"{conversation}/turns", turn, format="json"))
         print(f"turn prepare with history-search: {summary(prepares)}")
         print(f"GET …/memory:                     {summary(gets)}")
         print(
-            f"HISTORY search hybrid p50={results['hybrid']:.1f} ms (target ≤ 50) at {args.messages} messages; "
+            f"HISTORY search hybrid p50={results['hybrid']:.1f} ms (target ≤ 50) at {messages} messages; "
             f"turn/GET memory p50 ratio={ratio:.2f} (target ≤ 2)"
         )
         return 0
     finally:
-        HistoryEntry.objects.filter(product=product).delete()
-        Product.objects.filter(pk=product.pk).delete()
+        if args.keep or args.api_key:
+            print(f"kept: --api-key {key}")
+        else:
+            HistoryEntry.objects.filter(product=product).delete()
+            Product.objects.filter(pk=product.pk).delete()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ MODES = ("hybrid", "keyword", "semantic")
 # Fusion weights and how deep each signal is read: measured on LoCoMo (bench/locomo.py, docs/recall.md).
 WEIGHTS = {"keyword": 1.0, "semantic": 1.0}
 MIN_DEPTH = 100
-EF_SEARCH = 200
+# HNSW breadth: as wide as the rows asked for (pgvector's default 40 at least); the iterative scan goes on
+# past it when filters leave too few rows. 200 for every search cost 45 ms at 100,000 messages (performance.md).
+MIN_EF_SEARCH = 40
 
 
 @dataclass(frozen=True)
@@ -73,20 +75,56 @@ class HistoryHit:
 
 def _scope_sql(scope: UserAddress, filters: HistoryFilters) -> tuple[str, list]:
     extra, params = filters.sql()
-    live = "(h.message_id IS NULL OR NOT m.superseded)"
-    return (
-        f"LEFT JOIN {MESSAGE_TABLE} m ON m.id = h.message_id WHERE h.product_id = %s AND h.user_id = %s AND {live}"
-        + extra,
-        [scope.product.pk, scope.user_id, *params],
-    )
+    # A correlated lookup, evaluated only for a turn's message (imported ones have none): never a join that
+    # could read every message of every product, and it does not change how the ranking's own index is used.
+    live = f"(h.message_id IS NULL OR NOT (SELECT m.superseded FROM {MESSAGE_TABLE} m WHERE m.id = h.message_id))"
+    return f"WHERE h.product_id = %s AND h.user_id = %s AND {live}" + extra, [scope.product.pk, scope.user_id, *params]
 
 
 def _fts_query(terms: list[str]) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
 
 
-def _ts_query(terms: list[str]) -> str:
-    return " | ".join("'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in terms)
+# PostgreSQL BM25 (docs/history.md, "Keyword relevance"): the same formula as SQLite FTS5's bm25(), over a
+# bounded amount of work so that its cost does not grow with the user's history.
+BM25_K1, BM25_B = 1.2, 0.75
+# Ranked: the user's newest CANDIDATES messages that match any term (all of them for most users). The plan is
+# the planner's: a GIN bitmap for rare terms, the (product, user, time) index read backwards for common ones.
+CANDIDATES = 1000
+# Statistics (message count, average length, each term's document frequency): the user's newest SAMPLE
+# messages — exact for a user with at most that many, an estimate from their recent messages above it.
+SAMPLE = 1000
+
+
+def bm25_statement(where: str, where_params: list, terms: list[str], depth: int) -> tuple[str, list]:
+    """One statement: the per-term queries, the statistics sample, the candidates and their BM25, best first.
+
+    BM25 = Σ idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · length / average length)), with
+    idf(t) = ln(1 + (n − df + 0.5) / (df + 0.5)) — FTS5's formula. A term's frequency in a message is
+    `ts_rank_cd` of the one-term query with every weight 1 and no normalisation: the number of its
+    occurrences; a message's length is its number of distinct lexemes (`length(tsvector)`).
+    """
+    count = len(terms)
+    per_term = ", ".join(f"plainto_tsquery('{TS_CONFIG}', %s) AS t{i}" for i in range(count))
+    any_term = " || ".join(f"plainto_tsquery('{TS_CONFIG}', %s)" for _ in range(count))
+    frequencies = ", ".join(f"count(*) FILTER (WHERE s.v @@ q.t{i})::float8 AS df{i}" for i in range(count))
+    tf = ", ".join(f"ts_rank_cd('{{1,1,1,1}}', h.search_tsv, q.t{i}, 0)::float8 AS tf{i}" for i in range(count))
+    norm = f"{BM25_K1}::float8 * (1 - {BM25_B}::float8 + {BM25_B}::float8 * c.len / greatest(st.avgdl, 1))"
+    score = " + ".join(
+        f"ln(1 + (st.n - st.df{i} + 0.5) / (st.df{i} + 0.5)) * c.tf{i} * {BM25_K1 + 1}::float8 / (c.tf{i} + {norm})"
+        for i in range(count)
+    )
+    sql = (
+        f"WITH q AS MATERIALIZED (SELECT {per_term}), "
+        f"sample AS MATERIALIZED (SELECT h.search_tsv AS v FROM {TABLE} h WHERE h.product_id = %s AND h.user_id = %s "
+        f"ORDER BY h.created_at DESC LIMIT {SAMPLE}), "
+        f"st AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(avg(length(s.v)), 1)::float8 AS avgdl, "
+        f"{frequencies} FROM sample s CROSS JOIN q), "
+        f"c AS MATERIALIZED (SELECT h.id, length(h.search_tsv)::float8 AS len, {tf} FROM {TABLE} h CROSS JOIN q "
+        f"{where} AND h.search_tsv @@ ({any_term}) ORDER BY h.created_at DESC, h.id DESC LIMIT {CANDIDATES}) "
+        f"SELECT c.id, {score} AS score FROM c CROSS JOIN st ORDER BY score DESC, c.id DESC LIMIT %s"
+    )
+    return sql, [*terms, *where_params[:2], *where_params, *terms, depth]
 
 
 def keyword_ranking(scope: UserAddress, query: str, filters: HistoryFilters, depth: int) -> list[SignalHit[int]]:
@@ -96,12 +134,7 @@ def keyword_ranking(scope: UserAddress, query: str, filters: HistoryFilters, dep
     where, params = _scope_sql(scope, filters)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(
-                f"SELECT h.id, ts_rank_cd(h.search_tsv, q, 1) AS score "
-                f"FROM {TABLE} h CROSS JOIN to_tsquery('{TS_CONFIG}', %s) q {where} AND h.search_tsv @@ q "
-                f"ORDER BY score DESC, h.id DESC LIMIT %s",
-                [_ts_query(terms), *params, depth],
-            )
+            cursor.execute(*bm25_statement(where, params, terms, depth))
         else:
             cursor.execute(
                 f"SELECT h.id, -bm25({FTS_TABLE}) AS score FROM {FTS_TABLE} f JOIN {TABLE} h ON h.id = f.rowid "
@@ -126,7 +159,7 @@ def semantic_ranking(
         with transaction.atomic():
             with connection.cursor() as settings_cursor:
                 settings_cursor.execute(
-                    f"SET LOCAL hnsw.ef_search = {EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order; "
+                    f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(depth))}; SET LOCAL hnsw.iterative_scan = relaxed_order; "
                     "SET LOCAL hnsw.max_scan_tuples = 200000"
                 )
             with binding_cursor(connection) as cursor:  # the vector goes in binary
