@@ -159,7 +159,8 @@ def semantic_ranking(
         with transaction.atomic():
             with connection.cursor() as settings_cursor:
                 settings_cursor.execute(
-                    f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(depth))}; SET LOCAL hnsw.iterative_scan = relaxed_order; "
+                    f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(depth))}; "
+                    "SET LOCAL hnsw.iterative_scan = relaxed_order; "
                     "SET LOCAL hnsw.max_scan_tuples = 200000"
                 )
             with binding_cursor(connection) as cursor:  # the vector goes in binary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -97,7 +98,7 @@ def test_keyword_plan_reads_indexes_only_and_a_bounded_number_of_rows(alice):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE history_entry")
     for query, index in (("garden", "history_user_time_idx"), ("lighthouse", "history_entry_tsv_idx")):
-        response, plans = plans_of(lambda q=query: search(alice, "big", q, "keyword", limit=10))
+        response, plans = plans_of(partial(search, alice, "big", query, "keyword", limit=10))
         assert response.status_code == 200 and response.json()["results"], response.json()
         plan = next(plan for plan in plans if "plainto_tsquery" in plan)
         assert "Seq Scan on history_entry" not in plan, plan
