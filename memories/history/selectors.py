@@ -1,4 +1,4 @@
-"""History search: keyword (FTS5 bm25 / ts_rank_cd), semantic (cosine) and their weighted RRF fusion.
+"""History search: keyword (BM25: FTS5 bm25() / in SQL on PostgreSQL), semantic (cosine) and their weighted RRF fusion.
 
 Every query is scoped to one product and user, and leaves out superseded messages (a turn's message whose
 `memories.Message.superseded` is set) — read at search time from the message row, so whatever supersedes

@@ -46,7 +46,7 @@ class HistoryHitSerializer(serializers.Serializer):
     clientId = serializers.CharField(help_text="The product's id of an imported message; empty otherwise.")
     content = serializers.CharField()
     createdAt = serializers.DateTimeField()
-    score = serializers.FloatField(help_text="hybrid: the fused RRF score; keyword: bm25/ts_rank_cd; semantic: cosine.")
+    score = serializers.FloatField(help_text="hybrid: the fused RRF score; keyword: BM25; semantic: cosine.")
     why = serializers.JSONField(help_text='Each signal\'s rank and score ({"keyword": {"rank", "score"}, …, "fused"}).')
 
 
