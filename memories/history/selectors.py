@@ -15,13 +15,20 @@ from django.db import connection, transaction
 
 from memories.history.models import HistoryEntry
 from memories.history.text import query_terms
-from memories.longterm.services.embedding_index import IndexInUse, active_index_pk, index_in_use
+from memories.longterm.models import EmbeddingIndex
+from memories.longterm.services.embedding_index import (
+    IndexInUse,
+    active_index_pk,
+    index_in_use,
+    index_last_seen,
+)
 from memories.models import Message
 from memoryhub.addresses import UserAddress
 from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import SignalHit, fuse
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
+INDEX_TABLE = EmbeddingIndex._meta.db_table
 FTS_TABLE = "history_entry_fts"
 TS_CONFIG = "english"  # must match migration 0001's generated tsvector column
 MODES = ("hybrid", "keyword", "semantic")
@@ -108,7 +115,11 @@ def bm25_statement(where: str, where_params: list, terms: list[str], depth: int)
     per_term = ", ".join(f"plainto_tsquery('{TS_CONFIG}', %s) AS t{i}" for i in range(count))
     any_term = " || ".join(f"plainto_tsquery('{TS_CONFIG}', %s)" for _ in range(count))
     frequencies = ", ".join(f"count(*) FILTER (WHERE s.v @@ q.t{i})::float8 AS df{i}" for i in range(count))
-    tf = ", ".join(f"ts_rank_cd('{{1,1,1,1}}', h.search_tsv, q.t{i}, 0)::float8 AS tf{i}" for i in range(count))
+    tf = ", ".join(  # counted only where the term occurs (a lexeme lookup): most candidates lack most terms
+        f"CASE WHEN h.search_tsv @@ q.t{i} THEN ts_rank_cd('{{1,1,1,1}}', h.search_tsv, q.t{i}, 0)::float8 ELSE 0 END "
+        f"AS tf{i}"
+        for i in range(count)
+    )
     norm = f"{BM25_K1}::float8 * (1 - {BM25_B}::float8 + {BM25_B}::float8 * c.len / greatest(st.avgdl, 1))"
     score = " + ".join(
         f"ln(1 + (st.n - st.df{i} + 0.5) / (st.df{i} + 0.5)) * c.tf{i} * {BM25_K1 + 1}::float8 / (c.tf{i} + {norm})"
@@ -148,29 +159,12 @@ def keyword_ranking(scope: UserAddress, query: str, filters: HistoryFilters, dep
 def semantic_ranking(
     scope: UserAddress, query: str, filters: HistoryFilters, depth: int, in_use: IndexInUse | None = None
 ) -> list[SignalHit[int]]:
+    if connection.vendor == "postgresql":
+        return _semantic_postgres(scope, query, filters, depth, in_use)
     in_use = in_use or index_in_use()  # 503 when the embedder does not match the active index
     vector = in_use.embed_query(scope.product.pk, query)
     where, params = _scope_sql(scope, filters)
     index = in_use.index
-    if connection.vendor == "postgresql":
-        from memories.longterm.services.vectors import vector_param
-
-        cast = f"h.embedding::vector({int(index.dimension)})"
-        with transaction.atomic():
-            with connection.cursor() as settings_cursor:
-                settings_cursor.execute(
-                    f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(depth))}; "
-                    "SET LOCAL hnsw.iterative_scan = relaxed_order; "
-                    "SET LOCAL hnsw.max_scan_tuples = 200000"
-                )
-            with binding_cursor(connection) as cursor:  # the vector goes in binary
-                cursor.execute(
-                    f"SELECT h.id, {cast} <=> %s::vector AS distance FROM {TABLE} h {where} "
-                    f"AND h.embedding_index_id = %s ORDER BY distance LIMIT %s",
-                    [vector_param(vector), *params, index.pk, depth],
-                )
-                rows = cursor.fetchall()
-        return [SignalHit(pk, 1.0 - float(distance)) for pk, distance in sorted(rows, key=lambda r: (r[1], -r[0]))]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT h.id, h.embedding FROM {TABLE} h {where} AND h.embedding_index_id = %s", [*params, index.pk]
@@ -183,6 +177,46 @@ def semantic_ranking(
     scores = matrix @ query_vector / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query_vector) + 1e-12)
     order = np.lexsort((-np.asarray([pk for pk, _ in rows]), -scores))[:depth]
     return [SignalHit(rows[i][0], float(scores[i])) for i in order]
+
+
+def _semantic_postgres(
+    scope: UserAddress, query: str, filters: HistoryFilters, depth: int, in_use: IndexInUse | None
+) -> list[SignalHit[int]]:
+    """pgvector through the index's HNSW, with the index this process last saw active (no query for it).
+
+    The statement checks that this index is still the active one; when it answers nothing, the index is read
+    again (503 when the embedder no longer matches it) and, if another one is active now, searched instead.
+    """
+    in_use = in_use or index_last_seen()
+    rows = _hnsw_rows(scope, in_use, query, filters, depth)
+    if not rows:
+        current = index_in_use()
+        if current.index.pk != in_use.index.pk:
+            rows = _hnsw_rows(scope, current, query, filters, depth)
+    return [SignalHit(pk, 1.0 - float(distance)) for pk, distance in sorted(rows, key=lambda r: (r[1], -r[0]))]
+
+
+def _hnsw_rows(scope: UserAddress, in_use: IndexInUse, query: str, filters: HistoryFilters, depth: int) -> list:
+    from memories.longterm.services.vectors import vector_param
+
+    vector = in_use.embed_query(scope.product.pk, query)
+    where, params = _scope_sql(scope, filters)
+    index = in_use.index
+    active = f"EXISTS (SELECT 1 FROM {INDEX_TABLE} e WHERE e.id = %s AND e.status = 'active')"
+    with transaction.atomic():
+        with connection.cursor() as settings_cursor:
+            settings_cursor.execute(
+                f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(depth))}; "
+                "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+                "SET LOCAL hnsw.max_scan_tuples = 200000"
+            )
+        with binding_cursor(connection) as cursor:  # the vector goes in binary
+            cursor.execute(
+                f"SELECT h.id, h.embedding::vector({int(index.dimension)}) <=> %s::vector AS distance "
+                f"FROM {TABLE} h {where} AND h.embedding_index_id = %s AND {active} ORDER BY distance LIMIT %s",
+                [vector_param(vector), *params, index.pk, index.pk, depth],
+            )
+            return cursor.fetchall()
 
 
 def _parse(raw: str) -> np.ndarray:
