@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from functools import partial
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 from django.db import connection
