@@ -1668,7 +1668,7 @@ export interface components {
             createdAt: string;
             /**
              * Format: double
-             * @description hybrid: the fused RRF score; keyword: bm25/ts_rank_cd; semantic: cosine.
+             * @description hybrid: the fused RRF score; keyword: BM25; semantic: cosine.
              */
             score: number;
             /** @description Each signal's rank and score ({"keyword": {"rank", "score"}, …, "fused"}). */
