@@ -23,7 +23,9 @@ README = Path(settings.BASE_DIR) / "README.md"
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the README's examples use curl")
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("document", ["README.md", "docs/tables.md", "docs/roleplay.md", "docs/long-term-memories.md"])
+@pytest.mark.parametrize(
+    "document", ["README.md", "docs/tables.md", "docs/roleplay.md", "docs/long-term-memories.md", "docs/history.md"]
+)
 def test_every_sh_block_prints_what_it_shows(document, live_server, request, tmp_path):
     """The README's blocks and the sessions of the listed docs, each with a fresh product and key (and a
     second product's key for the blocks that show what another product cannot see)."""
