@@ -135,7 +135,9 @@ def normalize_preference(content: object) -> dict:
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_CHARS:
             raise ValueError(f"text must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
         normalized["text"] = text.strip()
-    return normalized
+    # Keys in the order PostgreSQL's jsonb returns them (shorter first), so that every backend answers the
+    # same bytes: the documented sessions are compared with the server's output (tests/test_readme.py).
+    return {key: normalized[key] for key in ("text", "detail", "language") if key in normalized}
 
 
 def _words(words: tuple[str, ...]) -> re.Pattern[str]:
