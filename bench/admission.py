@@ -7,7 +7,10 @@ the claimed content, the expected outcome "admit" or a refusal code, the expecte
 Runs the offline rules only (no judge) and prints, for each half: false refusals (expected admit,
 refused) over the cases to admit, false admissions (expected a refusal, admitted — or admitted with
 other claims than expected) over the cases to refuse, and refusals with another code than expected.
-`--show` lists every miss. Targets on the held-out half: false refusals ≤ 2 %, false admissions ≤ 1 %;
+`--show` lists every miss. The synthetic variants of tests/data/admission_variants.jsonl (typos, synonyms,
+compounds, full-width forms, mixed EN/ZH, and near misses; written to measure the claim readers, see
+bench/admission_embedder.py) are a third, development-only section with the development targets.
+Targets on the held-out half: false refusals ≤ 2 %, false admissions ≤ 1 %;
 tests/longterm/test_admission_eval.py fails when they are not met.
 
 The blind set (tests/data/admission_blind.jsonl, written by someone who never saw the rules, committed
@@ -34,6 +37,7 @@ from memories.longterm.admission import admit  # noqa: E402
 
 CASES = ROOT / "tests" / "data" / "admission_cases.jsonl"
 BLIND = ROOT / "tests" / "data" / "admission_blind.jsonl"
+VARIANTS = ROOT / "tests" / "data" / "admission_variants.jsonl"
 TARGET_FALSE_REFUSALS = 0.02
 TARGET_FALSE_ADMISSIONS = 0.01
 BLIND_TARGET_FALSE_REFUSALS = 0.03
@@ -87,7 +91,7 @@ def run_case(case: dict):
 def evaluate(cases: list[dict]) -> dict[str, HalfResult]:
     results = {split: HalfResult(split) for split in SPLITS}
     for case in cases:
-        half = results[case["split"]]
+        half = results.setdefault(case["split"], HalfResult(case["split"]))
         half.cases += 1
         expected = case["expect"]
         result = run_case(case)
@@ -247,13 +251,13 @@ def report_blind(blind: BlindResult) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all")
+    parser.add_argument("--split", choices=(*SPLITS, "variants", "all"), default="all")
     parser.add_argument("--show", action="store_true", help="list every miss of the labelled set (never the blind one)")
     parser.add_argument("--blind", action="store_true", help="score the blind set only (counts and identifiers)")
     args = parser.parse_args()
     if not args.blind:
-        results = evaluate(load_cases())
-        for split in SPLITS if args.split == "all" else (args.split,):
+        results = evaluate(load_cases() + load_cases(VARIANTS))
+        for split in (*SPLITS, "variants") if args.split == "all" else (args.split,):
             print(report(results[split], args.show))
     print(report_blind(evaluate_blind(load_cases(BLIND))))
     return 0

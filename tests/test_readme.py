@@ -23,14 +23,20 @@ README = Path(settings.BASE_DIR) / "README.md"
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the README's examples use curl")
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("document", ["README.md", "docs/tables.md", "docs/roleplay.md"])
+@pytest.mark.parametrize(
+    "document", ["README.md", "docs/tables.md", "docs/roleplay.md", "docs/long-term-memories.md", "docs/history.md"]
+)
 def test_every_sh_block_prints_what_it_shows(document, live_server, request, tmp_path):
-    """The README's blocks and the sessions of the listed docs, each with a fresh product and key."""
+    """The README's blocks and the sessions of the listed docs, each with a fresh product and key (and a
+    second product's key for the blocks that show what another product cannot see)."""
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         request.getfixturevalue("celery_worker_process")  # the background work goes through the real worker
     _, issued = product_create(name="readme")
+    _, other = product_create(name="readme-other")
     text = (Path(settings.BASE_DIR) / document).read_text()
-    steps = readme.substitute(readme.steps_of(text), key=issued.plaintext, base_url=live_server.url)
+    steps = readme.substitute(
+        readme.steps_of(text), key=issued.plaintext, base_url=live_server.url, other_key=other.plaintext
+    )
     assert steps, f"{document} has no sh block"
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -54,6 +60,22 @@ def test_the_readme_runs_a_newcomer_from_the_first_write_to_a_prompt_with_a_tabl
     shown = "\n".join("\n".join(s.expected) for s in steps)
     assert '0,<user>,"生锈的铜钥匙, 柄上刻着 N",塔顶钥匙,守塔人托付的' in shown
     assert "mhk_…" in text and "http://127.0.0.1:8000" in text  # what the test substitutes
+
+
+def test_the_long_term_memories_sessions_are_runnable_blocks_with_their_outputs():
+    """docs/long-term-memories.md's sessions are `sh` blocks checked above, not captures that drift (issue 30):
+    every HTTP call shows what it prints, and the only `console` block left is a benchmark's figures."""
+    text = (Path(settings.BASE_DIR) / "docs/long-term-memories.md").read_text()
+    steps = readme.steps_of(text)
+    calls = [s for s in steps if s.command.startswith(("curl ", "sleep "))]
+    assert len(calls) >= 40
+    assert all(s.expected for s in calls), [s.line for s in calls if not s.expected]
+    consoles = [lines[0] for _, lines in readme.sh_blocks(text, "console")]
+    assert consoles == ["$ .venv/bin/python bench/admission.py"], consoles
+    shown = "\n".join("\n".join(s.expected) for s in steps)
+    for field in ('"expiresAt":', '"supersededBy":', '"path":"/', '"why":{…}'):
+        assert field in shown, field  # today's fields, as the server prints them (compact JSON)
+    assert '{\n  "' not in shown  # no indented JSON that no command prints
 
 
 # ------------------------------------------------------------------------------ the runner's own rules
@@ -137,6 +159,7 @@ def test_the_ellipsis_stands_for_any_text_and_nothing_else_is_loose():
 
 
 def test_the_key_and_the_host_are_substituted():
-    steps = readme.steps_of("```sh\nK=mhk_…   # the key\nM=http://127.0.0.1:8000/v1\n```\n")
-    done = readme.substitute(steps, key="mhk_real", base_url="http://localhost:5555/")
-    assert [s.command for s in done] == ["K=mhk_real   # the key", "M=http://localhost:5555/v1"]
+    steps = readme.steps_of("```sh\nK=mhk_…   # the key\nO=mhk_…\nM=http://127.0.0.1:8000/v1\n```\n")
+    done = readme.substitute(steps, key="mhk_real", base_url="http://localhost:5555/", other_key="mhk_other")
+    assert [s.command for s in done] == ["K=mhk_real   # the key", "O=mhk_other", "M=http://localhost:5555/v1"]
+    assert readme.substitute(steps, key="mhk_real", base_url="http://x")[1].command == "O=mhk_…"

@@ -69,11 +69,32 @@ def test_the_development_half_meets_the_targets_too() -> None:
     assert dev.meets_targets, bench.report(dev, show=True)
 
 
+VARIANTS = bench.load_cases(bench.VARIANTS)
+
+
+def test_the_synthetic_variants_cover_every_kind_of_writing_and_near_misses() -> None:
+    # Written to measure the claim readers (bench/admission_embedder.py): typos, synonyms, compounds,
+    # full-width forms and mixed EN/ZH to admit; another value, another field, nothing stated, a negation
+    # and real words next to a claim word to refuse.
+    assert len({case["id"] for case in VARIANTS}) == len(VARIANTS) >= 100
+    kinds = Counter((case["variant"], case["expect"] == "admit") for case in VARIANTS)
+    for kind in ("typo", "synonym", "compound", "fullwidth", "mixed"):
+        assert kinds[(kind, True)] >= 5, kind
+    for kind in ("opposite", "other-field", "unstated", "negated", "near-miss"):
+        assert kinds[(kind, False)] >= 5, kind
+    assert {case["lang"] for case in VARIANTS} == {"en", "zh", "mixed"}
+
+
+def test_the_synthetic_variants_meet_the_development_targets() -> None:
+    variants = bench.evaluate(VARIANTS)["variants"]
+    assert variants.meets_targets and not variants.wrong_claims, bench.report(variants, show=True)
+
+
 def test_the_bench_prints_both_halves(capsys, monkeypatch) -> None:
     monkeypatch.setattr(sys, "argv", ["bench/admission.py"])
     assert bench.main() == 0
     out = capsys.readouterr().out
-    for expected in ("dev:", "heldout:", "blind:", "false refusals:", "false admissions:", "confusion"):
+    for expected in ("dev:", "heldout:", "variants:", "blind:", "false refusals:", "false admissions:", "confusion"):
         assert expected in out
 
 

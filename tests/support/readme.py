@@ -133,11 +133,17 @@ def mismatches(steps: list[Step], outputs: list[str]) -> list[str]:
 
 README_HOST = "http://127.0.0.1:8000"
 README_KEY = re.compile(r"^K=mhk_…", flags=re.MULTILINE)
+OTHER_KEY = re.compile(r"^O=mhk_…", flags=re.MULTILINE)  # another product's key (docs/long-term-memories.md)
 
 
-def substitute(steps: list[Step], *, key: str, base_url: str) -> list[Step]:
-    """The README's placeholder key (`K=mhk_…`) and host become the live server's."""
-    return [
-        Step(README_KEY.sub(f"K={key}", s.command).replace(README_HOST, base_url.rstrip("/")), s.expected, s.line)
-        for s in steps
-    ]
+def substitute(steps: list[Step], *, key: str, base_url: str, other_key: str | None = None) -> list[Step]:
+    """The placeholder keys (`K=mhk_…`, and `O=mhk_…` when another product's key is given) and the host
+    become the live server's."""
+
+    def command(text: str) -> str:
+        text = README_KEY.sub(f"K={key}", text)
+        if other_key is not None:
+            text = OTHER_KEY.sub(f"O={other_key}", text)
+        return text.replace(README_HOST, base_url.rstrip("/"))
+
+    return [Step(command(s.command), s.expected, s.line) for s in steps]

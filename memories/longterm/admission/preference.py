@@ -135,7 +135,9 @@ def normalize_preference(content: object) -> dict:
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_CHARS:
             raise ValueError(f"text must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
         normalized["text"] = text.strip()
-    return normalized
+    # Keys in the order PostgreSQL's jsonb returns them (shorter first), so that every backend answers the
+    # same bytes: the documented sessions are compared with the server's output (tests/test_readme.py).
+    return {key: normalized[key] for key in ("text", "detail", "language") if key in normalized}
 
 
 def _words(words: tuple[str, ...]) -> re.Pattern[str]:
@@ -230,6 +232,7 @@ _BRIEF = st._rx(
     r"(?:别|不要|少)(?:长篇大论|啰嗦|罗嗦|啰唆|废话|扯)",
     r"(?:不要|别|不用|不必)(?:太|那么|过于)?(?:长|多)",
     r"言简意赅",
+    r"三言两语",
     r"长话短说",
     r"简短",
     r"简洁",
