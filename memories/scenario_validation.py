@@ -97,7 +97,8 @@ def _check_sources(raw: object, errors: dict[str, str]) -> list[SourceConfig] | 
     if not isinstance(raw, list):
         errors["memorySources"] = "must be a list"
         return None
-    sources, seen_variables, seen_ids = [], set(), set()
+    sources, seen_ids = [], set()
+    seen_variables: set[str] = set()
     for index, item in enumerate(raw):
         source = _check_source(index, item, errors)
         if source is None:
