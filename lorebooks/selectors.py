@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from django.db.models import QuerySet
 
-from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
+from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryProposal, LorebookEntryVersion
 from memories.models import Product, Turn
 from memoryhub.addresses import ConversationAddress
 from memoryhub.db_routing import primary_reads
@@ -48,6 +48,27 @@ def entry_get(lorebook: Lorebook, uid: str, *, deleted_too: bool = False) -> Lor
 def entry_versions_page(entry: LorebookEntry, *, cursor: str | None, limit: int) -> tuple[list, str | None]:
     rows = LorebookEntryVersion.objects.filter(product=entry.product, entry=entry)
     return keyset_page(rows, field="revision", descending=True, cursor=cursor, limit=limit)
+
+
+def proposals_page(
+    lorebook: Lorebook, *, status: str | None, cursor: str | None, limit: int
+) -> tuple[list[LorebookEntryProposal], str | None]:
+    rows = LorebookEntryProposal.objects.filter(product=lorebook.product, entry__lorebook=lorebook)
+    if status:
+        rows = rows.filter(status=status)
+    return keyset_page(rows.select_related("entry"), field="id", descending=True, cursor=cursor, limit=limit)
+
+
+@primary_reads  # a decision just made must be read back as made
+def proposal_get(lorebook: Lorebook, proposal_id: int) -> LorebookEntryProposal:
+    proposal = (
+        LorebookEntryProposal.objects.select_related("entry")
+        .filter(pk=proposal_id, product=lorebook.product, entry__lorebook=lorebook)
+        .first()
+    )
+    if proposal is None:
+        raise NotFound(f"no proposal {proposal_id} in lorebook {lorebook.slug!r}")
+    return proposal
 
 
 def entries_for_recall(
