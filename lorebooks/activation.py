@@ -13,16 +13,27 @@ Read from SillyTavern's `checkWorldInfo` (public/scripts/world-info.js) and its 
 - a key is a regex when written `/pattern/flags` (flags i, m, s; g, u, y ignored), else plain text,
   lower-cased unless `caseSensitive`; `matchWholeWords` wants a single-word key bounded by non-word
   characters (ASCII `\\W`, as JavaScript's);
-- the entries a pass found are then rolled for `probability` (when `useProbability` and below 100) with a
+- timed effects (SillyTavern's WorldInfoTimedEffects), counted in chat messages: the state carried from the
+  previous visible turn (`TimedState`) is checked first: a `sticky`/`cooldown` effect ends once the chat has
+  reached its `end` (a sticky one that ends starts the entry's cooldown there); an entry still sticky fires
+  without its keys (`reason: "sticky"`), skips the recursion holds and the probability roll and wins its
+  inclusion groups; one on cooldown (and not sticky) does not fire; `delay: n` holds an entry back until the
+  chat has n messages. Every entry that fired starts its `sticky` and `cooldown` effects unless one runs;
+- each pass's entries (sticky ones first, then by priority) are narrowed by inclusion `group`s (a
+  comma-separated list of names): in a group with a sticky entry only the sticky ones stay; with group
+  scoring (the entry's `useGroupScoring`, else the source's) only the entries matching the most keys stay;
+  a group that already has an entry fired in an earlier pass keeps none; else one winner: the
+  `groupOverride` entry of highest `order`, or a `groupWeight`-weighted roll seeded by the turn;
+- the entries left are then rolled for `probability` (when `useProbability` and below 100) with a
   seeded hash, never a clock, and added while the characters of everything fired stay under the budget:
   the first entry that would reach it stops the scan (as SillyTavern's token budget does);
 - recursion runs while a pass fired something that may recurse, up to `maxRecursionSteps` passes (0: no cap);
-- the text is the fired entries in insertion order: ascending `order` (highest last, nearest the prompt end).
+- the text is the fired entries in insertion order: ascending `order` (highest last, nearest the prompt end);
+  `Activation.by_position` splits it by `position` (before/after the character definition, top/bottom of
+  the author's note, before/after the example messages, and at a `depth` in the chat with its `role`).
 
-Stored but not used here: `position`/`depth`/`role` (the scenario template decides where the variable goes;
-each fired entry reports its position), inclusion `group`s, `sticky` and `cooldown` (they need per-chat
-timed-effect state). A `vectorized` entry also fires, like a constant one, when the producer found its
-content close to the scanned text (`ScanSettings.external`).
+A `vectorized` entry also fires, like a constant one, when the producer found its content close to the
+scanned text (`ScanSettings.external`).
 """
 
 from __future__ import annotations
@@ -35,7 +46,12 @@ MAX_SCAN_DEPTH = 1000
 _REGEX_KEY = re.compile(r"^/([\w\W]+?)/([gimsuy]*)$")
 _UNESCAPED_SLASH = re.compile(r"(^|[^\\])/")
 _JS_NAMED_GROUP = re.compile(r"\(\?<(?![=!])")
+_GROUP_SEPARATOR = re.compile(r",\s*")
 LOGIC = {0: "AND ANY", 1: "NOT ALL", 2: "NOT ANY", 3: "AND ALL"}
+# SillyTavern's world_info_position, by the name a template's variable gets (lorebooks/producers.py).
+POSITIONS = {0: "Before", 1: "After", 2: "ANTop", 3: "ANBottom", 4: "AtDepth", 5: "EMTop", 6: "EMBottom"}
+AT_DEPTH = 4
+TIMED = ("sticky", "cooldown")
 
 
 @dataclass(frozen=True)
@@ -43,6 +59,10 @@ class Candidate:
     book: str
     uid: str
     view: dict  # World Info fields (lorebooks.formats.view_of)
+
+    @property
+    def key(self) -> str:
+        return f"{self.book}.{self.uid}"  # the timed-effect key, as SillyTavern's `world.uid`
 
 
 @dataclass(frozen=True)
@@ -53,16 +73,23 @@ class ScanSettings:
     max_recursion_steps: int = 0
     case_sensitive: bool = False
     match_whole_words: bool = False
-    chat_length: int = 0  # messages in the chat so far (for `delay`)
+    use_group_scoring: bool = False
+    chat_length: int = 0  # messages in the chat so far, the current one included (for `delay`)
+    # messages in the whole conversation so far, the current one included (the clock of sticky/cooldown)
+    timed_length: int = 0
     # (book, uid) of `vectorized` entries close enough to the scanned text (the producer measures it):
     # activated from outside the key scan, as SillyTavern's vector storage does.
     external: frozenset[tuple[str, str]] = frozenset()
 
 
+# {"sticky": {key: {"start", "end", "protected"}}, "cooldown": {…}}: SillyTavern's chat_metadata.timedWorldInfo
+TimedState = dict[str, dict[str, dict]]
+
+
 @dataclass(frozen=True)
 class Fired:
     candidate: Candidate
-    reason: str  # "constant" | "key"
+    reason: str  # "constant" | "key" | "vector" | "sticky"
     key: str | None
     secondary: list[str]
     step: int  # 1 = the first pass; more = a recursion pass
@@ -73,11 +100,34 @@ class Activation:
     fired: list[Fired] = field(default_factory=list)  # insertion order
     failed_probability: list[Candidate] = field(default_factory=list)
     over_budget: list[Candidate] = field(default_factory=list)
+    group_losers: list[tuple[Candidate, str]] = field(default_factory=list)  # (entry, group) it lost
+    suppressed: list[tuple[Candidate, str]] = field(default_factory=list)  # (entry, "cooldown" | "delay")
+    timed: TimedState = field(default_factory=lambda: {"sticky": {}, "cooldown": {}})  # after this scan
     passes: int = 0
 
     @property
     def text(self) -> str:
-        return "\n".join(f.candidate.view["content"] for f in self.fired if f.candidate.view["content"])
+        return _join(f.candidate.view["content"] for f in self.fired)
+
+    def by_position(self) -> dict[str, str]:
+        """The fired content per position name (POSITIONS), each in insertion order."""
+        return {
+            name: _join(f.candidate.view["content"] for f in self.fired if f.candidate.view["position"] == number)
+            for number, name in POSITIONS.items()
+        }
+
+    def at_depth(self) -> list[dict]:
+        """The `position: 4` entries grouped by (depth, role), as SillyTavern injects them into the chat."""
+        groups: dict[tuple[int, int], list[str]] = {}
+        for f in reversed(self.fired):  # highest order first: the order SillyTavern meets the groups in
+            view = f.candidate.view
+            if view["position"] == AT_DEPTH and view["content"]:
+                groups.setdefault((view["depth"], view["role"] or 0), []).insert(0, view["content"])
+        return [{"depth": d, "role": r, "content": "\n".join(texts)} for (d, r), texts in groups.items()]
+
+
+def _join(contents) -> str:
+    return "\n".join(content for content in contents if content)
 
 
 def parse_regex_key(key: str) -> re.Pattern[str] | None:
@@ -108,20 +158,67 @@ def key_matches(haystack: str, key: str, view: dict, settings: ScanSettings) -> 
     return re.search(rf"(?:^|\W)({re.escape(key)})(?:$|\W)", haystack, re.ASCII) is not None
 
 
+def _unit(seed: str, *parts: str) -> float:
+    """A number in [0, 1) from the seed and the parts: the deterministic stand-in for Math.random()."""
+    digest = hashlib.sha256("\x00".join((seed, *parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
 def _roll(seed: str, candidate: Candidate) -> float:
-    digest = hashlib.sha256(f"{seed}\x00{candidate.book}\x00{candidate.uid}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 * 100
+    return _unit(seed, candidate.book, candidate.uid) * 100
+
+
+def groups_of(view: dict) -> list[str]:
+    return [name for name in _GROUP_SEPARATOR.split(view["group"] or "") if name]
+
+
+def check_timed(state: TimedState | None, candidates: list[Candidate], length: int) -> TimedState:
+    """The effects still running at chat length `length`; an ended sticky effect starts its cooldown."""
+    known = {c.key: c for c in candidates}
+    before = state or {}
+    out: TimedState = {kind: {} for kind in TIMED}
+    for kind in TIMED:
+        for key, effect in sorted((before.get(kind) or {}).items()):
+            if not isinstance(effect, dict):
+                continue
+            entry = known.get(key)
+            ended = length >= effect["end"]
+            if length <= effect["start"] and not effect.get("protected"):
+                continue  # the chat did not advance since it was set (SillyTavern drops it)
+            if entry is None:
+                if not ended:
+                    out[kind][key] = effect  # an entry of a book not scanned now, kept until its end
+                continue
+            if not entry.view[kind]:
+                continue
+            if ended:
+                if kind == "sticky" and entry.view["cooldown"]:
+                    out["cooldown"][key] = _effect(length, entry.view["cooldown"], protected=True)
+                continue
+            if kind == "cooldown" and key in out["cooldown"]:
+                continue  # a cooldown just started by its sticky effect's end replaces the older one
+            out[kind][key] = effect
+    return out
+
+
+def _effect(length: int, duration: int, *, protected: bool = False) -> dict:
+    return {"start": length, "end": length + duration, "protected": protected}
 
 
 class _Scan:
-    def __init__(self, candidates: list[Candidate], messages: list[str], settings: ScanSettings, seed: str):
+    def __init__(self, candidates: list[Candidate], messages: list[str], settings: ScanSettings, seed: str, timed):
         self.entries = sorted(candidates, key=lambda c: -c.view["order"])  # stable: ties keep book order
+        self.rank = {id(entry): index for index, entry in enumerate(self.entries)}
         self.messages = [m.strip() for m in messages[:MAX_SCAN_DEPTH]]
         self.settings, self.seed = settings, seed
+        self.timed = check_timed(timed, candidates, settings.timed_length)
         self.recurse: list[str] = []
         self.fired: dict[int, Fired] = {}  # id(candidate) → how it fired, in firing order
         self.failed: set[int] = set()
         self.result = Activation()
+
+    def sticky(self, entry: Candidate) -> bool:
+        return entry.key in self.timed["sticky"]
 
     def text(self, view: dict) -> str:
         depth = self.settings.scan_depth if view["scanDepth"] is None else view["scanDepth"]
@@ -132,19 +229,35 @@ class _Scan:
             text += "\n\x01" + "\n\x01".join(self.recurse)
         return text
 
+    def held(self, entry: Candidate, recursion: bool, level: int) -> str | None:
+        """Why the entry may not fire on this pass (None: it may)."""
+        view, sticky = entry.view, self.sticky(entry)
+        if view["disable"]:
+            return "disabled"
+        if view["delay"] and self.settings.chat_length < view["delay"]:
+            return "delay"
+        if entry.key in self.timed["cooldown"] and not sticky:
+            return "cooldown"
+        delayed = view["delayUntilRecursion"]
+        if delayed and not sticky and (not recursion or int(delayed) > level):
+            return "delayUntilRecursion"
+        if recursion and self.settings.recursive and view["excludeRecursion"] and not sticky:
+            return "excludeRecursion"
+        return None
+
     def check(self, entry: Candidate, recursion: bool, level: int, step: int) -> Fired | None:
         view = entry.view
-        if view["disable"] or (view["delay"] and self.settings.chat_length < view["delay"]):
-            return None
-        delayed = view["delayUntilRecursion"]
-        if delayed and (not recursion or int(delayed) > level):
-            return None
-        if recursion and self.settings.recursive and view["excludeRecursion"]:
+        why = self.held(entry, recursion, level)
+        if why is not None:
+            if why in ("cooldown", "delay") and step == 1:
+                self.result.suppressed.append((entry, why))
             return None
         if view["constant"]:
             return Fired(entry, "constant", None, [], step)
         if (entry.book, entry.uid) in self.settings.external:
             return Fired(entry, "vector", None, [], step)
+        if self.sticky(entry):
+            return Fired(entry, "sticky", None, [], step)
         text = self.text(view)
         keys = [k.strip() for k in view["key"] if k.strip()]
         primary = next((k for k in keys if key_matches(text, k, view, self.settings)), None)
@@ -170,6 +283,80 @@ class _Scan:
             return Fired(entry, "key", primary, hits, step)
         return None
 
+    def score(self, entry: Candidate) -> int:
+        """Keys found in the scanned text (SillyTavern's getScore): primary ones, plus the secondary ones
+        under AND ANY, or under AND ALL when all of them are found."""
+        view, text = entry.view, self.text(entry.view)
+        primary = [k for k in view["key"] if k.strip()]
+        if not primary:
+            return 0
+        found = sum(key_matches(text, k.strip(), view, self.settings) for k in primary)
+        secondary = [k for k in view["keysecondary"] if k.strip()]
+        hits = sum(key_matches(text, k.strip(), view, self.settings) for k in secondary)
+        logic = view["selectiveLogic"]
+        if secondary and (logic == 0 or (logic == 3 and hits == len(secondary))):
+            return found + hits
+        return found
+
+    def narrow_by_groups(self, found: list[Fired]) -> list[Fired]:
+        """One entry per inclusion group (SillyTavern's filterByInclusionGroups), deterministic by the seed."""
+        groups: dict[str, list[Fired]] = {}
+        for hit in found:
+            for name in groups_of(hit.candidate.view):
+                groups.setdefault(name, []).append(hit)
+        if not groups:
+            return found
+        lost: dict[int, str] = {}
+
+        def drop(members: list[Fired], keep: Fired | None, group: str) -> None:
+            for member in members:
+                if member is not keep:
+                    lost.setdefault(id(member.candidate), group)
+
+        fired_groups = {name for f in self.fired.values() for name in groups_of(f.candidate.view)}
+        for name, members in groups.items():
+            sticky = [m for m in members if self.sticky(m.candidate)]
+            if sticky:
+                drop([m for m in members if m not in sticky], None, name)
+                continue
+            members = self._best_scored(members, name, drop)
+            if name in fired_groups:
+                drop(members, None, name)  # the group already has its entry from an earlier pass
+            elif len(members) > 1:
+                drop(members, self._winner(name, members), name)
+        self.result.group_losers.extend((h.candidate, lost[id(h.candidate)]) for h in found if id(h.candidate) in lost)
+        return [hit for hit in found if id(hit.candidate) not in lost]
+
+    def _best_scored(self, members: list[Fired], name: str, drop) -> list[Fired]:
+        def scored(hit: Fired) -> bool:
+            own = hit.candidate.view["useGroupScoring"]
+            return self.settings.use_group_scoring if own is None else own
+
+        if not any(scored(m) for m in members) and not self.settings.use_group_scoring:
+            return members
+        scores = {id(m): self.score(m.candidate) for m in members}
+        best = max(scores.values())
+        losers = [m for m in members if scored(m) and scores[id(m)] < best]
+        drop(losers, None, name)
+        return [m for m in members if m not in losers]
+
+    def _winner(self, name: str, members: list[Fired]) -> Fired:
+        overriding = [m for m in members if m.candidate.view["groupOverride"]]
+        if overriding:
+            return sorted(overriding, key=lambda m: -m.candidate.view["order"])[0]
+        weights = [max(0.0, float(m.candidate.view["groupWeight"])) for m in members]
+        roll = _unit(self.seed, "group", name) * sum(weights)
+        total = 0.0
+        for member, weight in zip(members, weights, strict=True):
+            total += weight
+            if roll <= total:
+                return member
+        return members[-1]
+
+    def passing(self, found: list[Fired]) -> list[Fired]:
+        """Sticky entries first, then by priority (SillyTavern's order for groups, probability and budget)."""
+        return sorted(found, key=lambda h: (not self.sticky(h.candidate), self.rank[id(h.candidate)]))
+
     def run(self) -> Activation:
         levels = sorted({int(e.view["delayUntilRecursion"]) for e in self.entries if e.view["delayUntilRecursion"]})
         level = levels.pop(0) if levels else 0
@@ -185,10 +372,11 @@ class _Scan:
                 if id(entry) not in self.fired and id(entry) not in self.failed
                 if (hit := self.check(entry, recursion, level, self.result.passes)) is not None
             ]
+            found = self.narrow_by_groups(self.passing(found))
             added, new_chars = [], 0
             for index, hit in enumerate(found):
                 view = hit.candidate.view
-                rolled = view["useProbability"] and view["probability"] < 100
+                rolled = view["useProbability"] and view["probability"] < 100 and not self.sticky(hit.candidate)
                 if rolled and _roll(self.seed, hit.candidate) > view["probability"]:
                     self.failed.add(id(hit.candidate))
                     self.result.failed_probability.append(hit.candidate)
@@ -212,9 +400,29 @@ class _Scan:
         # SillyTavern: the fired entries sorted by order descending (ties in firing order), then reversed.
         by_priority = sorted(self.fired.values(), key=lambda f: -f.candidate.view["order"])
         self.result.fired = list(reversed(by_priority))
+        self.result.timed = self._timed_after()
         return self.result
 
+    def _timed_after(self) -> TimedState:
+        """Every entry that fired starts its sticky and cooldown effects, unless one of that kind runs."""
+        out = {kind: dict(self.timed[kind]) for kind in TIMED}
+        length = self.settings.timed_length
+        for f in self.fired.values():
+            for kind in TIMED:
+                duration = f.candidate.view[kind]
+                if duration and f.candidate.key not in out[kind]:
+                    out[kind][f.candidate.key] = _effect(length, duration)
+        return out
 
-def activate(candidates: list[Candidate], messages: list[str], settings: ScanSettings, *, seed: str) -> Activation:
-    """`messages`: newest first (the current user message at index 0)."""
-    return _Scan(candidates, messages, settings, seed).run()
+
+def activate(
+    candidates: list[Candidate],
+    messages: list[str],
+    settings: ScanSettings,
+    *,
+    seed: str,
+    timed: TimedState | None = None,
+) -> Activation:
+    """`messages`: newest first (the current user message at index 0); `timed`: the state after the previous
+    visible turn (None: no effect runs)."""
+    return _Scan(candidates, messages, settings, seed, timed).run()

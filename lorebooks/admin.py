@@ -7,8 +7,8 @@ from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 
 from lorebooks import formats
-from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
-from lorebooks.services import entry_update, validate_changes
+from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryProposal, LorebookEntryVersion
+from lorebooks.services import entry_update, proposal_accept, proposal_reject, validate_changes
 from memoryhub.actors import Actor
 from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
 from memoryhub.errors import DomainError
@@ -124,3 +124,37 @@ class LorebookAdmin(ReadOnlyAdmin):
 class LorebookEntryVersionAdmin(ReadOnlyAdmin):
     list_display = ["entry", "revision", "deleted", "cause", "actor", "created_at", "product"]
     list_filter = ["product", "cause"]
+
+
+@admin.register(LorebookEntryProposal)
+class LorebookEntryProposalAdmin(ReadOnlyAdmin):
+    """A model's proposed entry edits: accept (committed under compare-and-set, cause `proposal`) or reject."""
+
+    list_display = ["pk", "entry", "base_revision", "status", "proposed_by", "decided_by", "created_at", "product"]
+    list_filter = ["product", "status"]
+    fields = ["product", "entry", "base_revision", "changes_json", "reason", "status", "proposed_by", "decided_by"]
+    fields += ["decision_note", "revision", "created_at", "decided_at"]
+    readonly_fields = fields
+    actions = ["accept", "reject"]
+
+    @admin.display(description="changes")
+    def changes_json(self, obj: LorebookEntryProposal) -> str:
+        return pre(obj.changes)
+
+    @admin.action(description="Accept the selected proposals (each on its base revision)")
+    def accept(self, request, queryset):
+        self._decide(request, queryset, proposal_accept)
+
+    @admin.action(description="Reject the selected proposals")
+    def reject(self, request, queryset):
+        self._decide(request, queryset, proposal_reject)
+
+    def _decide(self, request, queryset, decide) -> None:
+        actor = Actor.operator(request.user.get_username())
+        for proposal in queryset.select_related("entry__lorebook"):
+            try:
+                decide(lorebook=proposal.entry.lorebook, proposal_id=proposal.pk, actor=actor)
+            except DomainError as exc:  # a stale base revision or a decided proposal: say so, change nothing
+                self.message_user(request, f"Proposal {proposal.pk}: {exc.message}", level=messages.ERROR)
+            else:
+                self.message_user(request, f"Proposal {proposal.pk}: done.")

@@ -11,9 +11,26 @@ from rest_framework.views import APIView
 
 from lorebooks import formats
 from lorebooks import responses as bodies
-from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
-from lorebooks.selectors import entry_get, entry_versions_page, live_entries, lorebook_get, lorebooks_page
-from lorebooks.services import entry_create, entry_delete, entry_update, lorebook_delete, lorebook_import
+from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryProposal, LorebookEntryVersion
+from lorebooks.selectors import (
+    entry_get,
+    entry_versions_page,
+    live_entries,
+    lorebook_get,
+    lorebooks_page,
+    proposal_get,
+    proposals_page,
+)
+from lorebooks.services import (
+    entry_create,
+    entry_delete,
+    entry_update,
+    lorebook_delete,
+    lorebook_import,
+    proposal_accept,
+    proposal_reject,
+    proposal_submit,
+)
 from memoryhub.api.common import validated
 from memoryhub.api.fields import IdentifierField, JSONObjectField, StrictCharField, StrictIntegerField, StrictSerializer
 from memoryhub.api.negotiation import JSONFirstContentNegotiation
@@ -40,6 +57,38 @@ class EntryCreateSerializer(StrictSerializer):
 class EntryEditSerializer(StrictSerializer):
     expectedRevision = StrictIntegerField(help_text="The revision you read; a different stored one is 409.")
     entry = JSONObjectField(help_text="The World Info fields to change; the others keep their values.")
+
+
+class ProposalSubmitSerializer(StrictSerializer):
+    uid = StrictCharField(max_length=64, help_text="The entry to edit.")
+    baseRevision = StrictIntegerField(help_text="The entry revision you read; a different stored one is 409.")
+    entry = JSONObjectField(help_text="The World Info fields to change, as an edit's.")
+    reason = StrictCharField(required=False, allow_blank=True, max_length=1000)
+
+
+class EmptyBodySerializer(StrictSerializer):
+    """`{}`: nothing to send."""
+
+
+class ProposalRejectSerializer(StrictSerializer):
+    note = StrictCharField(required=False, allow_blank=True, max_length=1000, help_text="Why it was rejected.")
+
+
+def proposal_to_dict(proposal: LorebookEntryProposal) -> dict[str, Any]:
+    return {
+        "id": proposal.pk,
+        "uid": proposal.entry.uid,
+        "baseRevision": proposal.base_revision,
+        "entry": proposal.changes,
+        "reason": proposal.reason,
+        "status": proposal.status,
+        "proposedBy": proposal.proposed_by or None,
+        "decidedBy": proposal.decided_by or None,
+        "note": proposal.decision_note,
+        "revision": proposal.revision,
+        "createdAt": iso(proposal.created_at),
+        "decidedAt": iso(proposal.decided_at) if proposal.decided_at else None,
+    }
 
 
 def lorebook_to_dict(lorebook: Lorebook, *, entries: bool = False) -> dict[str, Any]:
@@ -231,3 +280,75 @@ class EntryVersionListView(APIView):
         cursor, limit = page_params(request)
         rows, next_cursor = entry_versions_page(entry, cursor=cursor, limit=limit)
         return Response({"results": [version_to_dict(lorebook, r) for r in rows], "next": next_cursor})
+
+
+class ProposalListView(APIView):
+    @extend_schema(
+        responses=bodies.LorebookProposalPageSerializer,
+        parameters=[
+            OpenApiParameter("status", str, enum=["pending", "accepted", "rejected"]),
+            OpenApiParameter("cursor", str),
+            OpenApiParameter("limit", int),
+        ],
+        operation_id="lorebook_proposals_list",
+    )
+    def get(self, request, lorebook_id: str):
+        lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
+        status = request.query_params.get("status")
+        if status is not None and status not in ("pending", "accepted", "rejected"):
+            raise InvalidRequest("status must be pending, accepted or rejected", details={"field": "status"})
+        cursor, limit = page_params(request)
+        rows, next_cursor = proposals_page(lorebook, status=status, cursor=cursor, limit=limit)
+        return Response({"results": [proposal_to_dict(p) for p in rows], "next": next_cursor})
+
+    @extend_schema(
+        request=ProposalSubmitSerializer,
+        responses={201: bodies.LorebookProposalSerializer},
+        operation_id="lorebook_proposals_submit",
+    )
+    def post(self, request, lorebook_id: str):
+        lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
+        data = validated(ProposalSubmitSerializer, request.data)
+        proposal = proposal_submit(
+            lorebook=lorebook,
+            uid=data["uid"],
+            base_revision=data["baseRevision"],
+            changes=data["entry"],
+            reason=data.get("reason", ""),
+            actor=request.user.actor,
+        )
+        return Response(proposal_to_dict(proposal), status=201)
+
+
+class ProposalDetailView(APIView):
+    @extend_schema(responses=bodies.LorebookProposalSerializer, operation_id="lorebook_proposals_get")
+    def get(self, request, lorebook_id: str, proposal_id: int):
+        lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
+        return Response(proposal_to_dict(proposal_get(lorebook, proposal_id)))
+
+
+class ProposalAcceptView(APIView):
+    @extend_schema(
+        request=EmptyBodySerializer,
+        responses=bodies.LorebookProposalSerializer,
+        operation_id="lorebook_proposals_accept",
+    )
+    def post(self, request, lorebook_id: str, proposal_id: int):
+        lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
+        validated(EmptyBodySerializer, request.data)
+        return Response(
+            proposal_to_dict(proposal_accept(lorebook=lorebook, proposal_id=proposal_id, actor=request.user.actor))
+        )
+
+
+class ProposalRejectView(APIView):
+    @extend_schema(
+        request=ProposalRejectSerializer,
+        responses=bodies.LorebookProposalSerializer,
+        operation_id="lorebook_proposals_reject",
+    )
+    def post(self, request, lorebook_id: str, proposal_id: int):
+        lorebook = lorebook_get(product=request.user.product, slug=lorebook_id)
+        note = validated(ProposalRejectSerializer, request.data).get("note", "")
+        proposal = proposal_reject(lorebook=lorebook, proposal_id=proposal_id, actor=request.user.actor, note=note)
+        return Response(proposal_to_dict(proposal))

@@ -53,7 +53,13 @@ class LorebookEntry(models.Model):
 class LorebookEntryVersion(models.Model):
     """One committed revision of an entry, with who or what wrote it."""
 
-    CAUSES = [("import", "import"), ("api_key", "API key"), ("operator", "operator"), ("tool", "tool")]
+    CAUSES = [
+        ("import", "import"),
+        ("api_key", "API key"),
+        ("operator", "operator"),
+        ("tool", "tool"),
+        ("proposal", "accepted proposal"),
+    ]
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
     entry = models.ForeignKey(LorebookEntry, on_delete=models.CASCADE, related_name="versions")
@@ -70,3 +76,33 @@ class LorebookEntryVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.entry_id} r{self.revision} ({self.cause})"
+
+
+class LorebookEntryProposal(models.Model):
+    """A proposed edit of one entry (a model's, through MCP or the API), committed only when accepted.
+
+    `changes` are World Info view fields, as an edit's; `base_revision` is the entry revision the proposer read:
+    accepting commits them under compare-and-set on it, so an entry changed since is a conflict, never a merge.
+    """
+
+    STATUSES = [("pending", "pending"), ("accepted", "accepted"), ("rejected", "rejected")]
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    entry = models.ForeignKey(LorebookEntry, on_delete=models.CASCADE, related_name="proposals")
+    base_revision = models.BigIntegerField()
+    changes = models.JSONField(help_text="The World Info fields to change, as an edit's `entry`.")
+    reason = models.CharField(max_length=1000, blank=True, help_text="Why the proposer wants it.")
+    status = models.CharField(max_length=16, choices=STATUSES, default="pending")
+    proposed_by = models.CharField(max_length=200, blank=True)
+    decided_by = models.CharField(max_length=200, blank=True)
+    decision_note = models.CharField(max_length=1000, blank=True)
+    revision = models.BigIntegerField(null=True, blank=True, help_text="accepted: the entry revision it committed.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-pk"]
+        indexes = [models.Index(fields=["product", "status"], name="lorebook_proposal_status_idx")]
+
+    def __str__(self) -> str:
+        return f"proposal {self.pk} for {self.entry_id} r{self.base_revision} ({self.status})"

@@ -3,7 +3,12 @@
 It scans the conversation's newest messages (the current user message first; in a group scene only those
 the replying character witnessed, memories/selectors/witness.py) and fires entries with SillyTavern's
 semantics (lorebooks/activation.py). The turn's source status records every fired entry with the key
-that fired it, and the entries held back by probability or the budget.
+that fired it, and the entries held back by probability, the budget, a group or a timed effect.
+
+Timed effects (sticky, cooldown) are per conversation: the state after a turn's scan is kept on the turn
+(`details.timedEffects` of its source status) and the next round starts from that of the newest visible turn
+of an earlier round. A superseded turn is not visible, so a regenerated or swiped-away reply leaves no effect
+behind, and a select (swipe back) brings its turn's effects back with it.
 """
 
 from __future__ import annotations
@@ -11,9 +16,17 @@ from __future__ import annotations
 from typing import Any
 
 from lorebooks import formats
-from lorebooks.activation import LOGIC, MAX_SCAN_DEPTH, Activation, Candidate, ScanSettings, activate
-from lorebooks.selectors import entries_for_recall
-from memories.selectors.witness import recent_witnessed, witnessed_count
+from lorebooks.activation import (
+    LOGIC,
+    MAX_SCAN_DEPTH,
+    POSITIONS,
+    Activation,
+    Candidate,
+    ScanSettings,
+    activate,
+)
+from lorebooks.selectors import entries_for_recall, timed_state_before
+from memories.selectors.witness import live_messages, recent_witnessed, witnessed_count
 from memoryhub.clients.embeddings import get_embedder
 from memoryhub.identifiers import ID_PATTERN
 from memoryhub.runtimes import registry
@@ -23,13 +36,20 @@ AGENT_REF = "lorebook"
 MAX_LOREBOOKS = 20
 # option: (default, low, high) for integers, (default,) for booleans
 _INTEGERS = {"scanDepth": (2, 0, MAX_SCAN_DEPTH), "budget": (4000, 1, 1_000_000), "maxRecursionSteps": (0, 0, 100)}
-_BOOLEANS = {"recursive": False, "caseSensitive": False, "matchWholeWords": False, "includeNames": True}
+_BOOLEANS = {
+    "recursive": False,
+    "caseSensitive": False,
+    "matchWholeWords": False,
+    "includeNames": True,
+    "useGroupScoring": False,
+}
 _VECTOR = {"vectorThreshold": 0.5, "vectorTopK": 3}
 
 
 def validate_source_options(options: dict) -> dict:
     """`lorebooks` (1-20 ids) is required; scanDepth, budget (characters), recursive, maxRecursionSteps,
-    caseSensitive, matchWholeWords and includeNames ("Name: text" scanned, as SillyTavern does) are optional."""
+    caseSensitive, matchWholeWords, includeNames ("Name: text" scanned, as SillyTavern does) and
+    useGroupScoring are optional."""
     errors = {key: "unknown field" for key in options if key not in {"lorebooks", *_INTEGERS, *_BOOLEANS, *_VECTOR}}
     threshold = options.get("vectorThreshold", 0.5)
     if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
@@ -57,7 +77,7 @@ def validate_source_options(options: dict) -> dict:
     return dict(options)
 
 
-def _settings(options: dict, chat_length: int, external: frozenset[tuple[str, str]]) -> ScanSettings:
+def _settings(options: dict, chat_length: int, timed_length: int, external: frozenset[tuple[str, str]]) -> ScanSettings:
     ints = {name: options.get(name, default) for name, (default, _, _) in _INTEGERS.items()}
     return ScanSettings(
         scan_depth=ints["scanDepth"],
@@ -66,7 +86,9 @@ def _settings(options: dict, chat_length: int, external: frozenset[tuple[str, st
         max_recursion_steps=ints["maxRecursionSteps"],
         case_sensitive=options.get("caseSensitive", False),
         match_whole_words=options.get("matchWholeWords", False),
+        use_group_scoring=options.get("useGroupScoring", False),
         chat_length=chat_length,
+        timed_length=timed_length,
         external=external,
     )
 
@@ -90,15 +112,23 @@ def produce_lorebook(request: RecallRequest) -> SourceResult:
     seed = f"{request.product.pk}:{request.user_id}:{request.conversation_id}:{request.round}"
     scores = _vector_scores(candidates, messages[: options.get("scanDepth", 2)], options)
     external = frozenset(key for key, score in scores.items() if score is not None)
-    result = activate(candidates, messages, _settings(options, chat_length, external), seed=seed)
+    # sticky/cooldown count the whole conversation's messages: their state is the conversation's, not a character's
+    timed_length = live_messages(address, before_round=request.round).count() + 1
+    timed = timed_state_before(address, round=request.round, source_id=request.source.id)
+    settings = _settings(options, chat_length, timed_length, external)
+    result = activate(candidates, messages, settings, seed=seed, timed=timed)
     details = _details(result, missing, scanned=len(messages), character=request.character)
+    details |= {"chatLength": timed_length, "timedEffects": result.timed}
+    if result.at_depth():
+        details["atDepth"] = result.at_depth()
+    parts = result.by_position()
     if scores:
         details["vectorScores"] = [
             {"lorebook": book, "uid": uid, "score": round(score, 4)} for (book, uid), score in scores.items() if score
         ]
     if not result.fired:
-        return SourceResult(text="", status="empty", details=details | {"reason": "no entry fired"})
-    return SourceResult(text=result.text, status="ok", details=details)
+        return SourceResult(text="", status="empty", details=details | {"reason": "no entry fired"}, parts=parts)
+    return SourceResult(text=result.text, status="ok", details=details, parts=parts)
 
 
 def _vector_scores(candidates: list[Candidate], messages: list[str], options: dict) -> dict:
@@ -130,6 +160,8 @@ def _details(result: Activation, missing: list[str], *, scanned: int, character:
         if f.secondary:
             item |= {"secondaryKeys": f.secondary, "logic": LOGIC[f.candidate.view["selectiveLogic"]]}
         item |= {"position": f.candidate.view["position"], "pass": f.step, "chars": len(f.candidate.view["content"])}
+        if f.candidate.view["position"] == 4:
+            item |= {"depth": f.candidate.view["depth"], "role": f.candidate.view["role"] or 0}
         fired.append(item)
     details: dict[str, Any] = {
         "fired": fired,
@@ -141,6 +173,10 @@ def _details(result: Activation, missing: list[str], *, scanned: int, character:
         details["failedProbability"] = [ref(c) for c in result.failed_probability]
     if result.over_budget:
         details["overBudget"] = [ref(c) for c in result.over_budget]
+    if result.group_losers:
+        details["groupLosers"] = [ref(c) | {"group": group} for c, group in result.group_losers]
+    if result.suppressed:
+        details["suppressed"] = [ref(c) | {"by": why} for c, why in result.suppressed]
     if missing:
         details["missingLorebooks"] = missing
     if character:
@@ -155,4 +191,5 @@ def register() -> None:
         producer=produce_lorebook,
         runtimes=("personalization", "axon_go", "axon_shadow"),
         options=validate_source_options,
+        parts=tuple(POSITIONS.values()),
     )

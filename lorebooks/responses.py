@@ -60,7 +60,8 @@ class LorebookEntryVersionSerializer(serializers.Serializer):
     native = JSON_OBJECT(help_text=NATIVE_HELP)
     cause = serializers.ChoiceField(
         [value for value, _ in LorebookEntryVersion.CAUSES],
-        help_text="What made this revision: the import, an API key, an operator in the admin or a tool call.",
+        help_text="What made this revision: the import, an API key, an operator in the admin, a tool call or an "
+        "accepted proposal (its actor names the acceptor and the proposal).",
     )
     actor = serializers.CharField(allow_null=True, help_text="Who made it, when known.")
     createdAt = serializers.DateTimeField()
@@ -68,6 +69,26 @@ class LorebookEntryVersionSerializer(serializers.Serializer):
 
 class LorebookEntryVersionPageSerializer(serializers.Serializer):
     results = LorebookEntryVersionSerializer(many=True)
+    next = serializers.CharField(allow_null=True)
+
+
+class LorebookProposalSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    uid = serializers.CharField(help_text="The entry it edits.")
+    baseRevision = serializers.IntegerField(help_text="The entry revision it was proposed on (and commits on).")
+    entry = JSON_OBJECT(help_text="The World Info fields it changes.")
+    reason = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(["pending", "accepted", "rejected"])
+    proposedBy = serializers.CharField(allow_null=True)
+    decidedBy = serializers.CharField(allow_null=True)
+    note = serializers.CharField(allow_blank=True, help_text="The decision's note (a rejection's reason).")
+    revision = serializers.IntegerField(allow_null=True, help_text="accepted: the entry revision after it.")
+    createdAt = serializers.DateTimeField()
+    decidedAt = serializers.DateTimeField(allow_null=True)
+
+
+class LorebookProposalPageSerializer(serializers.Serializer):
+    results = LorebookProposalSerializer(many=True)
     next = serializers.CharField(allow_null=True)
 
 

@@ -6,11 +6,14 @@ from collections.abc import Iterable
 
 from django.db.models import QuerySet
 
-from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
-from memories.models import Product
+from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryProposal, LorebookEntryVersion
+from memories.models import Product, Turn
+from memoryhub.addresses import ConversationAddress
 from memoryhub.db_routing import primary_reads
 from memoryhub.errors import NotFound
 from memoryhub.pagination import keyset_page
+
+LIVE_TURNS = ("completed", "committed")  # a turn whose reply is part of the visible conversation
 
 
 def lorebooks_page(*, product: Product, cursor: str | None, limit: int) -> tuple[list[Lorebook], str | None]:
@@ -47,6 +50,27 @@ def entry_versions_page(entry: LorebookEntry, *, cursor: str | None, limit: int)
     return keyset_page(rows, field="revision", descending=True, cursor=cursor, limit=limit)
 
 
+def proposals_page(
+    lorebook: Lorebook, *, status: str | None, cursor: str | None, limit: int
+) -> tuple[list[LorebookEntryProposal], str | None]:
+    rows = LorebookEntryProposal.objects.filter(product=lorebook.product, entry__lorebook=lorebook)
+    if status:
+        rows = rows.filter(status=status)
+    return keyset_page(rows.select_related("entry"), field="id", descending=True, cursor=cursor, limit=limit)
+
+
+@primary_reads  # a decision just made must be read back as made
+def proposal_get(lorebook: Lorebook, proposal_id: int) -> LorebookEntryProposal:
+    proposal = (
+        LorebookEntryProposal.objects.select_related("entry")
+        .filter(pk=proposal_id, product=lorebook.product, entry__lorebook=lorebook)
+        .first()
+    )
+    if proposal is None:
+        raise NotFound(f"no proposal {proposal_id} in lorebook {lorebook.slug!r}")
+    return proposal
+
+
 def entries_for_recall(
     product: Product, slugs: Iterable[str]
 ) -> tuple[list[tuple[Lorebook, LorebookEntry]], list[str]]:
@@ -63,3 +87,30 @@ def entries_for_recall(
         by_book.setdefault(row.lorebook_id, []).append(row)
     found = [(books[slug], entry) for slug in wanted if slug in books for entry in by_book.get(books[slug].pk, [])]
     return found, [slug for slug in wanted if slug not in books]
+
+
+# Turns looked at for the timed-effect state: the newest visible ones of earlier rounds. A scenario whose
+# lorebook source was added or renamed later starts without effects once this many turns lack it.
+TIMED_LOOKBACK = 20
+
+
+@primary_reads  # the previous turn's state was just committed: never a lagging replica's
+def timed_state_before(address: ConversationAddress, *, round: int, source_id: str) -> dict | None:
+    """The sticky/cooldown state a lorebook source left after the newest visible turn of an earlier round
+    (the source status's `details.timedEffects`, lorebooks/producers.py); None when no such turn has one."""
+    turns = (
+        Turn.objects.filter(
+            product=address.product,
+            user_id=address.user_id,
+            conversation_id=address.conversation_id,
+            round__lt=round,
+            status__in=LIVE_TURNS,
+        )
+        .order_by("-round", "-pk")
+        .values_list("sources", flat=True)[:TIMED_LOOKBACK]
+    )
+    for sources in turns:
+        for status in sources or []:
+            if status.get("id") == source_id and status.get("agentRef") == "lorebook":
+                return (status.get("details") or {}).get("timedEffects")
+    return None

@@ -12,12 +12,12 @@ from django.db.models import Max
 from django.utils import timezone
 
 from lorebooks import formats
-from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryVersion
+from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryProposal, LorebookEntryVersion
 from lorebooks.selectors import entry_get, lorebook_get
 from memories.models import Product
 from memoryhub import cas
 from memoryhub.actors import Actor
-from memoryhub.errors import Conflict, InvalidRequest, RevisionConflict
+from memoryhub.errors import Conflict, InvalidRequest, NotFound, RevisionConflict
 from memoryhub.identifiers import validate_identifier
 
 
@@ -95,7 +95,9 @@ def validate_changes(changes: object, where: str = "entry") -> dict:
     return formats.validate_view(changes, where)
 
 
-def entry_update(*, entry: LorebookEntry, expected_revision: int, changes: object, actor: Actor) -> int:
+def entry_update(
+    *, entry: LorebookEntry, expected_revision: int, changes: object, actor: Actor, cause: str | None = None
+) -> int:
     """Merge the view fields into the native JSON iff the stored revision is `expected_revision` (409 otherwise)."""
     clean = validate_changes(changes)
     if entry.revision != expected_revision:  # the merge base must be the revision the caller read
@@ -106,7 +108,7 @@ def entry_update(*, entry: LorebookEntry, expected_revision: int, changes: objec
     formats.validate_view(formats.view_of(entry.lorebook.format, native), "entry")
     if native == entry.data:
         return entry.revision  # nothing to write: the revision stays
-    return _write(entry, expected_revision, native, deleted=False, actor=actor)
+    return _write(entry, expected_revision, native, deleted=False, actor=actor, cause=cause)
 
 
 def entry_delete(*, entry: LorebookEntry, expected_revision: int, actor: Actor) -> int:
@@ -114,7 +116,9 @@ def entry_delete(*, entry: LorebookEntry, expected_revision: int, actor: Actor) 
     return _write(entry, expected_revision, entry.data, deleted=True, actor=actor)
 
 
-def _write(entry: LorebookEntry, expected: int, native: dict, *, deleted: bool, actor: Actor) -> int:
+def _write(
+    entry: LorebookEntry, expected: int, native: dict, *, deleted: bool, actor: Actor | str, cause: str | None = None
+) -> int:
     return cas.compare_and_set(
         cas.Versioned(
             LorebookEntry,
@@ -131,7 +135,7 @@ def _write(entry: LorebookEntry, expected: int, native: dict, *, deleted: bool, 
             revision=revision,
             data=native,
             deleted=deleted,
-            cause=_cause(actor),
+            cause=cause or _cause(actor),  # type: ignore[arg-type]
             actor=str(actor)[:200],
         ),
     )
@@ -139,3 +143,80 @@ def _write(entry: LorebookEntry, expected: int, native: dict, *, deleted: bool, 
 
 def entry_for_edit(*, product: Product, slug: str, uid: str) -> LorebookEntry:
     return entry_get(lorebook_get(product=product, slug=slug), uid)
+
+
+# --- proposals: a model's entry edits, committed when accepted -------------------------------------------------
+
+
+def proposal_submit(
+    *, lorebook: Lorebook, uid: str, base_revision: int, changes: object, reason: str, actor: Actor | str
+) -> LorebookEntryProposal:
+    """Store a pending edit of one entry, checked as the edit would be: fields (400), the entry's revision (409)."""
+    entry = entry_get(lorebook, uid)
+    clean = validate_changes(changes)
+    if entry.revision != base_revision:  # as a state candidate: proposed on what the proposer read, or not at all
+        raise RevisionConflict(
+            entry.revision, message=f"the entry is at revision {entry.revision}; re-read and propose again"
+        )
+    formats.validate_view(
+        formats.view_of(lorebook.format, formats.apply_edit(lorebook.format, entry.data, clean)), "entry"
+    )
+    return LorebookEntryProposal.objects.create(
+        product=lorebook.product,
+        entry=entry,
+        base_revision=base_revision,
+        changes=clean,
+        reason=reason[:1000],
+        proposed_by=str(actor)[:200],
+    )
+
+
+def _pending_locked(lorebook: Lorebook, proposal_id: int) -> LorebookEntryProposal:
+    proposal = (
+        LorebookEntryProposal.objects.select_for_update(of=("self",))
+        .select_related("entry__lorebook")
+        .filter(pk=proposal_id, product=lorebook.product, entry__lorebook=lorebook)
+        .first()
+    )
+    if proposal is None:
+        raise NotFound(f"no proposal {proposal_id} in lorebook {lorebook.slug!r}")
+    if proposal.status != "pending":
+        raise Conflict(
+            f"proposal {proposal_id} was {proposal.status} already",
+            code="proposal_decided",
+            details={"status": proposal.status},
+        )
+    return proposal
+
+
+def proposal_accept(*, lorebook: Lorebook, proposal_id: int, actor: Actor) -> LorebookEntryProposal:
+    """Commit the proposal's changes on its base revision (compare-and-set: 409 when the entry changed since, and
+    the proposal stays pending), with history (cause `proposal`), and mark it accepted, in one transaction."""
+    with transaction.atomic():
+        proposal = _pending_locked(lorebook, proposal_id)
+        entry = proposal.entry
+        if entry.deleted:
+            raise Conflict(f"entry {entry.uid!r} was deleted", code="entry_deleted", details={"uid": entry.uid})
+        who = f"{actor} (proposal {proposal.pk} by {proposal.proposed_by or 'unknown'})"
+        revision = entry_update(
+            entry=entry,
+            expected_revision=proposal.base_revision,
+            changes=proposal.changes,
+            actor=who,  # type: ignore[arg-type]
+            cause="proposal",
+        )
+        return _decide(proposal, "accepted", actor, note="", revision=revision)
+
+
+def proposal_reject(*, lorebook: Lorebook, proposal_id: int, actor: Actor, note: str = "") -> LorebookEntryProposal:
+    with transaction.atomic():
+        return _decide(_pending_locked(lorebook, proposal_id), "rejected", actor, note=note, revision=None)
+
+
+def _decide(
+    proposal: LorebookEntryProposal, status: str, actor: Actor, *, note: str, revision: int | None
+) -> LorebookEntryProposal:
+    proposal.status, proposal.decided_by, proposal.decision_note = status, str(actor)[:200], note[:1000]
+    proposal.revision, proposal.decided_at = revision, timezone.now()
+    proposal.save(update_fields=["status", "decided_by", "decision_note", "revision", "decided_at"])
+    return proposal

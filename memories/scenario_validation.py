@@ -97,16 +97,20 @@ def _check_sources(raw: object, errors: dict[str, str]) -> list[SourceConfig] | 
     if not isinstance(raw, list):
         errors["memorySources"] = "must be a list"
         return None
-    sources, seen_variables, seen_ids = [], set(), set()
+    sources, seen_ids = [], set()
+    seen_variables: set[str] = set()
     for index, item in enumerate(raw):
         source = _check_source(index, item, errors)
         if source is None:
             continue
-        if source.variable in seen_variables:
-            errors[f"memorySources[{index}].variable"] = f"variable {source.variable!r} is configured twice"
+        names = registry.source_variables(source)  # its variable and those of its parts
+        if seen_variables.intersection(names):
+            errors[f"memorySources[{index}].variable"] = (
+                f"variable {sorted(seen_variables.intersection(names))[0]!r} is configured twice"
+            )
         if source.id in seen_ids:
             errors[f"memorySources[{index}].id"] = f"source id {source.id!r} is used twice"
-        seen_variables.add(source.variable)
+        seen_variables.update(names)
         seen_ids.add(source.id)
         sources.append(source)
     return sources
@@ -182,7 +186,7 @@ def _check_template(template: object, sources: list[SourceConfig], errors: dict[
     if uses > settings.TEMPLATE_MAX_PLACEHOLDERS:
         errors["template"] = f"{uses} placeholders; the limit is {settings.TEMPLATE_MAX_PLACEHOLDERS}"
         return
-    configured = {s.variable for s in sources}
+    configured = {name for s in sources for name in registry.source_variables(s)}
     unknown = [name for name in template_placeholders(template) if name not in configured | set(BUILTIN_VARIABLES)]
     if unknown:
         errors["template"] = (

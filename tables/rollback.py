@@ -18,6 +18,7 @@ from memoryhub.rollback import REAPPLY, ROLLBACK, WRITE, Plan, Step, plan_redo, 
 from tables.models import MemoryTable, MemoryTableVersion
 from tables.selectors import conversation_tables, table_rows_at
 from tables.services import WriteCause, table_replace, turn_address
+from tables.turn_edits import turn_table_edits_apply_late
 
 _CAUSES = {"turn": WRITE, "rollback": ROLLBACK, "reapply": REAPPLY}
 CHANGED = "the table changed after this turn's rollback"
@@ -29,8 +30,24 @@ def table_edits_undo(turn_pk: int, by_turn_pk: int | None) -> dict[str, Any] | N
 
 
 def table_edits_redo(turn_pk: int, displaced_turn_pk: int | None) -> dict[str, Any] | None:
-    """The reapply hook: the selected turn's rows written again (None: none of its edits was rolled back)."""
-    return _run(turn_pk, displaced_turn_pk, REAPPLY)
+    """The reapply hook: the selected turn's rows written again (None: none of its edits was rolled back).
+
+    A reply superseded before its job applied its `<tableEdit>` has nothing to write again: its edits are
+    applied now, on the tables as they are (tables/turn_edits.py), reported as `appliedLate`."""
+    report = _run(turn_pk, displaced_turn_pk, REAPPLY)
+    if report is not None:
+        return report
+    turn = Turn.objects.select_related("product", "scenario").filter(pk=turn_pk).first()
+    record = turn_table_edits_apply_late(turn=turn) if turn is not None else None
+    if record is None:
+        return None
+    conflict = record.outcome == "conflict"
+    return {
+        "status": "conflict" if conflict else "reapplied" if record.outcome == "updated" else "unchanged",
+        "tables": [] if conflict else record.tables,
+        "conflicts": record.tables if conflict else [],
+        "appliedLate": {"outcome": record.outcome, "applied": len(record.applied)},
+    }
 
 
 def _run(turn_pk: int, other_pk: int | None, cause: str) -> dict[str, Any] | None:

@@ -64,9 +64,27 @@ def turn_table_edits_apply(*, turn_pk: int) -> TableEditRecord | None:
         return _apply(turn, templates, parsed)
 
 
-def _apply(turn: Turn, templates: list[dict[str, Any]], parsed: ParseResult) -> TableEditRecord:
+def turn_table_edits_apply_late(*, turn: Turn) -> TableEditRecord | None:
+    """A select made this reply current again, but its edits were never applied: its turn was superseded before
+    its job ran (a `superseded` record). Apply them now, on the tables as they are, in the caller's transaction
+    (the select's: the conversation is locked); its record then says what they did (None: nothing to apply)."""
+    if not TableEditRecord.objects.filter(turn=turn, outcome="superseded").exists():
+        return None
+    templates = scenario_templates(turn.scenario)
+    if not templates:
+        return None
+    record = _apply(turn, templates, parse_table_edits(turn.assistant_message), base={})
+    if record.after_step.get("status") == "pending":  # as a rollback or reapply write, a select posts no webhook
+        record.after_step = {"status": "skipped", "reason": "applied by a select"}
+        record.save(update_fields=["after_step"])
+    return record
+
+
+def _apply(
+    turn: Turn, templates: list[dict[str, Any]], parsed: ParseResult, base: dict[str, int] | None = None
+) -> TableEditRecord:
     address = turn_address(turn)
-    base = _round_base(turn, address)
+    base = _round_base(turn, address) if base is None else base
     attempt, number = None, 0
     for number in range(1, MAX_ATTEMPTS + 1):
         attempt = _attempt(turn, address, templates, parsed, base, number)
@@ -150,21 +168,24 @@ def _record(turn: Turn, parsed: ParseResult, attempt: _Attempt, attempts: int) -
     result_versions = {str(t.pk): t.version for t in attempt.tables}
     result_versions.update({str(w["id"]): w["version"] for w in attempt.written})
     tables = attempt.conflicts or attempt.written
-    record = TableEditRecord.objects.create(
-        product=turn.product,
-        user_id=turn.user_id,
-        conversation_id=turn.conversation_id,
+    # update_or_create: a late apply (turn_table_edits_apply_late) replaces the `superseded` record of its turn.
+    record, _ = TableEditRecord.objects.update_or_create(
         turn=turn,
-        round=turn.round,
-        outcome=outcome,
-        base_versions=attempt.base_versions,
-        result_versions=result_versions,
-        tables=tables,
-        applied=applied,
-        skipped=skipped,
-        unclosed_block=parsed.unclosed_block,
-        attempts=attempts,
-        after_step={"status": "pending"} if outcome == "updated" and _has_after_step(turn) else {},
+        defaults={
+            "product": turn.product,
+            "user_id": turn.user_id,
+            "conversation_id": turn.conversation_id,
+            "round": turn.round,
+            "outcome": outcome,
+            "base_versions": attempt.base_versions,
+            "result_versions": result_versions,
+            "tables": tables,
+            "applied": applied,
+            "skipped": skipped,
+            "unclosed_block": parsed.unclosed_block,
+            "attempts": attempts,
+            "after_step": {"status": "pending"} if outcome == "updated" and _has_after_step(turn) else {},
+        },
     )
     details = {
         "applied": applied,

@@ -5,7 +5,8 @@ A source `{"agentRef": "history-search", "variable": "recalledHistory"}` searche
 conversation that the prompt already holds — the current one and the `recentRounds` before it (default
 10) — so it brings back what the prompt no longer shows: other conversations and earlier rounds of this one.
 The hits are rendered oldest first, each with its time and speaker, inside `maxChars`; the source status
-lists each recalled message's id, conversation, round, score and `why` (best first).
+lists each recalled message's id, conversation, round, score and `why` (best first). When the turn names the
+replying character (witness scopes, docs/roleplay.md), only messages that character witnessed are searched.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ def produce_recalled_history(request: RecallRequest) -> SourceResult:
     if not request.user_message.strip():
         return SourceResult(text="", status="empty", details={"reason": "no user message to search with"})
     filters = HistoryFilters(
-        exclude_conversation=request.conversation_id, exclude_from_round=max(1, request.round - options["recentRounds"])
+        exclude_conversation=request.conversation_id,
+        exclude_from_round=max(1, request.round - options["recentRounds"]),
+        witness=request.character,
     )
     hits = history_search(
         UserAddress(request.product, request.user_id),
@@ -89,6 +92,8 @@ def produce_recalled_history(request: RecallRequest) -> SourceResult:
         "excludedFromRound": filters.exclude_from_round,
         "maxChars": options["maxChars"],
     }
+    if request.character:
+        details["witness"] = request.character
     if not hits:
         return SourceResult(text="", status="empty", details={**details, "reason": "no past message matched"})
     text, used = render(hits, options["maxChars"])

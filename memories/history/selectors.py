@@ -51,6 +51,10 @@ class HistoryFilters:
     # Rows of one conversation at or after this round are left out (the recall source: what the prompt holds).
     exclude_conversation: str | None = None
     exclude_from_round: int | None = None
+    # Witness scopes (docs/roleplay.md): only messages this character witnessed. A turn's message is read
+    # with its memories.Message row's `name` and `present`; an imported one has no `present`, so everyone
+    # witnessed it (as a turn's message without `present`).
+    witness: str | None = None
 
     def sql(self) -> tuple[str, list[object]]:
         clauses: list[str] = []
@@ -70,7 +74,21 @@ class HistoryFilters:
         if self.exclude_conversation is not None and self.exclude_from_round is not None:
             clauses.append("NOT (h.conversation_id = %s AND h.round >= %s)")
             params.extend([self.exclude_conversation, self.exclude_from_round])
+        if self.witness:
+            clauses.append(_witness_sql())
+            params.extend([self.witness, self.witness])
         return "".join(f" AND {clause}" for clause in clauses), params
+
+
+def _witness_sql() -> str:
+    """The condition of memories/selectors/witness.py's witnessed_by on the joined message `m` (two params)."""
+    if connection.vendor == "postgresql":
+        in_present = "m.present @> jsonb_build_array(%s::text)"
+        nobody = "m.present = '[]'::jsonb"
+    else:
+        in_present = "EXISTS (SELECT 1 FROM json_each(m.present) WHERE json_each.value = %s)"
+        nobody = "json_array_length(m.present) = 0"
+    return f"(h.message_id IS NULL OR {nobody} OR m.name = %s OR {in_present})"
 
 
 @dataclass

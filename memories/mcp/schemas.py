@@ -155,13 +155,16 @@ LOREBOOK_ENTRIES_OUTPUT = _result(
         }
     }
 )
-EDIT_LOREBOOK_ENTRY_INPUT = _closed(
+PROPOSE_LOREBOOK_EDIT_INPUT = _closed(
     {
         "lorebook": {"type": "string", "maxLength": 128},
         "uid": {"type": "string", "maxLength": 64},
-        "expectedRevision": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE},
+        "baseRevision": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE},
         "entry": {**_ENTRY_VIEW, "description": "The fields to change; the others keep their values."},
+        "reason": {"type": "string", "maxLength": 1000, "description": "Why the entry should change."},
     },
-    ["lorebook", "uid", "expectedRevision", "entry"],
+    ["lorebook", "uid", "baseRevision", "entry"],
 )
-EDIT_LOREBOOK_ENTRY_OUTPUT = _result({"revision": REVISION})
+PROPOSE_LOREBOOK_EDIT_OUTPUT = _result(
+    {"proposalId": {"type": "integer", "minimum": 1}, "status": {"type": "string", "enum": ["pending"]}}
+)

@@ -20,8 +20,8 @@ from diaries.selectors import diary_agent_ref, diary_recent_summaries
 from lorebooks import formats as lore_formats
 from lorebooks.models import Lorebook
 from lorebooks.producers import AGENT_REF as LOREBOOK_AGENT_REF
-from lorebooks.selectors import live_entries
-from lorebooks.services import entry_for_edit, entry_update
+from lorebooks.selectors import live_entries, lorebook_get
+from lorebooks.services import proposal_submit
 from memories.longterm.selectors import memory_search
 from memories.models import Product, Scenario
 from memories.services.runonce import request_fingerprint
@@ -233,18 +233,23 @@ def _lorebook_entries(caller: Caller, arguments: dict) -> dict:
     return {"lorebooks": books}
 
 
-def _edit_lorebook_entry(caller: Caller, arguments: dict) -> dict:
+def _propose_lorebook_edit(caller: Caller, arguments: dict) -> dict:
+    """A model's entry edit is a proposal: stored pending, committed when the product or an operator accepts it."""
     slug = _wanted_lorebooks(caller, arguments["lorebook"])[0]
-    entry = entry_for_edit(product=caller.product, slug=slug, uid=arguments["uid"])
     try:
-        revision = entry_update(
-            entry=entry, expected_revision=arguments["expectedRevision"], changes=arguments["entry"], actor=caller.actor
+        proposal = proposal_submit(
+            lorebook=lorebook_get(product=caller.product, slug=slug),
+            uid=arguments["uid"],
+            base_revision=arguments["baseRevision"],
+            changes=arguments["entry"],
+            reason=arguments.get("reason", ""),
+            actor=caller.actor,
         )
     except RevisionConflict as exc:
         raise RevisionConflict(
-            exc.current, message=f"the entry changed (now revision {exc.current}): read it again, then edit"
+            exc.current, message=f"the entry changed (now revision {exc.current}): read it again, then propose"
         ) from None
-    return {"revision": revision}
+    return {"proposalId": proposal.pk, "status": proposal.status}
 
 
 def _memory_text(name: str) -> str:
@@ -335,13 +340,14 @@ TOOLS: tuple[McpTool, ...] = (
         offered_when=lambda caller: bool(_scenario_lorebooks(caller)),
     ),
     McpTool(
-        "edit_lorebook_entry",
-        "Edit a lorebook entry",
-        "Change fields of one entry of the scenario's lorebooks on the revision you read (World Info fields; the "
-        "others keep their values). On a conflict, call get_lorebook_entries and decide again.",
-        schemas.EDIT_LOREBOOK_ENTRY_INPUT,
-        schemas.EDIT_LOREBOOK_ENTRY_OUTPUT,
-        _edit_lorebook_entry,
+        "propose_lorebook_entry_edit",
+        "Propose a lorebook entry edit",
+        "Propose changing fields of one entry of the scenario's lorebooks, on the revision you read (World Info "
+        "fields; the others keep their values). The proposal waits for the product or an operator to accept it; "
+        "on a conflict, call get_lorebook_entries and propose again.",
+        schemas.PROPOSE_LOREBOOK_EDIT_INPUT,
+        schemas.PROPOSE_LOREBOOK_EDIT_OUTPUT,
+        _propose_lorebook_edit,
         writes=True,
         offered_when=lambda caller: bool(_scenario_lorebooks(caller)),
     ),

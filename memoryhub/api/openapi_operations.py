@@ -290,6 +290,30 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "List an entry's revisions",
         "Every revision, newest first, with its cause and actor; a deleted entry's too." + _PAGE,
     ),
+    "lorebook_proposals_list": (
+        "lorebooks",
+        "List entry proposals",
+        "The lorebook's proposed entry edits, newest first; `?status=pending|accepted|rejected` narrows them." + _PAGE,
+    ),
+    "lorebook_proposals_submit": (
+        "lorebooks",
+        "Propose an entry edit",
+        "A model's (or anyone's) edit of one entry, stored pending and committed only when accepted: the fields "
+        "are checked as an edit's (400), `baseRevision` must be the entry's revision (409 revision_conflict).",
+    ),
+    "lorebook_proposals_get": ("lorebooks", "Read an entry proposal", "One proposal with its decision."),
+    "lorebook_proposals_accept": (
+        "lorebooks",
+        "Accept an entry proposal",
+        "Commits the proposal on its base revision under compare-and-set (a new revision with cause `proposal`); "
+        "an entry changed since is 409 revision_conflict and the proposal stays pending; a decided one is 409 "
+        "proposal_decided.",
+    ),
+    "lorebook_proposals_reject": (
+        "lorebooks",
+        "Reject an entry proposal",
+        "Marks a pending proposal rejected, with an optional note; the entry is not touched.",
+    ),
     "product_get": ("lifecycle", "Read the product", "The calling product and its retention settings."),
     "product_update": ("lifecycle", "Change retention", "Change the product's retention settings."),
     "users_export": ("lifecycle", "Export a user", "Start an export of everything memoryhub keeps about the user."),

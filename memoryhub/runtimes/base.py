@@ -81,6 +81,8 @@ class SourceResult:
     version: int | None = None
     details: dict = field(default_factory=dict)
     cached: bool = False
+    # The texts of the source's further variables, by part (registry.Source.parts); a missing part is "".
+    parts: dict[str, str] = field(default_factory=dict)
 
 
 class Producer(Protocol):

@@ -97,6 +97,9 @@ def recall_all(context: TurnContext, sources: tuple[SourceConfig, ...], *, with_
     with working_set.batch(registry.declared_scopes(requests)):  # one cache round trip for every source's entry
         results = [(request.source, _produce(request)) for request in requests]
     variables = {source.variable: result.text for source, result in results}
+    for source, result in results:
+        for name in registry.source_variables(source)[1:]:
+            variables[name] = result.parts.get(name[len(source.variable) :], "")
     return variables, [source_status(source, result) for source, result in results]
 
 

@@ -73,6 +73,9 @@ class Source:
     runtimes: frozenset[str] = frozenset()
     # Validates the fields a source of this variable may carry besides the common ones; None: no others.
     options: SourceOptionsValidator | None = None
+    # Suffixes of the further variables a source fills besides its own (`{variable}{part}`, e.g. a lorebook's
+    # worldInfoBefore): its producer returns their texts in SourceResult.parts.
+    parts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -216,6 +219,7 @@ def register_agent_source(
     scopes: ScopesFor | None = None,
     runtimes: Iterable[str] = (),
     options: SourceOptionsValidator | None = None,
+    parts: tuple[str, ...] = (),
 ) -> None:
     """Declare a source named by its agentRef whose `variable` is any placeholder name the scenario picks.
 
@@ -223,7 +227,9 @@ def register_agent_source(
     `variable` must not be one registered with register_source.
     """
     refs = frozenset({agent_ref})
-    _current().agent_sources[agent_ref] = Source("", description, producer, scopes, refs, frozenset(runtimes), options)
+    _current().agent_sources[agent_ref] = Source(
+        "", description, producer, scopes, refs, frozenset(runtimes), options, tuple(parts)
+    )
 
 
 def get_agent_source(agent_ref: str) -> Source | None:
@@ -233,6 +239,12 @@ def get_agent_source(agent_ref: str) -> Source | None:
 def source_for(variable: str, agent_ref: str) -> Source | None:
     """The registration a scenario source uses: its agentRef's when one is registered, else its variable's."""
     return get_agent_source(agent_ref) or get_source(variable)
+
+
+def source_variables(config: SourceConfig) -> list[str]:
+    """The placeholders a configured source fills: its variable, then one per part of its registration."""
+    source = source_for(config.variable, config.agent_ref)
+    return [config.variable] + [config.variable + part for part in (source.parts if source else ())]
 
 
 def runtime_agent_refs(runtime: str) -> frozenset[str]:

@@ -129,3 +129,34 @@ def test_backfill_indexes_stored_messages_missing_from_the_index(alice):
     found = contents(search(alice, "u1", "glaciers ice", "hybrid"))
     assert set(found) == {"Tell me about glaciers", "Glaciers are rivers of ice."}
     assert alice.get("/v1/users/u1/history").json()["pending"] == 0
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_a_character_recalls_only_the_messages_it_witnessed(alice, mode):
+    """A group scene (witness scopes, docs/roleplay.md): Oderic was away for round 2 of the quay scene."""
+    imported(alice, "u1", "old", OLD[:1])  # an imported message has no `present`: everyone witnessed it
+    scenario(alice, mode=mode, topK=20, maxChars=20000)
+    scene = [
+        ("Mara", ["Mara", "Oderic"], "Well met at the quay, both of you.", "Mara: Climb aboard."),
+        ("Mara", ["Mara"], "The Salt Guild knows you are the heir, Mara.", "Mara: Then we leave tonight."),
+        ("Oderic", ["Mara", "Oderic"], "Oderic is back with bread.", "Oderic: Bread for the crossing."),
+    ]
+    for name, present, text, reply in scene:
+        turn(alice, "quay", text, reply, name=name, userName="Rowan", present=present)
+    question = "Who is the heir the Salt Guild wants? And Lena's violin?"
+    recalled = {}
+    for who in ("Mara", "Oderic"):
+        body = turn(alice, "inn", question, reply=None, name=who, present=["Mara", "Oderic"])
+        [status] = body["sources"]
+        assert status["details"]["witness"] == who
+        recalled[who] = {(m["conversationId"], m["round"]) for m in status["details"]["messages"]}
+        if who == "Oderic":
+            assert "Salt Guild knows" not in body["variables"]["recalledHistory"]
+    assert ("quay", 2) in recalled["Mara"] and ("quay", 2) not in recalled["Oderic"]
+    assert ("old", 1) in recalled["Oderic"] and ("old", 1) in recalled["Mara"]
+    if mode != "keyword":  # every witnessed message is a semantic candidate: the other rounds stay in reach
+        assert {("quay", 1), ("quay", 3)} <= recalled["Oderic"]
+    # without a character, nothing is filtered
+    everyone = turn(alice, "inn", question, reply=None)["sources"][0]["details"]
+    assert ("quay", 2) in {(m["conversationId"], m["round"]) for m in everyone["messages"]}
+    assert "witness" not in everyone

@@ -1,4 +1,4 @@
-"""The MCP lorebook tools: a model reads the entries of its scenario's lorebooks and edits one under CAS."""
+"""The MCP lorebook tools: a model reads the entries of its scenario's lorebooks and proposes an edit of one."""
 
 from __future__ import annotations
 
@@ -26,24 +26,34 @@ def token(alice):
 
 def test_the_tools_are_offered_with_a_lorebook_scenario_only(alice, client, token):
     names = {t["name"] for t in rpc(client, token, "tools/list").json()["result"]["tools"]}
-    assert {"get_lorebook_entries", "edit_lorebook_entry"} <= names
+    assert {"get_lorebook_entries", "propose_lorebook_entry_edit"} <= names
     plain = {"id": "plain", "name": "p", "memorySources": [], "template": "x"}
     assert alice.post("/v1/scenarios", plain).status_code == 201
     other = rpc(client, mint(alice, scenarioId="plain"), "tools/list").json()["result"]["tools"]
-    assert not {"get_lorebook_entries", "edit_lorebook_entry"} & {t["name"] for t in other}
+    assert not {"get_lorebook_entries", "propose_lorebook_entry_edit"} & {t["name"] for t in other}
 
 
-def test_a_model_reads_and_edits_an_entry_under_compare_and_set(alice, client, token):
+def test_a_model_proposes_an_edit_that_commits_only_when_accepted(alice, client, token):
     read = call(client, token, "get_lorebook_entries")["structuredContent"]
     assert [b["id"] for b in read["lorebooks"]] == ["eldoria"]  # not "other": the scenario does not recall it
     entry = next(e for e in read["lorebooks"][0]["entries"] if e["uid"] == "2")
-    edit = {"lorebook": "eldoria", "uid": "2", "expectedRevision": entry["revision"], "entry": {"order": 85}}
-    assert call(client, token, "edit_lorebook_entry", edit)["structuredContent"] == {"revision": 2}
-    stale = call(client, token, "edit_lorebook_entry", edit)
-    assert stale["isError"] is True and "revision 2" in stale["content"][0]["text"]
+    edit = {"lorebook": "eldoria", "uid": "2", "baseRevision": entry["revision"], "entry": {"order": 85}}
+    proposed = call(client, token, "propose_lorebook_entry_edit", edit | {"reason": "she matters more now"})
+    assert proposed["structuredContent"]["status"] == "pending"
+    assert alice.get("/v1/lorebooks/eldoria/entries/2").json()["revision"] == 1  # nothing committed yet
+    pid = proposed["structuredContent"]["proposalId"]
+    listed = alice.get("/v1/lorebooks/eldoria/proposals?status=pending").json()["results"]
+    assert [(p["id"], p["uid"], p["entry"], p["reason"]) for p in listed] == [
+        (pid, "2", {"order": 85}, "she matters more now")
+    ]
+    assert listed[0]["proposedBy"].startswith("tool")
+    accepted = alice.post(f"/v1/lorebooks/eldoria/proposals/{pid}/accept", {})
+    assert accepted.status_code == 200 and accepted.json()["revision"] == 2
     assert alice.get("/v1/lorebooks/eldoria/entries/2").json()["entry"]["order"] == 85
-    assert LorebookEntryVersion.objects.get(entry__uid="2", revision=2).cause == "tool"
-    foreign = call(client, token, "edit_lorebook_entry", edit | {"lorebook": "other", "expectedRevision": 2})
+    assert LorebookEntryVersion.objects.get(entry__uid="2", revision=2).cause == "proposal"
+    stale = call(client, token, "propose_lorebook_entry_edit", edit)
+    assert stale["isError"] is True and "revision 2" in stale["content"][0]["text"]
+    foreign = call(client, token, "propose_lorebook_entry_edit", edit | {"lorebook": "other", "baseRevision": 2})
     assert foreign["isError"] is True
 
 
@@ -52,14 +62,14 @@ def test_the_tools_results_are_what_their_output_schemas_declare(client, token):
     tools = {t["name"]: t for t in rpc(client, token, "tools/list").json()["result"]["tools"]}
     read = call(client, token, "get_lorebook_entries")["structuredContent"]
     entry = next(e for e in read["lorebooks"][0]["entries"] if e["uid"] == "2")
-    edit = {"lorebook": "eldoria", "uid": "2", "expectedRevision": entry["revision"], "entry": {"order": 85}}
-    written = call(client, token, "edit_lorebook_entry", edit)["structuredContent"]
-    for name, result in (("get_lorebook_entries", read), ("edit_lorebook_entry", written)):
+    edit = {"lorebook": "eldoria", "uid": "2", "baseRevision": entry["revision"], "entry": {"order": 85}}
+    written = call(client, token, "propose_lorebook_entry_edit", edit)["structuredContent"]
+    for name, result in (("get_lorebook_entries", read), ("propose_lorebook_entry_edit", written)):
         closed = json_schema(tools[name]["outputSchema"])
         assert list(Draft202012Validator(closed).iter_errors(result)) == [], name
     assert (
-        Draft202012Validator(json_schema(tools["edit_lorebook_entry"]["outputSchema"])).is_valid(
-            {"revision": 2, "x": 1}
+        Draft202012Validator(json_schema(tools["propose_lorebook_entry_edit"]["outputSchema"])).is_valid(
+            {"proposalId": 1, "status": "pending", "x": 1}
         )
         is False
     )

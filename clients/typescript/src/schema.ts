@@ -324,6 +324,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/lorebooks/{lorebook_id}/proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List entry proposals
+         * @description The lorebook's proposed entry edits, newest first; `?status=pending|accepted|rejected` narrows them. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         */
+        get: operations["lorebook_proposals_list"];
+        put?: never;
+        /**
+         * Propose an entry edit
+         * @description A model's (or anyone's) edit of one entry, stored pending and committed only when accepted: the fields are checked as an edit's (400), `baseRevision` must be the entry's revision (409 revision_conflict).
+         */
+        post: operations["lorebook_proposals_submit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lorebooks/{lorebook_id}/proposals/{proposal_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an entry proposal
+         * @description One proposal with its decision.
+         */
+        get: operations["lorebook_proposals_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lorebooks/{lorebook_id}/proposals/{proposal_id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an entry proposal
+         * @description Commits the proposal on its base revision under compare-and-set (a new revision with cause `proposal`); an entry changed since is 409 revision_conflict and the proposal stays pending; a decided one is 409 proposal_decided.
+         */
+        post: operations["lorebook_proposals_accept"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/lorebooks/{lorebook_id}/proposals/{proposal_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject an entry proposal
+         * @description Marks a pending proposal rejected, with an optional note; the entry is not touched.
+         */
+        post: operations["lorebook_proposals_reject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memory-kinds": {
         parameters: {
             query?: never;
@@ -1837,12 +1921,13 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description What made this revision: the import, an API key, an operator in the admin or a tool call.
+             * @description What made this revision: the import, an API key, an operator in the admin, a tool call or an accepted proposal (its actor names the acceptor and the proposal).
              *
              *     * `import` - import
              *     * `api_key` - api_key
              *     * `operator` - operator
              *     * `tool` - tool
+             *     * `proposal` - proposal
              */
             cause: components["schemas"]["LorebookEntryVersionCauseEnum"];
             /** @description Who made it, when known. */
@@ -1855,9 +1940,10 @@ export interface components {
          *     * `api_key` - api_key
          *     * `operator` - operator
          *     * `tool` - tool
+         *     * `proposal` - proposal
          * @enum {string}
          */
-        LorebookEntryVersionCauseEnum: "import" | "api_key" | "operator" | "tool";
+        LorebookEntryVersionCauseEnum: "import" | "api_key" | "operator" | "tool" | "proposal";
         LorebookEntryVersionPage: {
             results: components["schemas"]["LorebookEntryVersion"][];
             next: string | null;
@@ -1878,6 +1964,40 @@ export interface components {
             results: components["schemas"]["Lorebook"][];
             next: string | null;
         };
+        LorebookProposal: {
+            id: number;
+            /** @description The entry it edits. */
+            uid: string;
+            /** @description The entry revision it was proposed on (and commits on). */
+            baseRevision: number;
+            /** @description The World Info fields it changes. */
+            entry: {
+                [key: string]: unknown;
+            };
+            reason: string;
+            status: components["schemas"]["LorebookProposalStatusEnum"];
+            proposedBy: string | null;
+            decidedBy: string | null;
+            /** @description The decision's note (a rejection's reason). */
+            note: string;
+            /** @description accepted: the entry revision after it. */
+            revision: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            decidedAt: string | null;
+        };
+        LorebookProposalPage: {
+            results: components["schemas"]["LorebookProposal"][];
+            next: string | null;
+        };
+        /**
+         * @description * `pending` - pending
+         *     * `accepted` - accepted
+         *     * `rejected` - rejected
+         * @enum {string}
+         */
+        LorebookProposalStatusEnum: "pending" | "accepted" | "rejected";
         Memory: {
             id: string;
             /** @description <product>:<user>:memory:<id> */
@@ -2106,6 +2226,19 @@ export interface components {
             createdAt: string;
             /** @description null: keep everything (the default) */
             retention: components["schemas"]["Retention"];
+        };
+        ProposalRejectRequest: {
+            /** @description Why it was rejected. */
+            note?: string;
+        };
+        ProposalSubmitRequest: {
+            /** @description The entry to edit. */
+            uid: string;
+            /** @description The entry revision you read; a different stored one is 409. */
+            baseRevision: number;
+            /** @description The World Info fields to change, as an edit's. */
+            entry: unknown;
+            reason?: string;
         };
         Record: {
             category: string;
@@ -3382,6 +3515,171 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LorebookFile"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_proposals_list: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+                status?: "accepted" | "pending" | "rejected";
+            };
+            header?: never;
+            path: {
+                lorebook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookProposalPage"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_proposals_submit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProposalSubmitRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookProposal"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_proposals_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+                proposal_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookProposal"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_proposals_accept: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+                proposal_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookProposal"];
+                };
+            };
+            /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    lorebook_proposals_reject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lorebook_id: string;
+                proposal_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ProposalRejectRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LorebookProposal"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
