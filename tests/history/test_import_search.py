@@ -155,7 +155,7 @@ def test_default_mode_is_hybrid_and_limit_10(alice):
         [message(f"m{i}", "user", f"note number {i} about gardening", f"2024-01-01T00:00:{i:02d}Z") for i in range(15)],
     )
     hits = alice.post(search_url("u1"), {"query": "gardening"}).json()["results"]
-    assert len(hits) == 10 and set(hits[0]["why"]) == {"fused", "keyword", "semantic"}
+    assert len(hits) == 10 and set(hits[0]["why"]) == {"fused", "keyword", "semantic", "neighbours"}
 
 
 def test_another_product_sees_nothing_and_another_user_nothing(alice, bob):
