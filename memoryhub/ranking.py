@@ -18,11 +18,14 @@ Two corrections on top of the fusion (docs/recall.md, measured in docs/performan
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 Key = TypeVar("Key", bound=Hashable)
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_OTHER_WORD = re.compile(r"[^\W\d_]+")
 
 # The usual RRF constant (Cormack et al. 2009): it damps the head of each list so one signal's first place
 # does not outweigh agreement between signals.
@@ -82,10 +85,14 @@ def fuse(
 
 
 def script(text: str) -> str:
-    """ "cjk" when most of a text's letters are CJK ideographs, else "other": what a keyword match can cross."""
-    letters = [ch for ch in text if ch.isalpha()]
-    cjk = sum(1 for ch in letters if 0x3400 <= ord(ch) <= 0x9FFF or 0xF900 <= ord(ch) <= 0xFAFF)
-    return "cjk" if letters and cjk * 2 > len(letters) else "other"
+    """ "cjk" when a text is mostly Chinese (its CJK characters outnumber its other words), else "other".
+
+    What a keyword match cannot cross: a CJK character counts against a whole word of other letters, so
+    "我在学Python" is Chinese and "I love 北京" is not.
+    """
+    cjk = len(_CJK.findall(text))
+    words = len(_OTHER_WORD.findall(_CJK.sub(" ", text)))
+    return "cjk" if cjk > words else "other"
 
 
 def keep_places(
