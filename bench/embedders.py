@@ -17,7 +17,10 @@ EN→EN, ZH→ZH, EN→ZH and ZH→EN each have 50 query → record pairs.
 
 Keyword ranking is BM25 (k1 1.2, b 0.75) over the same jieba tokens memoryhub's keyword search uses. The
 fusion sweep is memoryhub.ranking.fuse (weighted RRF) of the top 100 of each signal, the RRF constant k and
-the keyword weight swept with the semantic weight 1.
+the keyword weight swept with the semantic weight 1; a record in another script than the query keeps its
+semantic place (memoryhub.ranking.keep_places, as the product does). The LoCoMo line "history default" is
+the history search's ranking (memories/history/selectors.py): k 5, weights 1 / 1, each of the best 50 hits
+giving its adjacent turns in the same session 0.3 of its fused score.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memories.longterm import keyword  # noqa: E402  (jieba only; no Django)
-from memoryhub.ranking import SignalHit, fuse  # noqa: E402
+from memoryhub.ranking import SignalHit, fuse, keep_places, script, spread_to_neighbours  # noqa: E402
 
 DEFAULT_LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
 PARAPHRASES = ROOT / "bench" / "data" / "paraphrase_pairs.jsonl"
@@ -150,13 +153,22 @@ def semantic_rank(matrix: np.ndarray, vector: np.ndarray, depth: int) -> list[tu
     return [(int(i), float(scores[i])) for i in order]
 
 
-def fused_rank(kw: list[tuple[int, float]], sem: list[tuple[int, float]], fusion: tuple[int, float]) -> list[int]:
+def fused_rank(
+    kw: list[tuple[int, float]],
+    sem: list[tuple[int, float]],
+    fusion: tuple[int, float],
+    other_script: set[int] | frozenset[int] = frozenset(),
+    neighbours: Callable[[list[int]], dict[int, list[int]]] | None = None,
+) -> list[int]:
     rankings = {
         "keyword": [SignalHit(i, s) for i, s in kw],
         "semantic": [SignalHit(i, s) for i, s in sem],
     }
     rrf_k, weight = fusion
-    return [hit.key for hit in fuse(rankings, {"keyword": weight, "semantic": 1.0}, limit=DEPTH, rrf_k=rrf_k)]
+    fused = fuse(rankings, {"keyword": weight, "semantic": 1.0}, limit=2 * DEPTH, rrf_k=rrf_k)
+    if neighbours is not None:
+        fused = spread_to_neighbours(fused, neighbours([h.key for h in fused[:50]]), 0.3, limit=len(fused))
+    return [hit.key for hit in keep_places(fused, rankings["semantic"], other_script, limit=DEPTH)]
 
 
 # --- LoCoMo -----------------------------------------------------------------------------------------
@@ -203,6 +215,12 @@ def locomo(path: Path, benches: list[Bench]) -> dict[str, dict[str, float]]:
         questions = [qa for qa in conversation["qa"] if "question" in qa]
         bm25 = BM25(texts)
         kw = [bm25.rank(qa["question"], DEPTH) for qa in questions]
+        sessions = [dia_id.split(":")[0] for dia_id in ids]
+
+        def adjacent(keys: list[int], sessions: list[str] = sessions) -> dict[int, list[int]]:
+            near = ((key, (key - 1, key + 1)) for key in keys)
+            return {key: [j for j in js if 0 <= j < len(sessions) and sessions[j] == sessions[key]] for key, js in near}
+
         for qa, hits in zip(questions, kw):
             add("bm25", [ids[i] for i, _ in hits], evidence_of(qa))
         for bench in benches:
@@ -215,6 +233,8 @@ def locomo(path: Path, benches: list[Bench]) -> dict[str, dict[str, float]]:
                 for fusion in FUSIONS:
                     ranked = [ids[i] for i in fused_rank(kw_hits, sem, fusion)]
                     add(f"{bench.name}+bm25 k={fusion[0]} w={fusion[1]}", ranked, evidence)
+                ranked = [ids[i] for i in fused_rank(kw_hits, sem, (5, 1.0), neighbours=adjacent)]
+                add(f"{bench.name} history default", ranked, evidence)
     return {name: {f"R@{k}": 100 * sum(r[k] for r in rs) / len(rs) for k in KS} for name, rs in rows.items()}
 
 
@@ -231,6 +251,8 @@ def paraphrases(benches: list[Bench]) -> dict[str, dict[str, float]]:
     ]
     bm25 = BM25(records)
     kw = [bm25.rank(query, DEPTH) for query, _, _ in pairs]
+    scripts = [script(record) for record in records]
+    other = [{i for i, s in enumerate(scripts) if s != script(query)} for query, _, _ in pairs]
     out: dict[str, dict[str, float]] = {}
 
     def score(name: str, ranked: list[list[int]]) -> None:
@@ -250,7 +272,7 @@ def paraphrases(benches: list[Bench]) -> dict[str, dict[str, float]]:
         sem = [semantic_rank(matrix, vector, DEPTH) for vector in queries]
         score(bench.name, [[i for i, _ in hits] for hits in sem])
         for fusion in FUSIONS:
-            ranked = [fused_rank(k, s, fusion) for k, s in zip(kw, sem)]
+            ranked = [fused_rank(k, s, fusion, o) for k, s, o in zip(kw, sem, other)]
             score(f"{bench.name}+bm25 k={fusion[0]} w={fusion[1]}", ranked)
     return out
 

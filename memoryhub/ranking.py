@@ -6,15 +6,26 @@ score and a cosine live on different scales. Every fused hit keeps `why`: the ra
 in each signal, the fused score, so a caller can show an operator why it matched.
 
 Shared by long-term memory search and user-history search, so both rank and explain the same way.
+
+Two corrections on top of the fusion (docs/recall.md, measured in docs/performance.md):
+- `keep_places`: the keyword signal only reads records written in the query's script. A record in another
+  script (a Chinese record for an English query) can never be a keyword hit, so fusing would push it below
+  every same-script record sharing a word with the query. Such a record keeps the place the semantic signal
+  gave it; the keyword signal reorders the others around it.
+- `spread_to_neighbours` (dialog): an answer often only makes sense with the turn before or after it, so a
+  hit's adjacent turns earn a share of its fused score.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+import re
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 Key = TypeVar("Key", bound=Hashable)
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_OTHER_WORD = re.compile(r"[^\W\d_]+")
 
 # The usual RRF constant (Cormack et al. 2009): it damps the head of each list so one signal's first place
 # does not outweigh agreement between signals.
@@ -71,3 +82,67 @@ def fuse(
             entry.signals.setdefault(name, {"rank": None, "score": None})
     ordered = sorted(fused.values(), key=lambda e: (-e.score, first_seen[e.key]))
     return ordered[:limit]
+
+
+def script(text: str) -> str:
+    """ "cjk" when a text is mostly Chinese (its CJK characters outnumber its other words), else "other".
+
+    What a keyword match cannot cross: a CJK character counts against a whole word of other letters, so
+    "我在学Python" is Chinese and "I love 北京" is not.
+    """
+    cjk = len(_CJK.findall(text))
+    words = len(_OTHER_WORD.findall(_CJK.sub(" ", text)))
+    return "cjk" if cjk > words else "other"
+
+
+def keep_places(
+    fused: Sequence[FusedHit[Key]], anchor: Sequence[SignalHit[Key]], unreadable: Collection[Key], *, limit: int
+) -> list[FusedHit[Key]]:
+    """`fused` with every key of `unreadable` put back at its rank in `anchor` (1-based, as that signal ranked it).
+
+    For the keys the other signals could not read (not "did not match": could not), only `anchor` has an
+    opinion; the readable keys keep their fused order in the remaining places. Fused scores are untouched.
+    """
+    if not unreadable:
+        return list(fused[:limit])
+    by_key = {hit.key: hit for hit in fused}
+    placed = {
+        rank: by_key[hit.key] for rank, hit in enumerate(anchor, start=1) if hit.key in unreadable and hit.key in by_key
+    }
+    kept = {hit.key for hit in placed.values()}
+    rest = iter([hit for hit in fused if hit.key not in kept])
+    out: list[FusedHit[Key]] = []
+    while len(out) < limit:
+        hit = placed.pop(len(out) + 1, None) or next(rest, None)
+        if hit is None:
+            if not placed:
+                break
+            hit = placed.pop(min(placed))
+        out.append(hit)
+    return out
+
+
+def spread_to_neighbours(
+    fused: Sequence[FusedHit[Key]], neighbours: Mapping[Key, Sequence[Key]], share: float, *, limit: int
+) -> list[FusedHit[Key]]:
+    """Each hit's neighbours (its adjacent turns) earn `share` × its fused score; re-sorted, at most `limit`.
+
+    A neighbour not among the hits joins them with no signal of its own. `why` records what each hit got
+    from its neighbours under "neighbours" ({"score": the sum, 0 for none}); "fused" is the final score.
+    """
+    order = {hit.key: n for n, hit in enumerate(fused)}
+    hits = {hit.key: hit for hit in fused}
+    names = list(fused[0].signals) if fused else []
+    gained: dict[Key, float] = {}
+    for hit in fused:
+        for key in neighbours.get(hit.key, ()):
+            gained[key] = gained.get(key, 0.0) + share * hit.score
+    for key, extra in gained.items():
+        entry = hits.get(key)
+        if entry is None:
+            entry = hits[key] = FusedHit(key=key, signals={name: {"rank": None, "score": None} for name in names})
+            order[key] = len(order)
+        entry.score += extra
+    for key, entry in hits.items():
+        entry.signals["neighbours"] = {"score": round(gained.get(key, 0.0), 6)}
+    return sorted(hits.values(), key=lambda e: (-e.score, order[e.key]))[:limit]

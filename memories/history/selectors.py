@@ -1,5 +1,9 @@
 """History search: keyword (BM25: FTS5 bm25() / in SQL on PostgreSQL), semantic (cosine) and their weighted RRF fusion.
 
+Hybrid ranking (docs/recall.md, figures in docs/performance.md): weighted RRF with k 5 and equal weights;
+a message in another script than the query keeps its semantic place (the keyword signal cannot read it);
+then each of the best hits gives its adjacent messages in the same conversation a share of its score.
+
 Every query is scoped to one product and user, and leaves out superseded messages (a turn's message whose
 `memories.Message.superseded` is set) — read at search time from the message row, so whatever supersedes
 a reply (a regeneration, a rollback) takes it out of search at once.
@@ -25,15 +29,21 @@ from memories.longterm.services.embedding_index import (
 from memories.models import Message
 from memoryhub.addresses import UserAddress
 from memoryhub.prepared import binding_cursor
-from memoryhub.ranking import SignalHit, fuse
+from memoryhub.ranking import FusedHit, SignalHit, fuse, keep_places, script, spread_to_neighbours
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
 INDEX_TABLE = EmbeddingIndex._meta.db_table
 FTS_TABLE = "history_entry_fts"
 TS_CONFIG = "english"  # must match migration 0001's generated tsvector column
 MODES = ("hybrid", "keyword", "semantic")
-# Fusion weights and how deep each signal is read: measured on LoCoMo (bench/locomo.py, docs/recall.md).
+# Fusion weights, RRF constant and how deep each signal is read: measured on LoCoMo (bench/locomo.py) and the
+# bilingual paraphrase set (docs/recall.md). Dialog questions carry names and rare words: keyword counts fully.
 WEIGHTS = {"keyword": 1.0, "semantic": 1.0}
+RRF_K = 5
+# A hit's adjacent messages earn this share of its fused score (its question, its answer); only the best
+# NEIGHBOUR_FROM hits give, so the neighbour lookup stays one small statement.
+NEIGHBOUR_SHARE = 0.3
+NEIGHBOUR_FROM = 50
 MIN_DEPTH = 100
 # HNSW breadth: as wide as the rows asked for (pgvector's default 40 at least); the iterative scan goes on
 # past it when filters leave too few rows. 200 for every search cost 45 ms at 100,000 messages (performance.md).
@@ -256,8 +266,7 @@ def history_search(
             "semantic": semantic_ranking(scope, query, filters, depth),
         }
     if mode == "hybrid":
-        fused = fuse(rankings, WEIGHTS, limit=limit)
-        ranked = [(hit.key, hit.score, hit.why()) for hit in fused]
+        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(scope, query, filters, rankings, limit)]
     else:
         ((name, hits),) = rankings.items()
         ranked = [
@@ -266,6 +275,49 @@ def history_search(
         ]
     entries = HistoryEntry.objects.defer("embedding", "search_text").in_bulk([pk for pk, _, _ in ranked])
     return [HistoryHit(entries[pk], score, why) for pk, score, why in ranked if pk in entries]
+
+
+def _hybrid(
+    scope: UserAddress, query: str, filters: HistoryFilters, rankings: dict[str, list[SignalHit[int]]], limit: int
+) -> list[FusedHit[int]]:
+    """Fused, spread to neighbours, and every message in another script than the query at its semantic place."""
+    fused = fuse(rankings, WEIGHTS, limit=sum(len(hits) for hits in rankings.values()), rrf_k=RRF_K)
+    rows = _candidates([hit.key for hit in fused])
+    givers = [hit for hit in fused[:NEIGHBOUR_FROM] if hit.key in rows]
+    fused = spread_to_neighbours(fused, neighbours(scope, filters, givers, rows), NEIGHBOUR_SHARE, limit=len(fused))
+    query_script = script(query)
+    unreadable = {pk for pk, (_, _, content) in rows.items() if script(content) != query_script}
+    return keep_places(fused, rankings["semantic"], unreadable, limit=limit)
+
+
+def _candidates(pks: list[int]) -> dict[int, tuple[str, int, str]]:
+    """id -> (conversation, round, content) of the fused hits (their script, their neighbours)."""
+    rows = HistoryEntry.objects.filter(pk__in=pks).values_list("pk", "conversation_id", "round", "content")
+    return {pk: (conversation, round_, content) for pk, conversation, round_, content in rows}
+
+
+def neighbours(
+    scope: UserAddress, filters: HistoryFilters, hits: list[FusedHit[int]], rows: dict[int, tuple[str, int, str]]
+) -> dict[int, list[int]]:
+    """Each hit's previous and next message in its conversation (by id, within the rounds around its own),
+    among the messages the search may return. One statement over the (conversation, round) index."""
+    if not hits:
+        return {}
+    where, params = _scope_sql(scope, filters)
+    windows = [(rows[hit.key][0], rows[hit.key][1]) for hit in hits]
+    around = " OR ".join(["(h.conversation_id = %s AND h.round BETWEEN %s AND %s)"] * len(windows))
+    for conversation, round_ in windows:
+        params.extend([conversation, max(round_ - 1, 0), round_ + 1])
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT h.id, h.conversation_id, h.round FROM {TABLE} h {where} AND ({around})", params)
+        found = sorted(cursor.fetchall())
+    out: dict[int, list[int]] = {}
+    for hit, (conversation, round_) in zip(hits, windows):
+        near = [pk for pk, c, r in found if c == conversation and round_ - 1 <= r <= round_ + 1]
+        before = [pk for pk in near if pk < hit.key]
+        after = [pk for pk in near if pk > hit.key]
+        out[hit.key] = ([before[-1]] if before else []) + ([after[0]] if after else [])
+    return out
 
 
 def history_status(scope: UserAddress) -> dict[str, int]:

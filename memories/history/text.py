@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memories.longterm.keyword import STOPWORDS, segment
+from memories.longterm.keyword import QUESTION_WORDS, STOPWORDS, segment
 
 MAX_QUERY_TERMS = 32
 
@@ -39,5 +39,5 @@ def keyword_text(*, role: str, name: str, content: str, created_at: datetime) ->
 def query_terms(query: str) -> list[str]:
     """The distinct terms of a query, stopwords dropped unless nothing else is left."""
     tokens = list(dict.fromkeys(segment(query)))
-    meaningful = [token for token in tokens if token not in STOPWORDS]
+    meaningful = [token for token in tokens if token not in STOPWORDS and token not in QUESTION_WORDS]
     return (meaningful or tokens)[:MAX_QUERY_TERMS]

@@ -38,7 +38,7 @@ from memories.longterm.services.memories import kind_scope
 from memories.longterm.services.vectors import backend_named
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress
-from memoryhub.ranking import SignalHit, fuse
+from memoryhub.ranking import SignalHit, fuse, keep_places, script
 from memoryhub.runtimes.base import RecallRequest, SourceResult
 from memoryhub.runtimes.registry import SectionInvalid
 
@@ -217,7 +217,9 @@ def _rank(
         return [(with_vectors[hit.key], hit.score) for hit in chosen], why
     words = [" ".join(keyword_strings(item["content"])) for item in with_vectors]
     rankings = {KEYWORD: [SignalHit(i, score) for i, score in bm25_rank(words, message)], SEMANTIC: semantic}
-    fused = fuse(rankings, hybrid_weights(), limit=top_k, rrf_k=hybrid_rrf_k())
+    fused = fuse(rankings, hybrid_weights(), limit=len(with_vectors), rrf_k=hybrid_rrf_k())
+    other_script = {i for i, text in enumerate(words) if script(text) != script(message)}
+    fused = keep_places(fused, semantic, other_script, limit=top_k)
     return [(with_vectors[hit.key], hit.score) for hit in fused], [hit.why() for hit in fused]
 
 

@@ -47,7 +47,7 @@ from memoryhub import working_set
 from memoryhub.addresses import UserAddress
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
-from memoryhub.ranking import SignalHit, fuse
+from memoryhub.ranking import SignalHit, fuse, keep_places, script
 
 KEYWORD, SEMANTIC, HYBRID = "keyword", "semantic", "hybrid"
 MAX_RESULTS = 1000  # deepest position a search cursor may reach
@@ -234,7 +234,8 @@ def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: floa
         KEYWORD: [SignalHit(row.pk, score) for row, score in keyword_page.results],
         SEMANTIC: [SignalHit(row.pk, score) for row, score in semantic_page.results if score >= floor],
     }
-    fused = fuse(rankings, hybrid_weights(), limit=offset + limit + 1, rrf_k=hybrid_rrf_k())
+    fused = fuse(rankings, hybrid_weights(), limit=len(rows), rrf_k=hybrid_rrf_k())
+    fused = keep_places(fused, rankings[SEMANTIC], cross_script(query, rows), limit=offset + limit + 1)
     window = fused[offset : offset + limit]
     more = len(fused) > offset + limit
     return SearchPage(
@@ -244,6 +245,13 @@ def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: floa
         semantic_page.embedding_identity,
         [hit.why() for hit in window],
     )
+
+
+def cross_script(query: str, rows: dict) -> set:
+    """The keys of `rows` (memories) written in another script than `query`: the keyword signal cannot read them,
+    so they keep their semantic place in a hybrid ranking (memoryhub.ranking.keep_places)."""
+    wanted = script(query)
+    return {pk for pk, row in rows.items() if script(" ".join(keyword.keyword_strings(row.content))) != wanted}
 
 
 def _keyword(scope: UserAddress, query: str, limit: int, offset: int, tag: str = KEYWORD) -> SearchPage:

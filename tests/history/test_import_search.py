@@ -155,7 +155,7 @@ def test_default_mode_is_hybrid_and_limit_10(alice):
         [message(f"m{i}", "user", f"note number {i} about gardening", f"2024-01-01T00:00:{i:02d}Z") for i in range(15)],
     )
     hits = alice.post(search_url("u1"), {"query": "gardening"}).json()["results"]
-    assert len(hits) == 10 and set(hits[0]["why"]) == {"fused", "keyword", "semantic"}
+    assert len(hits) == 10 and set(hits[0]["why"]) == {"fused", "keyword", "semantic", "neighbours"}
 
 
 def test_another_product_sees_nothing_and_another_user_nothing(alice, bob):
@@ -171,3 +171,48 @@ def test_another_product_sees_nothing_and_another_user_nothing(alice, bob):
 def test_status_counts_pending_vectors(alice):
     imported(alice, "u1", "c1", TRIP)
     assert alice.get("/v1/users/u1/history").json() == {"messages": 4, "embedded": 4, "pending": 0}
+
+
+def test_a_cross_lingual_hit_keeps_its_semantic_place_against_keyword_matches(alice):
+    # The Chinese query shares the word 名字 with two Chinese messages; the English answer shares no word with
+    # it. Fused with equal weights, those two keyword hits would push the answer down to third.
+    imported(
+        alice,
+        "u1",
+        "pets",
+        [
+            message("p1", "user", "My dog is called Biscuit.", "2024-05-01T10:00:00Z"),
+            message("p2", "user", "我喜欢这个名字的发音。", "2024-05-02T10:00:00Z"),
+            message("p3", "user", "我的名字很长，大家都记不住。", "2024-05-03T10:00:00Z"),
+            message("p4", "user", "我们去公园散步了。", "2024-05-04T10:00:00Z"),
+        ],
+    )
+    semantic = search(alice, "u1", "我的狗叫什么名字？", "semantic").json()["results"]
+    assert semantic[0]["content"] == "My dog is called Biscuit."
+    hits = search(alice, "u1", "我的狗叫什么名字？", "hybrid").json()["results"]
+    assert hits[0]["content"] == "My dog is called Biscuit."
+    assert hits[0]["why"]["keyword"] == {"rank": None, "score": None} and hits[0]["why"]["semantic"]["rank"] == 1
+    assert [hit["why"]["keyword"]["rank"] for hit in hits[1:3]] == [1, 2]
+
+
+def test_a_hits_adjacent_turn_earns_a_share_of_its_score(alice):
+    # The answer ("The cello?") shares no word with the question asked now; it is found through its neighbour.
+    imported(
+        alice,
+        "u1",
+        "music",
+        [
+            message("m1", "user", "Guess which instrument I picked up last year!", "2024-05-01T10:00:00Z", "Sam"),
+            message("m2", "assistant", "The cello? You always loved it.", "2024-05-01T10:00:05Z", "Alex"),
+            message("m3", "user", "I went hiking in the Alps with my brother.", "2024-05-02T10:00:00Z", "Kim"),
+            message("m4", "assistant", "The Alps are beautiful in summer.", "2024-05-02T10:00:05Z", "Alex"),
+            message("m5", "user", "Our band needs a new drummer for the summer tour.", "2024-05-03T10:00:00Z", "Kim"),
+            message("m6", "assistant", "Ask at the music school downtown.", "2024-05-03T10:00:05Z", "Alex"),
+        ],
+    )
+    hits = search(alice, "u1", "Which instrument did Sam pick up?", "hybrid", limit=6).json()["results"]
+    assert [hit["clientId"] for hit in hits[:2]] == ["m1", "m2"]
+    assert hits[1]["why"]["semantic"]["rank"] > 2  # lifted over a message the semantic signal preferred
+    assert hits[1]["why"]["keyword"]["rank"] is None and hits[1]["why"]["neighbours"]["score"] > 0
+    far = next(hit for hit in hits if hit["clientId"] == "m4")
+    assert far["why"]["neighbours"]["score"] < hits[1]["why"]["neighbours"]["score"]
