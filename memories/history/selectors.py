@@ -91,14 +91,18 @@ class HistoryFilters:
 
 
 def _witness_sql() -> str:
-    """The condition of memories/selectors/witness.py's witnessed_by on the joined message `m` (two params)."""
+    """memories/selectors/witness.py's witnessed_by on the entry's message (two params), as a correlated lookup
+    like the superseded check: imported messages (no message row) were witnessed by everyone."""
     if connection.vendor == "postgresql":
-        in_present = "m.present @> jsonb_build_array(%s::text)"
-        nobody = "m.present = '[]'::jsonb"
+        in_present = "w.present @> jsonb_build_array(%s::text)"
+        nobody = "w.present = '[]'::jsonb"
     else:
-        in_present = "EXISTS (SELECT 1 FROM json_each(m.present) WHERE json_each.value = %s)"
-        nobody = "json_array_length(m.present) = 0"
-    return f"(h.message_id IS NULL OR {nobody} OR m.name = %s OR {in_present})"
+        in_present = "EXISTS (SELECT 1 FROM json_each(w.present) WHERE json_each.value = %s)"
+        nobody = "json_array_length(w.present) = 0"
+    return (
+        f"(h.message_id IS NULL OR EXISTS (SELECT 1 FROM {MESSAGE_TABLE} w WHERE w.id = h.message_id"
+        f" AND ({nobody} OR w.name = %s OR {in_present})))"
+    )
 
 
 @dataclass
