@@ -67,8 +67,8 @@ class Admission:
 
 @dataclass
 class EdgePlan(Generic[T]):
-    """One request's plan. Built by `make_plan`; the rate limiter sets `admission`; `confirm_key` may replace the
-    client (and then drops what was planned for the old one)."""
+    """One request's plan. Made by `make_plan`; the rate limiter sets `admission`; `confirm_key` may replace the
+    client (and then drops what was planned for the old one, which `PlannedView.confirm_key` plans again)."""
 
     client: ProductClient | None
     input: T | None = None
@@ -86,11 +86,6 @@ class EdgePlan(Generic[T]):
     @property
     def refused_before_counting(self) -> bool:
         return self.refusal is not None and not isinstance(self.refusal, INPUT_REFUSALS)
-
-    @property
-    def planned(self) -> bool:
-        """Whether the input was planned (a key whose product changed starts over without it)."""
-        return self.input is not None or self.refusal is not None
 
     def confirm_key(self, request: Request) -> bool:
         """Look up a key taken from its snapshot (memoryhub/api/authentication.py `ProductClient.confirm`).
