@@ -10,7 +10,7 @@ back after the write's invalidation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -61,7 +61,7 @@ def batch(scopes: Iterable[Scope]) -> Iterator[None]:
 
 
 @contextmanager
-def prefetched(values: dict[str, object] | None) -> Iterator[None]:
+def prefetched(values: Mapping[str, object] | None) -> Iterator[None]:
     """Entries this request has read already (`queue_reads`): a batch inside fetches only the others."""
     token = _batch.set(dict(values)) if values else None
     try:

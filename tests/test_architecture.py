@@ -226,3 +226,91 @@ def test_no_import_cycle_between_apps() -> None:
     # Any cycle, of two apps or more: an edge whose target reaches back to its source.
     cycles = {pair: examples[:2] for pair, examples in edges.items() if pair[0] in reachable(pair[1])}
     assert cycles == {}, cycles
+
+
+# --- the edge plan (memoryhub/api/plan.py): state reaches a view in one typed object, never by name ------------
+
+_REQUEST_OR_VIEW = {"request", "view", "http_request"}
+
+
+def _names_request_or_view(node: ast.expr) -> bool:
+    """`request`, `view`, `self.request`, `context["view"]`…: an expression that is the request or the view."""
+    if isinstance(node, ast.Name):
+        return node.id in _REQUEST_OR_VIEW
+    if isinstance(node, ast.Attribute):
+        return node.attr in _REQUEST_OR_VIEW
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value in _REQUEST_OR_VIEW
+    return False
+
+
+def _reads_by_name(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in {"getattr", "hasattr"}
+            and node.args
+            and _names_request_or_view(node.args[0])
+        ):
+            found.append(f"{node.func.id}(…) line {node.lineno}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in {"__dict__", "_request", "parser_context"}
+            and (node.attr != "__dict__" or _names_request_or_view(node.value))
+        ):
+            found.append(f".{node.attr} line {node.lineno}")
+    return found
+
+
+def test_no_request_attribute_or_view_hook_is_read_by_name() -> None:
+    """A view, the throttle and the handler receive what they need in the request's EdgePlan (plan_of(request),
+    PlannedView.plan), not from attributes or hooks probed with getattr or read from DRF's internals."""
+    offenders = {module: found for module, path in _product_modules().items() if (found := _reads_by_name(path))}
+    assert offenders == {}, offenders
+
+
+def _dereferences_the_view(path: Path) -> list[int]:
+    """Lines reading an attribute of `view` or taking the view out of DRF's handler context."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        reads_view = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "view"
+        if reads_view or (isinstance(node, ast.Constant) and node.value == "view"):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_throttle_and_the_handler_never_call_back_into_a_view() -> None:
+    """They import no view module (PlannedView's, or an app's `api`) and never dereference the view."""
+    view_modules = {m for m in GRAPH if m == "memoryhub.api.views" or (_is_app(m) and "api" in m.split("."))}
+    for module in ("memoryhub.api.throttling", "memoryhub.api.handler"):
+        assert sorted(GRAPH[module] & view_modules) == [], module
+        assert _dereferences_the_view(_product_modules()[module]) == [], module
+
+
+def test_only_planned_views_initial_attaches_the_plan() -> None:
+    """`request.plan` is set in one place (PlannedView.initial); everything else reads it through plan_of/plan."""
+    setters = []
+    for module, path in _product_modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                for element in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    if isinstance(element, ast.Attribute) and element.attr == "plan":
+                        setters.append(f"{module}:{node.lineno}")
+    assert [s.split(":")[0] for s in setters] == ["memoryhub.api.views"], setters
+
+
+def test_views_that_plan_declare_their_planner() -> None:
+    """The memory PUT and the turn prepare are planned; their planner names the functions, not view hooks."""
+    from memories.api.documents import MemoryDocumentView, plan_memory_put
+    from memories.api.turns import TurnPrepareView, plan_turn_prepare
+    from memoryhub.api.views import PlannedView
+
+    assert issubclass(MemoryDocumentView, PlannedView) and issubclass(TurnPrepareView, PlannedView)
+    assert MemoryDocumentView.planner.methods == {"PUT": plan_memory_put}
+    assert MemoryDocumentView.planner.key_checked_by_write == {"PUT"}
+    assert TurnPrepareView.planner.methods == {"POST": plan_turn_prepare}
+    hooks = {"working_set_scopes", "working_set_writes", "key_checked_by_write"}
+    assert not [name for view in (MemoryDocumentView, TurnPrepareView) for name in hooks if name in vars(view)]

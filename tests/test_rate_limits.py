@@ -74,6 +74,18 @@ def test_a_memory_put_that_is_not_json_is_refused_before_it_counts(alice, three_
     assert MemoryDocument.objects.get(product=alice.product).revision == 3
 
 
+def test_a_prepare_that_is_not_json_is_refused_before_it_counts_and_an_invalid_one_counts(alice, three_per_minute):
+    """Planned requests (memoryhub/api/plan.py) share the rule: an unreadable body is refused before the limit,
+    a readable but invalid one is counted and refused by the view."""
+    turns = f"{CONV}/turns"
+    for _ in range(3):
+        assert_envelope(alice.client.post(turns, "{not json", content_type="application/json"), 400)
+    assert_envelope(alice.post(turns, {"scenarioId": "gate"}), 400, "invalid_request")  # counted
+    for _ in range(2):
+        assert alice.get(URL).status_code == 200
+    assert_envelope(alice.get(URL), 429, "rate_limited")
+
+
 # --- per product: a product's keys and tool tokens share one limit -------------------------------------------------
 
 

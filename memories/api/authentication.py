@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from django.db import connection
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
@@ -12,10 +10,10 @@ import memoryhub.api.schema  # noqa: F401  registers the OpenAPI security scheme
 from memories.services.products import KeySnapshot, api_key_authenticate, api_key_snapshot, hash_key
 from memories.services.tools import TOKEN_PREFIX, tool_token_authenticate
 from memoryhub.api import auth_failures
-from memoryhub.api.authentication import ProductClient, bearer_token
+from memoryhub.api.authentication import KeyAuthentication, ProductClient, bearer_token
 
 
-class ProductKeyAuthentication(BaseAuthentication):
+class ProductKeyAuthentication(KeyAuthentication):
     def authenticate(self, request):
         try:
             return self._authenticate(request)
@@ -28,7 +26,7 @@ class ProductKeyAuthentication(BaseAuthentication):
         if token is None:
             return None
         digest = hash_key(token)
-        if _write_checks_key(request):
+        if self.key_checked_by_write and connection.vendor == "postgresql":
             known = _snapshots.get(digest)
             if known is not None:  # no lookup: the write checks the key in its own statement
                 return _client(known.api_key, known), known.api_key
@@ -85,18 +83,14 @@ class ToolTokenOnlyAuthentication(ToolTokenAuthentication):
 
 
 # --- keys checked by the write itself --------------------------------------------------------------------------
-# A view lists the methods whose one SQL statement checks the key (`key_checked_by_write`, e.g. the memory PUT
-# with `memoryhub_memory_cas_for_key`). For those, a key this process has read before is taken from its snapshot
+# A planned view declares the methods whose one SQL statement checks the key (`Planner.key_checked_by_write`,
+# memoryhub/api/plan.py, e.g. the memory PUT with `memoryhub_memory_cas_for_key`) and makes this authenticator
+# with `key_checked_by_write=True` for them. Then a key this process has read before is taken from its snapshot
 # without a lookup; the write answers KeyChanged if the key or its product changed since, and every other
 # outcome is confirmed by a lookup before it is answered (`confirm_key`): revocation stays exact.
 
 _snapshots: dict[str, KeySnapshot] = {}  # by the hash of the whole key
 _SNAPSHOTS_MAX = 10_000
-
-
-def _write_checks_key(request) -> bool:
-    view = (getattr(request, "parser_context", None) or {}).get("view")
-    return request.method in getattr(view, "key_checked_by_write", ()) and connection.vendor == "postgresql"
 
 
 def _client(api_key, snapshot: KeySnapshot | None = None) -> ProductClient:
@@ -115,16 +109,15 @@ def _remember(token: str) -> KeySnapshot | None:
     return snapshot
 
 
-def confirm_key(request) -> KeySnapshot:
-    """Look up a key taken from its snapshot: the request's caller becomes the key as it is now.
+def confirm_key(request) -> tuple[ProductClient, bool]:
+    """Look up a key taken from its snapshot: the caller as the key is now, and whether the key or its product
+    changed since the snapshot the request started from. Raises AuthenticationFailed if it is no longer active.
 
-    Raises AuthenticationFailed if it is no longer active. Compare the snapshot returned with the one the
-    request started from to know whether anything done with the old one must be done again.
+    Called through `ProductClient.confirm` by `EdgePlan.confirm_key`, which makes the result the request's caller.
     """
-    request.user = replace(request.user, confirm=None)  # looked up once per request, even if the lookup fails
+    started = request.user.key_snapshot
     snapshot = _remember(bearer_token(request) or "")
     if snapshot is None:
-        request.user = None
         raise AuthenticationFailed("unknown or revoked API key")
-    request.user = _client(snapshot.api_key)
-    return snapshot
+    changed = (snapshot.key_version, snapshot.product_version) != (started.key_version, started.product_version)
+    return _client(snapshot.api_key), changed

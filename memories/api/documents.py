@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.api.authentication import confirm_key
 from memories.selectors.documents import memory_document_get, memory_revisions_page
 from memories.services.documents import (
     CheckedReplacement,
@@ -17,7 +18,8 @@ from memories.services.products import KeyChanged
 from memoryhub import working_set
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
-from memoryhub.errors import DomainError
+from memoryhub.api.plan import EdgePlan, Planned, Planner
+from memoryhub.api.views import PlannedView
 
 from .idempotency import HEADER, Answer, idempotent_response
 from .serializers.documents import (
@@ -33,10 +35,21 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 
 
-class MemoryDocumentView(APIView):
+def plan_memory_put(request, url: Mapping[str, Any]) -> Planned[CheckedReplacement]:
+    """A memory PUT's body checked as the write checks it before it is attempted (so a refused write keeps the
+    cached value), and the entry it replaces: its tombstone rides in the rate limiter's round trip
+    (memoryhub/api/throttling.py), so the write does not pay a cache round trip of its own."""
+    address = conversation_address(request, url["user_id"], url["conversation_id"])
+    data = validated(MemoryWriteSerializer, request.data)  # a body that is not JSON is refused before it counts
+    checked = memory_document_check(address=address, expected_revision=data["expectedRevision"], memory=data["memory"])
+    return Planned(checked, tombstones=(json_memory_scope(address),))
+
+
+class MemoryDocumentView(PlannedView):
     """The conversation's JSON memory document (M1–M8)."""
 
-    key_checked_by_write = ("PUT",)  # memories/api/authentication.py: a known key is checked by the write itself
+    # A known key's PUT is checked by the write itself (memories/api/authentication.py).
+    planner = Planner(methods={"PUT": plan_memory_put}, key_checked_by_write=frozenset({"PUT"}))
 
     @extend_schema(responses=MemoryReadSerializer, operation_id="memory_get")
     def get(self, request, user_id: str, conversation_id: str):
@@ -50,60 +63,31 @@ class MemoryDocumentView(APIView):
         operation_id="memory_replace",
     )
     def put(self, request, user_id: str, conversation_id: str):
-        snapshot = request.user.key_snapshot
+        plan: EdgePlan[CheckedReplacement] = self.plan(request)
+        snapshot = plan.client.key_snapshot if plan.client else None
         if snapshot is None:
-            return self._replace(request, user_id, conversation_id)
+            return self._replace(request, plan)
         if HEADER in request.headers:  # a replayed answer comes from the run-once store, not from the write
-            self._confirm(request, snapshot)
-            return self._replace(request, user_id, conversation_id)
+            self.confirm_key(request)
+            return self._replace(request, plan)
         try:
-            return self._replace(request, user_id, conversation_id, key=snapshot)
+            return self._replace(request, plan, key=snapshot)
         except Exception as refused:
-            if not self._confirm(request, snapshot) and not isinstance(refused, KeyChanged):
-                raise  # the key and its product are as they were: the answer stands
-            return self._replace(request, user_id, conversation_id)
+            # Look the key up (401 if it is gone); unless it or its product changed, the answer stands. If
+            # they did, the plan was made again for them (memoryhub/api/views.py): start over with it.
+            if not self.confirm_key(request) and not isinstance(refused, KeyChanged):
+                raise
+            return self._replace(request, plan)
 
     @staticmethod
-    def _confirm(request, snapshot) -> bool:
-        """Look the key up (401 if it is gone); True if it or its product changed: then start over with them."""
-        fresh = confirm_key(request)
-        changed = (fresh.key_version, fresh.product_version) != (snapshot.key_version, snapshot.product_version)
-        if changed:
-            request.memory_put, request.working_set_invalidated = None, ()
-        return changed
-
-    def _replace(self, request, user_id: str, conversation_id: str, key=None):
-        checked = getattr(request, "memory_put", None)  # what working_set_writes found valid, not checked twice
-        if checked is None:
-            address = conversation_address(request, user_id, conversation_id)
-            checked = self._check(address, validated(MemoryWriteSerializer, request.data))
+    def _replace(request, plan: EdgePlan[CheckedReplacement], key=None):
+        checked = plan.validated()
 
         def perform() -> Answer:
             return Answer(200, {"revision": memory_document_write(checked, actor=request.user.actor, key=key)})
 
-        with working_set.invalidated_ahead(getattr(request, "working_set_invalidated", ())):
+        with working_set.invalidated_ahead(plan.admission.invalidated):
             return idempotent_response(request, checked.address.product, "memory.replace", perform)
-
-    @staticmethod
-    def _check(address, data: dict) -> CheckedReplacement:
-        return memory_document_check(address=address, expected_revision=data["expectedRevision"], memory=data["memory"])
-
-    def working_set_writes(self, request) -> list[working_set.Scope]:
-        """The entry a valid PUT replaces: its tombstone rides in the rate limiter's round trip
-        (memoryhub/api/throttling.py), so the write does not pay a cache round trip of its own.
-
-        Only for a body that passes every check the write makes before it is attempted, so that a refused
-        write keeps the cached value; anything else is left to `put`, which refuses it as usual.
-        """
-        if request.method != "PUT":
-            return []
-        try:
-            address = conversation_address(request, self.kwargs["user_id"], self.kwargs["conversation_id"])
-            data = validated(MemoryWriteSerializer, request.data)  # a body that is not JSON is refused here
-            request.memory_put = self._check(address, data)
-        except (DomainError, ValidationError):
-            return []
-        return [json_memory_scope(address)]
 
 
 class MemoryRevisionListView(APIView):

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
@@ -20,6 +22,8 @@ from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
+from memoryhub.api.plan import EdgePlan, Planned, Planner
+from memoryhub.api.views import PlannedView
 from memoryhub.identifiers import ID_PATTERN
 from memoryhub.timefmt import iso
 
@@ -41,7 +45,39 @@ from .serializers.turns import (
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
 
 
-class TurnPrepareView(APIView):
+@dataclass(frozen=True)
+class PrepareInput:
+    """A prepare's validated input, and the entries it reads (predicted from the scenario as last seen)."""
+
+    address: ConversationAddress
+    request: TurnRequest
+    scopes: tuple[ConversationAddress, str, list[working_set.Scope]]  # turn_prepare's `scopes`
+
+
+def plan_turn_prepare(request, url: Mapping[str, Any]) -> Planned[PrepareInput]:
+    """The prepare's address and body, validated, and the entries it reads: fetched in the rate limiter's round
+    trip (memoryhub/api/throttling.py), so the prepare pays no cache round trip of its own on a warm store."""
+    address = conversation_address(request, url["user_id"], url["conversation_id"])
+    data = validated(TurnPrepareSerializer, request.data)
+    turn_request = TurnRequest(
+        scenario_slug=data["scenarioId"],
+        user_message=data["userMessage"],
+        subscription_category=data.get("subscriptionCategory"),
+        request_id=data.get("requestId"),
+        replaces_turn_id=data.get("replacesTurnId"),
+        name=data.get("name"),
+        user_name=data.get("userName"),
+        present=witness_names(data.get("present", [])),
+    )
+    slug = turn_request.scenario_slug
+    # A slug that is not an id names no scenario (and would not even make a cache key): the prepare refuses it.
+    scopes = turn_prepare_scopes(address, slug) if ID_PATTERN.fullmatch(slug) else []
+    return Planned(PrepareInput(address, turn_request, (address, slug, scopes)), prefetch=tuple(scopes))
+
+
+class TurnPrepareView(PlannedView):
+    planner = Planner(methods={"POST": plan_turn_prepare})
+
     @extend_schema(
         request=TurnPrepareSerializer,
         responses={201: TurnSerializer},
@@ -51,41 +87,11 @@ class TurnPrepareView(APIView):
         "413 prompt_too_large with details.characters and details.limit, and no turn is recorded.",
     )
     def post(self, request, user_id: str, conversation_id: str):
-        address = conversation_address(request, user_id, conversation_id)
-        data = validated(TurnPrepareSerializer, request.data)
-        with working_set.prefetched(getattr(request, "working_set_prefetch", None)):
-            turn = turn_prepare(
-                address=address,
-                scopes=getattr(request, "turn_prepare_scopes", None),  # what the limiter fetched, not computed twice
-                request=TurnRequest(
-                    scenario_slug=data["scenarioId"],
-                    user_message=data["userMessage"],
-                    subscription_category=data.get("subscriptionCategory"),
-                    request_id=data.get("requestId"),
-                    replaces_turn_id=data.get("replacesTurnId"),
-                    name=data.get("name"),
-                    user_name=data.get("userName"),
-                    present=witness_names(data.get("present", [])),
-                ),
-            )
+        plan: EdgePlan[PrepareInput] = self.plan(request)
+        prepare = plan.validated()
+        with working_set.prefetched(plan.admission.prefetched):
+            turn = turn_prepare(address=prepare.address, request=prepare.request, scopes=prepare.scopes)
         return Response(turn_to_dict(turn), status=201)
-
-    def working_set_scopes(self, request) -> list:
-        """The entries a prepare reads, fetched in the rate limiter's round trip (memoryhub/api/throttling.py).
-
-        Only a hint: the raw body is peeked at without validating it (a bad body is refused by `post` as usual,
-        and entries not fetched here are read by the prepare itself).
-        """
-        try:
-            slug = json.loads(request._request.body).get("scenarioId")
-            user_id, conversation_id = self.kwargs["user_id"], self.kwargs["conversation_id"]
-        except Exception:
-            return []
-        if not isinstance(slug, str) or not ID_PATTERN.fullmatch(slug):
-            return []  # not an id (a lone surrogate would not even make a cache key): `post` refuses it
-        address = ConversationAddress(request.user.product, user_id, conversation_id)
-        request.turn_prepare_scopes = (address, slug, turn_prepare_scopes(address, slug))
-        return request.turn_prepare_scopes[2]
 
 
 class TurnDetailView(APIView):

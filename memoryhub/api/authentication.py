@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rest_framework.authentication import get_authorization_header
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
@@ -23,14 +23,23 @@ class ProductClient:
     claims: dict = field(default_factory=dict)
     is_authenticated: bool = True
     # Set when the key was taken from this process's snapshot without a lookup: only a write that checks the
-    # key in its own statement may rely on it; anything else calls `confirm(request)` first, which looks the key
-    # up and replaces request.user, or raises AuthenticationFailed (memories/api/authentication.py).
+    # key in its own statement may rely on it; anything else is confirmed first (memoryhub/api/plan.py
+    # `EdgePlan.confirm_key`): `confirm(request)` looks the key up and returns the caller as it is now and whether
+    # the key or its product changed since, or raises AuthenticationFailed (memories/api/authentication.py).
     key_snapshot: object = None
-    confirm: Callable[[Any], object] | None = None
+    confirm: Callable[[Any], tuple[ProductClient, bool]] | None = None
 
     @property
     def actor(self) -> Actor:
         return Actor(self.actor_type, self.actor_id)
+
+
+class KeyAuthentication(BaseAuthentication):
+    """An authenticator a planned view tells, when it makes it, whether this request's write checks the key in its
+    own statement (`Planner.key_checked_by_write`, memoryhub/api/plan.py): then a known key needs no lookup."""
+
+    def __init__(self, *, key_checked_by_write: bool = False) -> None:
+        self.key_checked_by_write = key_checked_by_write
 
 
 def bearer_token(request) -> str | None:

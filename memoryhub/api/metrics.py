@@ -30,7 +30,7 @@ class MetricsMiddleware:
 
 def route_of(request) -> str:
     """The URL pattern; static files (answered by whitenoise before any URL is resolved) count as one route."""
-    match = getattr(request, "resolver_match", None)
+    match = request.resolver_match  # None until a URL pattern matched (Django sets it on every request)
     if match is not None:
         return match.route
     if request.path.startswith(STATIC_PREFIX):

@@ -9,6 +9,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from memoryhub import working_set
 
 from .authentication import ProductClient
+from .plan import Admission, plan_of
 
 
 class PerKeyRateThrottle(SimpleRateThrottle):
@@ -24,6 +25,7 @@ class PerKeyRateThrottle(SimpleRateThrottle):
 
     scope = "per_key"
     product_scope = "per_product"
+    _wait: float | None = None
 
     def get_cache_key(self, request, view):
         if not isinstance(request.user, ProductClient):
@@ -44,21 +46,23 @@ class PerKeyRateThrottle(SimpleRateThrottle):
             limits.append((product_key, product_requests, product_duration))
         now = self.timer()
         windows = [_Window(key, limit, duration, now) for key, limit, duration in limits]
-        scopes, writes = getattr(view, "working_set_scopes", None), getattr(view, "working_set_writes", None)
-        counts, request.working_set_prefetch, request.working_set_invalidated = _count(
+        plan = plan_of(request)  # memoryhub/api/plan.py: None for a view that does not plan
+        counts, prefetched, invalidated = _count(
             windows,
-            scopes=scopes(request) if scopes else (),
-            invalidations=writes(request) if writes else (),
+            scopes=plan.prefetch if plan else (),
+            invalidations=plan.tombstones if plan else (),
         )
         waits = [window.wait(*count) for window, count in zip(windows, counts, strict=True)]
-        if not any(waits):
+        self._wait = max((wait for wait in waits if wait), default=None)
+        if plan is not None:
+            plan.admission = Admission(self._wait, prefetched, tuple(invalidated))
+        if self._wait is None:
             return True
         _uncount([window.current_key for window in windows])
-        self._wait = max(wait for wait in waits if wait)
         return False
 
     def wait(self) -> float | None:
-        return getattr(self, "_wait", None)
+        return self._wait
 
 
 class _Window:
@@ -91,11 +95,11 @@ def _count(windows: list[_Window], *, scopes=(), invalidations=()) -> tuple[list
     """Count this request in every window's current count; return each (current, previous), the entries read and
     the keys invalidated.
 
-    With Redis, the working-set entries the view declares (`view.working_set_scopes(request)`, read by the
-    view inside `working_set.prefetched`) are read in the same round trip: a prepare's scenario, round
-    counter and sources cost no round trip of their own. Likewise the tombstones of the entries a valid
-    write will replace (`view.working_set_writes(request)`, the write then runs inside
-    `working_set.invalidated_ahead`): a memory PUT pays one cache round trip, not two.
+    With Redis, the working-set entries the request's plan prefetches (`EdgePlan.prefetch`, read by the view
+    inside `working_set.prefetched`) are read in the same round trip: a prepare's scenario, round counter and
+    sources cost no round trip of their own. Likewise the tombstones of the entries its valid write will
+    replace (`EdgePlan.tombstones`, the write then runs inside `working_set.invalidated_ahead`): a memory PUT
+    pays one cache round trip, not two.
     """
     client = _redis_client()
     if client is None:  # the local-memory cache: per process (docs/production.md#rate-limits)

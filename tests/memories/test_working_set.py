@@ -292,7 +292,7 @@ def test_on_redis_a_refused_put_writes_no_tombstone(alice, gate, monkeypatch):
 
 
 def test_a_memory_put_checks_its_body_once(alice, monkeypatch):
-    # working_set_writes checks the body before the limiter's round trip; the write reuses that check
+    # the PUT's plan checks the body before the limiter's round trip; the write reuses that check
     checks: list[object] = []
     validate = documents_service.validate_memory
 
