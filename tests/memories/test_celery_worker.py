@@ -9,9 +9,9 @@ from django.db import connection
 
 from memories.models import Event, Turn
 from memories.tasks import AUDIT, BACKGROUND_DONE, turn_background_done_record, turn_committed_audit
-from memoryhub.turn_jobs import run_turn_job
 from memoryhub.outbox import services as outbox_services
 from memoryhub.runtimes import registry
+from memoryhub.turn_jobs import run_turn_job
 from tests.support.processes import wait_for
 from tests.support.registry import only_commit_hooks
 
