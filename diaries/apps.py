@@ -8,11 +8,12 @@ class DiariesConfig(AppConfig):
     verbose_name = "Diaries"
 
     def ready(self) -> None:
+        from memoryhub import turn_jobs
         from memoryhub.runtimes import registry
 
         from .producers import compass_scopes, produce_compass_memory
         from .rollback import diary_redo_turn, diary_undo_turn
-        from .tasks import WORK, enqueue_diary_plan
+        from .tasks import RETRIED, RETRY, WORK, diary_plan_run, enqueue_diary_plan
 
         registry.register_source(
             "compassMemory",
@@ -23,6 +24,16 @@ class DiariesConfig(AppConfig):
         )
         registry.register_scenario_section("diary", validate_diary_section)
         registry.register_commit_hook(WORK, enqueue_diary_plan)  # memoryWrite.work names it
+        turn_jobs.register(
+            WORK,
+            diary_plan_run,
+            queue="diaries",
+            retry_on=RETRIED,
+            retry=RETRY,
+            reports=True,
+            rerun_refusal=lambda turn_pk: None,  # a failed plan wrote nothing: running it again is always safe
+            rerun_permission="diaries.change_diarystate",
+        )
         registry.register_supersede_hook(WORK, diary_undo_turn)
         registry.register_reapply_hook(WORK, diary_redo_turn)
 

@@ -13,8 +13,11 @@ class MemoriesConfig(AppConfig):
 
         register_converter(RowIdConverter, "id")  # before any URLconf is imported
 
+        from memoryhub import turn_jobs
+
         from .producers import json_memory_scopes, produce_json_memory
-        from .tasks import enqueue_turn_committed_audit
+        from .services.memory_write import memory_write_finish
+        from .tasks import AUDIT, enqueue_turn_committed_audit, turn_committed_audit_run
 
         registry.register_source(
             "jsonMemory",
@@ -24,3 +27,8 @@ class MemoriesConfig(AppConfig):
             scopes=json_memory_scopes,
         )
         registry.register_commit_hook("memories.turn_committed_audit", enqueue_turn_committed_audit)
+        turn_jobs.register(AUDIT, turn_committed_audit_run)
+        # A reporting job's end is recorded in its turn's memoryWrite (memories owns the Turn).
+        turn_jobs.set_reporter(
+            lambda turn_pk, work, failure: memory_write_finish(turn_pk=turn_pk, work=work, failure=failure)
+        )

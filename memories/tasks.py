@@ -1,14 +1,12 @@
-"""Celery interface of this app: thin tasks taking ids, idempotent under redelivery (acks_late)."""
+"""The audit, this app's job after a turn (memoryhub/turn_jobs.py runs it): idempotent under redelivery."""
 
 from __future__ import annotations
 
-from celery import shared_task
 from django.db import transaction
 
 from memories.models import Event, Turn
 from memories.services.events import event_emit_for_turn
-from memoryhub import outbox
-from memoryhub.transient import TRANSIENT_ERRORS
+from memoryhub import turn_jobs
 
 BACKGROUND_DONE = "turn.background_done"
 
@@ -36,19 +34,21 @@ def turn_background_done_record(*, turn_pk: int) -> bool:
     return True
 
 
-@shared_task(
-    name="memories.turn_committed_audit",
-    acks_late=True,
-    autoretry_for=TRANSIENT_ERRORS,  # the database briefly away: retried, not lost (memoryhub/transient.py)
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
-)
-def turn_committed_audit(turn_pk: int) -> bool:
+# The audit's job name (memoryhub/turn_jobs.py); its commit hook is registered under the old task name, which
+# `turn.completed`'s "scheduled" list never names (the audit reports nothing: it is not memory work).
+AUDIT = "audit"
+
+
+def turn_committed_audit_run(turn_pk: int, attempt: turn_jobs.Attempt) -> bool:
+    """The audit job: record once that the background work of the turn ran."""
     return turn_background_done_record(turn_pk=turn_pk)
+
+
+# Rows and messages written under the former task name still run (see turn_jobs.legacy_task).
+turn_committed_audit = turn_jobs.legacy_task("memories.turn_committed_audit", AUDIT)
 
 
 def enqueue_turn_committed_audit(turn_pk: int) -> bool:
     """The commit hook: an outbox row in the turn-commit transaction, sent once it commits (none on rollback)."""
-    outbox.schedule(turn_committed_audit.name, {"turn_pk": turn_pk}, dedup_key=f"{turn_committed_audit.name}:{turn_pk}")
+    turn_jobs.schedule(AUDIT, turn_pk)
     return False  # bookkeeping, not a memory write: it must not make memoryWrite "pending"

@@ -223,14 +223,19 @@ LONGTERM_EXPIRY_SWEEP_SECONDS = env_int("LONGTERM_EXPIRY_SWEEP_SECONDS", 300, mi
 # One queue per kind of background work, so each can get its own worker pool (docs/scaling.md); a worker
 # started without -Q consumes them all.
 CELERY_TASK_QUEUES = [Queue(name, routing_key=name) for name in ("celery", "diaries", "tables", "embeddings", "outbox")]
-CELERY_TASK_ROUTES = {
-    "diaries.*": {"queue": "diaries"},
-    "compact.*": {"queue": "diaries"},  # the summariser again
-    "tables.*": {"queue": "tables"},
-    "longterm.*": {"queue": "embeddings"},  # long-term memories' maintenance (vectors)
-    "history.*": {"queue": "embeddings"},  # message vectors of the history index
-    "outbox.*": {"queue": "outbox"},
-}
+CELERY_TASK_ROUTES = (
+    # The jobs after a turn share one task, `turn_jobs.run`: it goes to the queue its job registered (diaries and
+    # compaction: "diaries", the summariser; table edits: "tables"; the audit and webhook deliveries: "celery").
+    "memoryhub.turn_jobs.route",
+    {
+        "diaries.*": {"queue": "diaries"},  # diaries.plan_diary, the former task name (a thin alias)
+        "compact.*": {"queue": "diaries"},  # the summariser again
+        "tables.*": {"queue": "tables"},
+        "longterm.*": {"queue": "embeddings"},  # long-term memories' maintenance (vectors)
+        "history.*": {"queue": "embeddings"},  # message vectors of the history index
+        "outbox.*": {"queue": "outbox"},
+    },
+)
 CELERY_BEAT_SCHEDULE = {
     "outbox-relay": {"task": "outbox.relay", "schedule": float(OUTBOX_RELAY_INTERVAL_SECONDS)},
     "longterm-delete-expired": {

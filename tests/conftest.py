@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 
-from memoryhub import faults
+from memoryhub import faults, turn_jobs
 from memoryhub.api import auth_failures
 from memoryhub.runtimes import registry
 from tests.support import openapi
@@ -117,9 +117,10 @@ def _clear_cache():
 
 @pytest.fixture(autouse=True)
 def _registry_reset():
-    """Runtimes, sources, commit hooks and sections a test registered or removed are restored after it."""
+    """Runtimes, sources, commit hooks, sections and turn jobs a test registered or removed are restored after it."""
     yield
     registry.reset()
+    turn_jobs.reset()
 
 
 @pytest.fixture(autouse=True)

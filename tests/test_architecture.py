@@ -127,18 +127,50 @@ def test_no_app_holds_more_than_about_thirty_percent_of_the_code() -> None:
     assert max(shares.values()) <= 0.33, shares
 
 
-def test_the_transient_errors_are_defined_once_and_every_job_task_retries_them() -> None:
-    """memoryhub/transient.py is the one list; a task with its own copy drifts (tables had one, compact none)."""
-    from diaries.tasks import diary_plan_task
-    from memories.compact.tasks import compact_history_task
-    from memoryhub.transient import TRANSIENT_ERRORS
-    from tables.tasks import apply_table_edits
+def test_the_transient_errors_are_defined_once_and_every_job_retries_them_through_one_policy() -> None:
+    """memoryhub/transient.py is the one list and memoryhub/turn_jobs.py the one place a job's errors are retried;
+    a task with its own copy or its own autoretry drifts (tables had a copy, compaction retried no blips)."""
+    from memoryhub.celery import app
 
     drivers = {"redis.exceptions.ConnectionError", "django_redis.exceptions.ConnectionInterrupted"}
     copies = sorted(m for m, imported in GRAPH.items() if imported & drivers and m != "memoryhub.transient")
     assert copies in ([], ["memoryhub.api.handler", "memoryhub.runtimes.common"]), copies  # they map, not retry
-    for task in (diary_plan_task, compact_history_task, apply_table_edits):
-        assert set(TRANSIENT_ERRORS) <= set(task.autoretry_for), task.name
+    own_retries = sorted(name for name, task in app.tasks.items() if getattr(task, "autoretry_for", None))
+    assert own_retries == [], own_retries
+
+
+# The modules that write outbox rows themselves: the job registry, and the lifecycle/history jobs that are not work
+# after a turn (an erasure, an export, an import, message embeddings follow their own rows).
+OUTBOX_WRITERS = {
+    "memoryhub.turn_jobs",
+    "memories.lifecycle.services.erasure",
+    "memories.lifecycle.services.export",
+    "memories.lifecycle.services.imports",
+    "memories.history.services.indexing",
+}
+
+
+def _calls(path: Path) -> set[str]:
+    """The names a module calls: `f(…)` as "f", `x.f(…)` as "x.f" and "f"."""
+    called: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called.add(node.func.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            called.add(node.func.attr)
+            if isinstance(node.func.value, ast.Name):
+                called.add(f"{node.func.value.id}.{node.func.attr}")
+    return called
+
+
+def test_work_after_a_turn_is_scheduled_only_through_the_job_registry() -> None:
+    """No module but memoryhub/turn_jobs.py writes a job's outbox row or sends a task itself (the webhook sweep
+    called `deliver.delay`; the diary, table, compaction and audit hooks each wrote their own rows)."""
+    modules = _product_modules()
+    writers = sorted(m for m, path in modules.items() if {"outbox.schedule", "outbox_schedule"} & _calls(path))
+    assert writers == sorted(OUTBOX_WRITERS | {"memoryhub.outbox"}), writers  # memoryhub.outbox: the contract
+    senders = sorted(m for m, path in modules.items() if {"delay", "apply_async", "send_task"} & _calls(path))
+    assert senders == ["memoryhub.outbox.services"], senders
 
 
 def test_the_subscription_categories_are_defined_once() -> None:
@@ -314,3 +346,38 @@ def test_views_that_plan_declare_their_planner() -> None:
     assert TurnPrepareView.planner.methods == {"POST": plan_turn_prepare}
     hooks = {"working_set_scopes", "working_set_writes", "key_checked_by_write"}
     assert not [name for view in (MemoryDocumentView, TurnPrepareView) for name in hooks if name in vars(view)]
+
+
+def _module_of(name: str) -> str | None:
+    """The product module an imported name lives in (`from a.b import c` names a.b.c: a module or a name in a.b)."""
+    while name and name not in GRAPH:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """No module imports, at any depth, a module that imports it back (memories/webhooks/tasks.py and
+    services/deliveries.py were such a pair): the graph of product modules has no strongly connected component."""
+    follows = {
+        module: {
+            target
+            for name in imported
+            if (target := _module_of(name)) and target != module and not module.startswith(target + ".")
+        }
+        for module, imported in GRAPH.items()
+    }
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in follows.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    reach = {module: reaches(module) for module in follows}
+    cycles = sorted(
+        f"{module} -> {target}" for module, targets in follows.items() for target in targets if module in reach[target]
+    )
+    assert cycles == [], cycles

@@ -14,6 +14,7 @@ class CompactConfig(AppConfig):
         from django.db.models.signals import post_save
 
         from memories.models import Conversation
+        from memoryhub import turn_jobs
         from memoryhub.runtimes import registry
 
         from .policy import SECTION, validate_compact_section
@@ -21,7 +22,7 @@ class CompactConfig(AppConfig):
         from .selectors import AGENT_REF, VARIABLE
         from .services import compaction_reapply_hook, compaction_supersede_hook
         from .signals import conversation_saved
-        from .tasks import WORK, schedule_compaction
+        from .tasks import RETRIED, RETRY, WORK, compaction_run, schedule_compaction
 
         registry.register_source(
             VARIABLE,
@@ -33,6 +34,7 @@ class CompactConfig(AppConfig):
         )
         registry.register_scenario_section(SECTION, validate_compact_section)
         registry.register_commit_hook(WORK, schedule_compaction)
+        turn_jobs.register(WORK, compaction_run, queue="diaries", retry_on=RETRIED, retry=RETRY, reports=True)
         registry.register_supersede_hook(WORK, compaction_supersede_hook)
         registry.register_reapply_hook(WORK, compaction_reapply_hook)
         post_save.connect(conversation_saved, sender=Conversation, dispatch_uid="compact.history_working_set")

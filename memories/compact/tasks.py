@@ -1,58 +1,43 @@
-"""Celery interface of compaction: the commit hook schedules it, the task calls one service."""
+"""Compaction, this app's job after a turn: the commit hook schedules it, the job calls one service
+(memoryhub/turn_jobs.py runs it, retrying the database's or Redis's blips and, here, the summariser's failures)."""
 
 from __future__ import annotations
 
-from celery import shared_task
-
 from memories.models import Turn
-from memories.services.memory_write import failure_reason, memory_write_finish
-from memoryhub import outbox
+from memoryhub import turn_jobs
 from memoryhub.addresses import ConversationAddress
 from memoryhub.clients.errors import UpstreamError
-from memoryhub.transient import TRANSIENT_ERRORS
 
 from .policy import scenario_policy
 from .selectors import scenario_uses_history
 from .services import compaction_due, compaction_for_turn
 
 MAX_RETRIES = 3
-# The summariser's failures and the database's or Redis's blips: the attempt rolled back, running it again is safe.
-RETRIED: tuple[type[Exception], ...] = (UpstreamError, *TRANSIENT_ERRORS)
-# The name the commit hook is registered under.
+# The summariser's failures, retried under this job's policy: the attempt rolled back, running it again is safe.
+RETRY = turn_jobs.RetryPolicy(max_retries=MAX_RETRIES, backoff_seconds=5, backoff_max_seconds=300)
+RETRIED: tuple[type[Exception], ...] = (UpstreamError,)
+# The job's name: the turn's memoryWrite.work names it, and its commit hook is registered under it.
 WORK = "compact"
 
 
-@shared_task(
-    bind=True,
-    name="compact.compact_history",
-    autoretry_for=RETRIED,
-    max_retries=MAX_RETRIES,
-    retry_backoff=5,
-    retry_backoff_max=300,
-    retry_jitter=True,
-)
-def compact_history_task(self, turn_pk: int, trigger: str = "threshold") -> str:
-    """Compact; the turn's memoryWrite learns the end (an attempt that will be retried reports nothing)."""
-    retries = self.request.retries or 0
-    try:
-        outcome = compaction_for_turn(
-            turn_pk=turn_pk, trigger=trigger, attempt=retries, retries_left=MAX_RETRIES - retries
-        )
-    except Exception as exc:
-        if not (isinstance(exc, RETRIED) and retries < MAX_RETRIES):
-            memory_write_finish(turn_pk=turn_pk, work=WORK, failure=failure_reason(exc))
-        raise
+def compaction_run(turn_pk: int, attempt: turn_jobs.Attempt, trigger: str = "threshold") -> turn_jobs.Outcome:
+    """Compact; the turn's memoryWrite learns the end through turn_jobs."""
+    outcome = compaction_for_turn(
+        turn_pk=turn_pk, trigger=trigger, attempt=attempt.number, retries_left=attempt.retries_left
+    )
     # "conflict" (another compaction was kept) and "range_changed" (a regeneration; the next prepare rebuilds)
     # leave nothing to do; "failed" (the budget leaves no room for a summary) is a failure.
-    memory_write_finish(turn_pk=turn_pk, work=WORK, failure=outcome.reason if outcome.outcome == "failed" else None)
-    return outcome.outcome
+    return turn_jobs.Outcome(outcome.outcome, outcome.reason if outcome.outcome == "failed" else None)
+
+
+# Rows and messages written under the former task name still run (see turn_jobs.legacy_task).
+compact_history_task = turn_jobs.legacy_task("compact.compact_history", WORK, params=("trigger",))
 
 
 def enqueue_compaction(turn_pk: int, trigger: str) -> None:
     """The one place a compaction is enqueued: an outbox row in the turn-commit transaction (none on a
     rollback), sent once it commits and re-sent by the outbox relay until a worker has run it."""
-    name = compact_history_task.name
-    outbox.schedule(name, {"turn_pk": turn_pk, "trigger": trigger}, dedup_key=f"{name}:{turn_pk}")
+    turn_jobs.schedule(WORK, turn_pk, trigger=trigger)
 
 
 def schedule_compaction(turn_pk: int) -> bool:

@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 
 from diaries.models import DiaryPlanRecord
 from memories.console import metrics_read
+from memories.console.services import rerunnable_jobs
 from memories.hinos.models import FailedHinosCommit
 from memories.longterm.models import AdmissionRefusal
 from memories.models import Product, Turn
@@ -39,7 +40,6 @@ DASHBOARD_PERMISSIONS = (
 )
 WINDOW = timedelta(hours=24)
 SEARCH_ROUTE_SUFFIX = "memories/search"  # the route label of POST/GET /v1/users/{u}/memories/search
-JOBS = ("diaries", "tables")  # the commit hooks' work names in Turn.memory_write["work"]
 FAILED_JOBS_SHOWN = 10
 # The conflict metric's `kind` label → the admin list of the rows of that kind.
 CONFLICT_KIND_LISTS = {
@@ -206,7 +206,7 @@ def _table_jobs(product: Product, since: datetime, scope: dict) -> list[Figure]:
 
 def _failed_jobs(product: Product, since: datetime) -> list[FailedJob]:
     jobs: list[FailedJob] = []
-    for work in JOBS:
+    for work in rerunnable_jobs():  # the registered jobs an operator may re-run (memoryhub/turn_jobs.py)
         turns = Turn.objects.filter(product=product, created_at__gte=since, **{f"memory_write__work__{work}": "failed"})
         for turn in turns.order_by("-id")[:FAILED_JOBS_SHOWN]:
             url = reverse("console:rerun", args=[turn.pk, work])

@@ -15,13 +15,13 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from memories.console.services import (
-    PERMISSIONS,
-    TASKS,
     ActionOutcome,
     hinos_resend,
     job_rerun,
     job_rerun_refusal,
     key_revoke,
+    permission_for,
+    rerunnable_jobs,
 )
 from memories.hinos.models import FailedHinosCommit
 from memories.models import ApiKey, Product, Turn
@@ -42,7 +42,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 def _require(request: HttpRequest, action: str) -> None:
-    if not request.user.has_perm(PERMISSIONS[action]):
+    if not request.user.has_perm(permission_for(action)):
         raise PermissionDenied
 
 
@@ -68,7 +68,7 @@ def _back(product_id: str) -> str:
 
 
 def rerun(request: HttpRequest, turn_pk: int, work: str) -> HttpResponse:
-    if work not in TASKS:
+    if work not in rerunnable_jobs():
         raise Http404
     _require(request, work)
     turn = get_object_or_404(Turn.objects.select_related("product"), pk=turn_pk)

@@ -2,15 +2,15 @@
 
 The commit (``turn_commit``, and the Hinos server's stored turn) runs the registered commit hooks; each hook
 that scheduled memory work for the turn is named in ``memoryWrite.work`` as ``"pending"``. The work itself
-(the Celery task the hook enqueued) reports its end with :func:`memory_write_finish` — on success, and on
-its final failure (never on an attempt that Celery will retry). When every named work has reported, the
-status becomes ``done``, or ``failed`` with the reasons of the works that failed. The contract is written
-down in docs/contract.md ("Turns: memoryWrite").
+(a job of memoryhub/turn_jobs.py, whose reporter memories points here) reports its end with
+:func:`memory_write_finish` — on success, and on its final failure (never on an attempt that will be retried).
+When every named work has reported, the status becomes ``done``, or ``failed`` with the reasons of the works
+that failed. The contract is written down in docs/contract.md ("Turns: memoryWrite").
 """
 
 from __future__ import annotations
 
-from django.db import DatabaseError, transaction
+from django.db import transaction
 
 from memories.models import Turn
 from memories.services.events import event_emit_for_turn
@@ -61,11 +61,3 @@ def memory_write_finish(*, turn_pk: int, work: str, failure: str | None = None) 
         if write["status"] != PENDING:
             event_emit_for_turn(turn, FINISHED_EVENT, {"round": turn.round, "memoryWrite": write})
     return write
-
-
-def failure_reason(exc: BaseException) -> str:
-    """The reason a client reads in `memoryWrite`. A database error's text quotes SQL and stored values: the
-    client gets its class only (the worker's log keeps the whole error)."""
-    if isinstance(exc, DatabaseError):
-        return f"{type(exc).__name__}: a database error (its text is in the worker's log)"
-    return f"{type(exc).__name__}: {exc}"[:500]

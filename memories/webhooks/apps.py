@@ -13,14 +13,14 @@ class WebhooksConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from memoryhub import events, outbox
+        from memoryhub import events, turn_jobs
 
         from . import tasks  # noqa: F401  (registers the Celery tasks)
-        from .services.deliveries import DELIVER_TASK, on_event
+        from .services.deliveries import DELIVERY_JOB, delivery_job_run, on_event
 
         events.subscribe("webhooks", on_event)
         # A delivery waits on a receiver: never inside the write's request, even with tasks in-process.
-        outbox.run_in_background(DELIVER_TASK)
+        turn_jobs.register(DELIVERY_JOB, delivery_job_run, subject="webhookdelivery_pk", in_background=True)
         # Every way an endpoint changes (services, admin, bulk delete) keeps the product's counter exact.
         post_save.connect(_endpoints_changed, sender="webhooks.WebhookEndpoint", dispatch_uid="webhooks-endpoint-saved")
         post_delete.connect(

@@ -1,16 +1,15 @@
-"""Celery interface of the webhooks: thin tasks, idempotent (an attempt is claimed once, see services)."""
+"""Celery interface of the webhooks: the beat sweep (attempts themselves are the turn_jobs job "webhook_delivery")."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from .services.deliveries import deliveries_retry_due, delivery_attempt, messages_purge
+from memoryhub import turn_jobs
 
+from .services.deliveries import DELIVERY_JOB, deliveries_retry_due, messages_purge
 
-@shared_task(name="webhooks.deliver", acks_late=True)
-def deliver(webhookdelivery_pk: int, attempt: int = 0, trigger: str = "auto") -> str:
-    made = delivery_attempt(delivery_pk=webhookdelivery_pk, attempt=attempt, trigger=trigger)
-    return made.outcome if made else "skipped"
+# Rows and messages written under the former task name still run (see turn_jobs.legacy_task).
+deliver = turn_jobs.legacy_task("webhooks.deliver", DELIVERY_JOB, params=("attempt", "trigger"))
 
 
 @shared_task(name="webhooks.retry_due")

@@ -12,6 +12,7 @@ See docs/outbox.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -26,11 +27,12 @@ def schedule(task_name: str, kwargs: dict[str, Any], dedup_key: str) -> bool:
     return outbox_schedule(task_name=task_name, kwargs=kwargs, dedup_key=dedup_key)
 
 
-def run_in_background(task_name: str) -> None:
-    """Never run `task_name` inside the request that scheduled it, even when tasks run in-process (no broker)."""
+def run_in_background(task_name: str, when: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    """Never run `task_name` inside the request that scheduled it, even when tasks run in-process (no broker);
+    with `when`, only the rows whose arguments it accepts (one job of the generic task `turn_jobs.run`)."""
     from .services import run_in_background as register
 
-    register(task_name)
+    register(task_name, when)
 
 
 def background_wait(timeout: float = 30.0) -> None:

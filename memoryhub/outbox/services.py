@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -67,16 +68,21 @@ def outbox_dispatch(pk: int, task_name: str, kwargs: dict[str, Any]) -> bool:
 # background threads instead, so the request answers as soon as its write committed, however slow the
 # receivers are. Its row stays pending until the thread acknowledges it: a lost process leaves it to the relay.
 
-_IN_BACKGROUND: set[str] = set()
+# task name -> the predicates on its arguments (None: every row of the task).
+_IN_BACKGROUND: dict[str, list[Callable[[dict[str, Any]], bool] | None]] = {}
 _POOL_SIZE = 4  # one on SQLite, which takes one writer at a time
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 _running: set[Future] = set()
 
 
-def run_in_background(task_name: str) -> None:
-    """Never run `task_name` inside the request that scheduled it, even when tasks run in-process."""
-    _IN_BACKGROUND.add(task_name)
+def run_in_background(task_name: str, when: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    """Never run `task_name` (with `when`: the rows it accepts) inside the request that scheduled it."""
+    _IN_BACKGROUND.setdefault(task_name, []).append(when)
+
+
+def _runs_in_background(task_name: str, kwargs: dict[str, Any]) -> bool:
+    return any(when is None or when(kwargs) for when in _IN_BACKGROUND.get(task_name, ()))
 
 
 def background_wait(timeout: float = 30.0) -> None:
@@ -126,7 +132,7 @@ def _send(pk: int, task_name: str, kwargs: dict[str, Any]) -> None:
 
     task_id = task_id_for(pk)
     if app.conf.task_always_eager:  # the embedded default: run in-process now, like `.delay()` did
-        if task_name in _IN_BACKGROUND and settings.OUTBOX_BACKGROUND_THREADS:
+        if settings.OUTBOX_BACKGROUND_THREADS and _runs_in_background(task_name, kwargs):
             _background(pk, task_name, kwargs)
             return
         result = app.tasks[task_name].apply(kwargs=kwargs, task_id=task_id)

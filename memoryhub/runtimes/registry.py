@@ -268,9 +268,9 @@ def declared_scopes(requests: list[RecallRequest]) -> list[Scope]:
 
 
 # --- commit hooks ---------------------------------------------------------------------------------------------
-# Run when a turn is committed (inside its transaction); an app enqueues its Celery task from its hook with
-# `memoryhub.outbox.schedule` (a row in this transaction, sent after the commit), so a rolled-back commit
-# schedules nothing and a broker outage loses nothing.
+# Run when a turn is committed (inside its transaction); a hook decides whether the turn needs its app's job and
+# schedules it with `memoryhub.turn_jobs.schedule` (an outbox row in this transaction, sent after the commit), so
+# a rolled-back commit schedules nothing and a broker outage loses nothing.
 
 
 def register_commit_hook(name: str, hook: CommitHook) -> None:

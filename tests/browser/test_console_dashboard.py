@@ -5,6 +5,7 @@ into SCREENSHOTS (docs/console/ when asked: shown by docs/console.md and the REA
 from __future__ import annotations
 
 from memories.models import Event, Turn
+from memoryhub import turn_jobs
 from memoryhub.outbox.models import OutboxMessage
 from tests.browser.support import SCREENSHOTS, failed_job_turn, jobs_in_process
 from tests.hinos.support import COMMIT, PREPARE, PREPARED
@@ -69,7 +70,7 @@ def test_rerun_of_a_failed_diary_job_with_its_confirmation(admin_page, live_serv
     assert figure(page, "diary-jobs", "failed").locator(".value").inner_text() == "0"
     shot(page, "actions-rerun-done")
     assert Turn.objects.get(pk=turn.pk).memory_write["work"]["diaries"] == "done"
-    assert OutboxMessage.objects.filter(dedup_key=f"diaries.plan_diary:{turn.pk}:rerun-1").count() == 1
+    assert OutboxMessage.objects.filter(dedup_key=turn_jobs.dedup_key("diaries", turn.pk, "rerun-1")).count() == 1
 
 
 def test_resend_of_a_failed_hinos_commit_with_its_confirmation(

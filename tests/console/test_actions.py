@@ -11,6 +11,7 @@ from django.urls import reverse
 from memories.console.dashboard import dashboard_build
 from memories.console.services import RERUN_EVENT
 from memories.models import ApiKey, Event, Turn
+from memoryhub import turn_jobs
 from memoryhub.outbox.models import OutboxMessage
 from tables.models import TableEditRecord
 from tests.browser.support import failed_job_turn, jobs_in_process, seed_product
@@ -43,7 +44,7 @@ def test_rerun_of_a_failed_diary_job_asks_first_then_runs_it_once_through_the_ou
     with jobs_in_process(), django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(url, follow=True)
     assert "is scheduled again (re-run 1)" in response.content.decode()
-    [row] = OutboxMessage.objects.filter(dedup_key=f"diaries.plan_diary:{turn.pk}:rerun-1")
+    [row] = OutboxMessage.objects.filter(dedup_key=turn_jobs.dedup_key("diaries", turn.pk, "rerun-1"))
     assert row.done_at is not None and row.outcome == "SUCCESS"  # the embedded default ran it in-process
     turn.refresh_from_db()
     assert turn.memory_write["work"]["diaries"] == "done" and turn.memory_write["status"] == "done"
@@ -150,7 +151,7 @@ def test_with_a_broker_the_rerun_reaches_a_real_worker_through_the_outbox(celery
     client = Client()
     client.force_login(User.objects.create_superuser("root", password="pw"))
     client.post(reverse("console:rerun", args=[turn.pk, "diaries"]))
-    row = OutboxMessage.objects.get(dedup_key=f"diaries.plan_diary:{turn.pk}:rerun-1")
+    row = OutboxMessage.objects.get(dedup_key=turn_jobs.dedup_key("diaries", turn.pk, "rerun-1"))
     wait_for(
         lambda: Turn.objects.get(pk=turn.pk).memory_write["work"]["diaries"] == "done",
         timeout=90,

@@ -11,6 +11,7 @@ from diaries.planning import QUOTA_EXHAUSTED_REASON
 from diaries.services import diary_plan_and_write, diary_replan_conversation
 from diaries.summarizers import SummarizerConfigError
 from diaries.tasks import diary_plan_task
+from memoryhub import turn_jobs
 from memoryhub.outbox.services import outbox_dispatch
 from memoryhub.runtimes.registry import SectionInvalid, run_commit_hooks, validate_section
 from tests.factories import DiaryScenarioFactory, TurnFactory
@@ -229,8 +230,12 @@ def test_commit_hook_enqueues_nothing_for_scenarios_without_diaries(alice, djang
 
 
 def _from_diaries(callback) -> bool:
-    """An outbox send (after the commit) of the diary task."""
-    return getattr(callback, "func", None) is outbox_dispatch and callback.args[1] == "diaries.plan_diary"
+    """An outbox send (after the commit) of the diary job."""
+    return (
+        getattr(callback, "func", None) is outbox_dispatch
+        and callback.args[1] == turn_jobs.TASK
+        and callback.args[2]["job"] == "diaries"
+    )
 
 
 def test_task_runs_the_service(alice) -> None:

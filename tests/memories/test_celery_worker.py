@@ -8,9 +8,10 @@ import pytest
 from django.db import connection
 
 from memories.models import Event, Turn
-from memories.tasks import BACKGROUND_DONE, turn_background_done_record, turn_committed_audit
+from memories.tasks import AUDIT, BACKGROUND_DONE, turn_background_done_record, turn_committed_audit
 from memoryhub.outbox import services as outbox_services
 from memoryhub.runtimes import registry
+from memoryhub.turn_jobs import run_turn_job
 from tests.support.processes import wait_for
 from tests.support.registry import only_commit_hooks
 
@@ -44,8 +45,9 @@ def test_the_audit_task_is_a_registered_commit_hook():
 def test_a_committed_turn_is_processed_once_by_the_real_worker(alice, celery_worker_process):
     turn_pk = committed_turn(alice)
     wait_for(lambda: done_events(turn_pk), timeout=60, message="the worker to record turn.background_done")
-    # redelivery: the same task twice more, through the broker, for the same turn
-    turn_committed_audit.delay(turn_pk)
+    # redelivery: the same job twice more, through the broker, for the same turn (once under its former task name,
+    # as a message queued before the upgrade to turn_jobs would be)
+    run_turn_job.delay(job=AUDIT, turn_pk=turn_pk)
     turn_committed_audit.delay(turn_pk)
     wait_for(_broker_idle, timeout=60, message="the worker to finish every task it was given")
     assert len(done_events(turn_pk)) == 1
@@ -67,7 +69,7 @@ def test_the_task_is_enqueued_only_once_the_commit_is_durable(alice, monkeypatch
     sent: list[int] = []
 
     def send(pk: int, task: str, kwargs: dict) -> None:
-        if task == turn_committed_audit.name:
+        if task == run_turn_job.name and kwargs["job"] == AUDIT:
             sent.append(kwargs["turn_pk"])
 
     monkeypatch.setattr(outbox_services, "_send", send)

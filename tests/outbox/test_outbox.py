@@ -9,8 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.models import Event
-from memories.tasks import BACKGROUND_DONE, enqueue_turn_committed_audit, turn_committed_audit
-from memoryhub import outbox
+from memories.tasks import AUDIT, BACKGROUND_DONE, enqueue_turn_committed_audit
+from memoryhub import outbox, turn_jobs
 from memoryhub.celery import app as celery_app
 from memoryhub.outbox import services
 from memoryhub.outbox.models import OutboxMessage, pk_from_task_id, task_id_for
@@ -76,7 +76,7 @@ def test_a_failed_send_keeps_the_row_for_the_relay_and_never_fails_the_request(
     broker.down = True
     with django_capture_on_commit_callbacks(execute=True):
         turn_pk = committed_turn(alice)  # 200 although nothing could be sent
-    row = OutboxMessage.objects.get(dedup_key=f"memories.turn_committed_audit:{turn_pk}")
+    row = OutboxMessage.objects.get(dedup_key=turn_jobs.dedup_key(AUDIT, turn_pk))
     assert row.done_at is None and "broker down" in row.last_error
 
 
@@ -140,7 +140,8 @@ def test_embedded_default_runs_the_job_in_process_and_acknowledges_it(
     only_commit_hooks({"memories.turn_committed_audit": enqueue_turn_committed_audit})
     with django_capture_on_commit_callbacks(execute=True):
         turn_pk = committed_turn(alice)
-    row = OutboxMessage.objects.get(dedup_key=f"{turn_committed_audit.name}:{turn_pk}")
+    row = OutboxMessage.objects.get(dedup_key=turn_jobs.dedup_key(AUDIT, turn_pk))
+    assert (row.task, row.kwargs) == (turn_jobs.TASK, {"job": AUDIT, "turn_pk": turn_pk})
     assert row.done_at is not None and row.outcome == "SUCCESS"
     # the same row sent again (the relay after a lost acknowledgement): the work is done once
     services.outbox_dispatch(row.pk, row.task, row.kwargs)

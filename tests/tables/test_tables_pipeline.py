@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from memoryhub import turn_jobs
 from memoryhub.outbox.services import outbox_dispatch
 from tables.tasks import apply_table_edits
 from tests.factories import TABLE_TEMPLATES
@@ -33,11 +34,13 @@ def create_scenario(api, **extra) -> None:
 
 
 def scheduled(callbacks) -> list[int]:
-    """The turns whose table-edit task was sent after the commit (through the outbox)."""
+    """The turns whose table-edit job was sent after the commit (through the outbox)."""
     return [
         cb.args[2]["turn_pk"]
         for cb in callbacks
-        if getattr(cb, "func", None) is outbox_dispatch and cb.args[1] == apply_table_edits.name
+        if getattr(cb, "func", None) is outbox_dispatch
+        and cb.args[1] == turn_jobs.TASK
+        and cb.args[2]["job"] == "tables"
     ]
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memories.webhooks.models import DELIVERED, FAILED, PENDING, WebhookAttempt, WebhookDelivery
 from memories.webhooks.services.deliveries import deliveries_retry_due, retry_delay
+from memoryhub import outbox, turn_jobs
 from memoryhub.outbox.models import OutboxMessage
 from tests.support.api import assert_envelope
 from tests.support.http_server import Reply
@@ -23,6 +24,13 @@ MEMORY = "/v1/users/u1/conversations/c1/memory"
 def write_memory(api, revision: int = 0, memory: dict | None = None) -> None:
     response = api.put(MEMORY, {"expectedRevision": revision, "memory": memory or {"mood": "calm"}})
     assert response.status_code == 200, response.json()
+
+
+def sweep(now=None) -> int:
+    """The beat sweep, then its attempts: outbox jobs that run on a background thread without a broker."""
+    sent = deliveries_retry_due(now=now)
+    outbox.background_wait()
+    return sent
 
 
 def later(seconds: float) -> timezone.datetime:
@@ -88,10 +96,10 @@ def test_a_pending_delivery_is_held_while_its_endpoint_is_disabled(alice, receiv
     endpoint = register(alice, receiver, ["memory.updated"])
     write_memory(alice)
     alice.patch(f"/v1/webhooks/{endpoint['id']}", {"enabled": False})
-    assert deliveries_retry_due(now=later(3600)) == 1
+    assert sweep(now=later(3600)) == 1
     assert len(receiver.received) == 1 and WebhookAttempt.objects.latest("number").error == "the endpoint is disabled"
     alice.patch(f"/v1/webhooks/{endpoint['id']}", {"enabled": True})
-    assert deliveries_retry_due(now=later(7200)) == 1
+    assert sweep(now=later(7200)) == 1
     assert WebhookDelivery.objects.get().status == DELIVERED and len(receiver.verified()) == 2
 
 
@@ -114,10 +122,10 @@ def test_a_500_is_retried_with_backoff_until_it_succeeds(alice, receiver):
     delivery = WebhookDelivery.objects.get()
     assert (delivery.status, delivery.attempts, delivery.last_status_code) == (PENDING, 1, 500)
     assert delivery.next_attempt_at > timezone.now() + retry_delay(1) - timedelta(seconds=5)
-    assert deliveries_retry_due() == 0  # not due yet
-    assert deliveries_retry_due(now=later(retry_delay(1).total_seconds() + 1)) == 1
+    assert sweep() == 0  # not due yet
+    assert sweep(now=later(retry_delay(1).total_seconds() + 1)) == 1
     assert WebhookDelivery.objects.get().last_status_code == 503
-    assert deliveries_retry_due(now=later(retry_delay(2).total_seconds() + 1)) == 1
+    assert sweep(now=later(retry_delay(2).total_seconds() + 1)) == 1
     delivery = WebhookDelivery.objects.get()
     assert (delivery.status, delivery.attempts) == (DELIVERED, 3)
     # the same message each time: one webhook-id, a fresh signature that verifies
@@ -138,7 +146,7 @@ def test_a_timeout_is_recorded_and_retried(alice, receiver, settings):
     attempt = WebhookAttempt.objects.get()
     assert (attempt.outcome, attempt.status_code) == ("timeout", None)
     assert 250 <= attempt.latency_ms < 1400, attempt.latency_ms
-    assert deliveries_retry_due(now=later(retry_delay(1).total_seconds() + 1)) == 1
+    assert sweep(now=later(retry_delay(1).total_seconds() + 1)) == 1
     assert WebhookDelivery.objects.get().status == DELIVERED
     assert len(receiver.verified()) == 2
 
@@ -160,7 +168,7 @@ def test_retries_stop_after_the_window(alice, receiver, settings):
     now = timezone.now()
     while WebhookDelivery.objects.get().status == PENDING:
         now += timedelta(seconds=settings.WEBHOOK_RETRY_MAX_SECONDS)
-        deliveries_retry_due(now=now)
+        sweep(now=now)
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == FAILED and delivery.next_attempt_at is None
     # The attempts really ran within a second of the write; waits of 30 s doubling: after the 8th attempt the
@@ -240,16 +248,19 @@ def test_a_name_rebound_to_a_shared_address_is_refused_at_delivery_time(alice, r
 def test_a_rolled_back_write_delivers_nothing(alice, receiver):
     register(alice, receiver, ["memory.updated"])
     assert_envelope(alice.put(MEMORY, {"expectedRevision": 5, "memory": {}}), 409)
-    assert receiver.received == [] and not OutboxMessage.objects.filter(task="webhooks.deliver").exists()
+    assert receiver.received == [] and not OutboxMessage.objects.filter(kwargs__job="webhook_delivery").exists()
 
 
 def test_a_duplicate_job_does_not_send_twice(alice, receiver):
-    from memories.webhooks.tasks import deliver
-
     register(alice, receiver, ["memory.updated"])
     write_memory(alice)
     delivery = WebhookDelivery.objects.get()
-    assert deliver.apply(kwargs={"webhookdelivery_pk": delivery.pk, "attempt": 0}).get() == "skipped"
+    assert (
+        turn_jobs.run_turn_job.apply(
+            kwargs={"job": "webhook_delivery", "webhookdelivery_pk": delivery.pk, "attempt": 0}
+        ).get()
+        == "skipped"
+    )
     assert len(receiver.received) == 1
 
 
@@ -259,4 +270,4 @@ def test_deleting_an_endpoint_drops_its_pending_deliveries(alice, receiver):
     write_memory(alice)
     alice.delete(f"/v1/webhooks/{endpoint['id']}")
     assert not WebhookDelivery.objects.exists()
-    assert deliveries_retry_due(now=later(3600)) == 0
+    assert sweep(now=later(3600)) == 0

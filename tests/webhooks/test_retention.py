@@ -40,10 +40,10 @@ def test_erasing_a_user_removes_their_undelivered_messages_and_jobs(alice, recei
     receiver.replies = [Reply(500, {})]
     register(alice, receiver, ["memory.updated"])
     write(alice)
-    assert OutboxMessage.objects.filter(task="webhooks.deliver").exists()
+    assert OutboxMessage.objects.filter(kwargs__job="webhook_delivery").exists()
     assert alice.delete("/v1/users/u1").status_code == 202
     assert not WebhookMessage.objects.exists() and not WebhookDelivery.objects.exists()
-    assert not OutboxMessage.objects.filter(task="webhooks.deliver").exists()
+    assert not OutboxMessage.objects.filter(kwargs__job="webhook_delivery").exists()
 
 
 def test_erasing_a_conversation_is_reported_with_the_conversation(alice, receiver):

@@ -1,9 +1,10 @@
 """Emit events to a product's endpoints, attempt deliveries, retry them with backoff, redeliver on request.
 
 A published event becomes one WebhookMessage (its exact payload) and one WebhookDelivery per subscribed,
-enabled endpoint, written in the publisher's transaction; each delivery's first attempt is an outbox job.
-Later attempts are sent by the beat sweep `webhooks.retry_due` when their time comes. An attempt is
-claimed by a compare-and-set on the delivery's attempt counter, so duplicate jobs never send twice.
+enabled endpoint, written in the publisher's transaction. Every attempt is the registered job "webhook_delivery"
+(memoryhub/turn_jobs.py) scheduled through the outbox: the first in the publisher's transaction, later ones by
+the beat sweep `webhooks.retry_due` when their time comes. An attempt is claimed by a compare-and-set on the
+delivery's attempt counter, so duplicate jobs never send twice.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memoryhub import outbox
+from memoryhub import turn_jobs
 from memoryhub.events import DomainEvent
 from memoryhub.timefmt import iso
 
@@ -27,7 +28,8 @@ from .endpoints import secrets_in_use, subscribed
 
 logger = logging.getLogger(__name__)
 
-DELIVER_TASK = "webhooks.deliver"
+# The registered job of every attempt (memories/webhooks/apps.py), run by turn_jobs' generic task.
+DELIVERY_JOB = "webhook_delivery"
 # How long a claimed attempt may take before the sweep may send the delivery again (worker lost mid-attempt).
 LEASE_SLACK_SECONDS = 60
 
@@ -66,17 +68,13 @@ def message_emit(event: DomainEvent, endpoints: list[WebhookEndpoint]) -> Webhoo
         delivery = WebhookDelivery.objects.create(
             message=message, endpoint=endpoint, next_attempt_at=now + _sweep_grace()
         )
-        _schedule(delivery, attempt=0, key="first")
+        _schedule(delivery.pk, attempt=0, key="first")
     return message
 
 
-def _schedule(delivery: WebhookDelivery, *, attempt: int, key: str, trigger: str = "auto") -> None:
-    # `webhookdelivery_pk`: erasing the user also removes the outbox rows naming their deliveries.
-    outbox.schedule(
-        DELIVER_TASK,
-        {"webhookdelivery_pk": delivery.pk, "attempt": attempt, "trigger": trigger},
-        dedup_key=f"{DELIVER_TASK}:{delivery.pk}:{key}",
-    )
+def _schedule(delivery_pk: int, *, attempt: int, key: str, trigger: str = "auto") -> None:
+    # The job's subject is `webhookdelivery_pk`: erasing the user also removes the outbox rows naming their deliveries.
+    turn_jobs.schedule(DELIVERY_JOB, delivery_pk, key=key, attempt=attempt, trigger=trigger)
 
 
 def _sweep_grace() -> timedelta:
@@ -85,6 +83,12 @@ def _sweep_grace() -> timedelta:
 
 
 # ----------------------------------------------------------------------------------------------- attempt
+
+
+def delivery_job_run(delivery_pk: int, job_attempt: turn_jobs.Attempt, attempt: int = 0, trigger: str = "auto") -> str:
+    """The job: `attempt` is the delivery's attempt counter it claims (not the job's retry, `job_attempt`)."""
+    made = delivery_attempt(delivery_pk=delivery_pk, attempt=attempt, trigger=trigger)
+    return made.outcome if made else "skipped"
 
 
 def delivery_attempt(*, delivery_pk: int, attempt: int, trigger: str = "auto") -> WebhookAttempt | None:
@@ -181,13 +185,12 @@ def _after_failure(delivery: WebhookDelivery, number: int, now: datetime) -> dic
 
 
 def deliveries_retry_due(*, now: datetime | None = None, limit: int = 200) -> int:
-    """The beat sweep: send every pending delivery whose time has come; answer how many were sent.
+    """The beat sweep: schedule every pending delivery whose time has come; answer how many were scheduled.
 
-    The due time is pushed back by the lease first, so the next sweep does not send the same one again
-    while it waits in the queue; the attempt counter decides which job really attempts.
+    The due time is pushed back by the lease first, in the transaction writing the attempt's outbox row, so the
+    next sweep does not send the same one again while it waits in the queue; the attempt counter decides which
+    job really attempts.
     """
-    from ..tasks import deliver
-
     now = now or timezone.now()
     lease = timedelta(seconds=settings.WEBHOOK_TIMEOUT_MS / 1000 + LEASE_SLACK_SECONDS)
     due = list(
@@ -197,9 +200,12 @@ def deliveries_retry_due(*, now: datetime | None = None, limit: int = 200) -> in
     )
     sent = 0
     for pk, attempts in due:
-        if WebhookDelivery.objects.filter(pk=pk, attempts=attempts, status=PENDING).update(next_attempt_at=now + lease):
-            deliver.delay(webhookdelivery_pk=pk, attempt=attempts)
-            sent += 1
+        with transaction.atomic():
+            claimed = WebhookDelivery.objects.filter(pk=pk, attempts=attempts, status=PENDING)
+            if claimed.update(next_attempt_at=now + lease):
+                # A sweep after a lost worker's lease sends the same attempt again: the time tells the rows apart.
+                _schedule(pk, attempt=attempts, key=f"sweep:{attempts}:{now.timestamp():.6f}")
+                sent += 1
     return sent
 
 
@@ -208,7 +214,7 @@ def delivery_redeliver(*, delivery: WebhookDelivery) -> None:
     with transaction.atomic():
         WebhookDelivery.objects.filter(pk=delivery.pk).update(status=PENDING, next_attempt_at=timezone.now())
         delivery.refresh_from_db(fields=["attempts", "status", "next_attempt_at"])
-        _schedule(delivery, attempt=delivery.attempts, key=f"redeliver:{delivery.attempts}", trigger="redeliver")
+        _schedule(delivery.pk, attempt=delivery.attempts, key=f"redeliver:{delivery.attempts}", trigger="redeliver")
 
 
 def messages_purge(*, now: datetime | None = None) -> int:
