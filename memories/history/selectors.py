@@ -13,6 +13,7 @@ from datetime import datetime
 import numpy as np
 from django.db import connection, transaction
 
+from memories.history import vector_cache
 from memories.history.models import HistoryEntry
 from memories.history.text import query_terms
 from memories.longterm.models import EmbeddingIndex
@@ -29,6 +30,7 @@ from memoryhub.ranking import SignalHit, fuse
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
 INDEX_TABLE = EmbeddingIndex._meta.db_table
+EPOCH_TABLE = "history_vector_epoch"  # SQLite only: migration 0003, memories/history/vector_cache.py
 FTS_TABLE = "history_entry_fts"
 TS_CONFIG = "english"  # must match migration 0001's generated tsvector column
 MODES = ("hybrid", "keyword", "semantic")
@@ -181,20 +183,70 @@ def semantic_ranking(
         return _semantic_postgres(scope, query, filters, depth, in_use)
     in_use = in_use or index_in_use()  # 503 when the embedder does not match the active index
     vector = in_use.embed_query(scope.product.pk, query)
+    ids, matrix = _sqlite_vectors(scope, filters, in_use.index)
+    if not len(ids):
+        return []
+    query_vector = np.asarray(vector, dtype=np.float32)
+    scores = matrix @ query_vector / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query_vector) + 1e-12)
+    order = np.lexsort((-ids, -scores))[:depth]
+    return [SignalHit(int(ids[i]), float(scores[i])) for i in order]
+
+
+# Ids per statement when decoding the vectors a user's cache lacks (under SQLite's bound-parameter limit).
+DECODE_BATCH = 500
+
+
+def _sqlite_vectors(
+    scope: UserAddress, filters: HistoryFilters, index: EmbeddingIndex
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ids the filters select and their vectors: from the process's cache, checked in the same statement.
+
+    One statement reads the selected ids with the user's vector change counter (memories/history/
+    vector_cache.py); only vectors the cache lacks at that counter are read as text and decoded.
+    """
     where, params = _scope_sql(scope, filters)
-    index = in_use.index
+    epoch_sql = f"SELECT coalesce(max(v.epoch), 0) FROM {EPOCH_TABLE} v WHERE v.product_id = %s AND v.user_id = %s"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT h.id, h.embedding FROM {TABLE} h {where} AND h.embedding_index_id = %s", [*params, index.pk]
+            f"SELECT ({epoch_sql}), h.id FROM {TABLE} h {where} AND h.embedding_index_id = %s",
+            [scope.product.pk, scope.user_id, *params, index.pk],
         )
         rows = cursor.fetchall()
     if not rows:
-        return []
-    matrix = np.asarray([_parse(raw) for _, raw in rows], dtype=np.float32)
-    query_vector = np.asarray(vector, dtype=np.float32)
-    scores = matrix @ query_vector / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query_vector) + 1e-12)
-    order = np.lexsort((-np.asarray([pk for pk, _ in rows]), -scores))[:depth]
-    return [SignalHit(rows[i][0], float(scores[i])) for i in order]
+        return np.zeros(0, dtype=np.int64), np.zeros((0, index.dimension), dtype=np.float32)
+    epoch, key = int(rows[0][0]), (scope.product.pk, scope.user_id, index.pk)
+    ids = np.fromiter((pk for _, pk in rows), dtype=np.int64, count=len(rows))
+    found_rows, found = vector_cache.cached(key, epoch, ids)
+    if found.all():
+        return ids, found_rows
+    decoded_ids, decoded = _decode_vectors(ids[~found], index)
+    vector_cache.add(key, epoch, decoded_ids, decoded)
+    # A row deleted or moved to another index since the first statement is left out, as a fresh read would.
+    keep = found.copy()
+    keep[~found] = np.isin(ids[~found], decoded_ids)
+    matrix = np.empty((len(ids), index.dimension), dtype=np.float32)
+    if found.any():
+        matrix[found] = found_rows
+    positions = np.searchsorted(decoded_ids, ids[keep & ~found])
+    matrix[keep & ~found] = decoded[positions]
+    return ids[keep], matrix[keep]
+
+
+def _decode_vectors(ids: np.ndarray, index: EmbeddingIndex) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors of these ids still in this index, decoded in one parse; ids sorted ascending."""
+    rows: list = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), DECODE_BATCH):
+            batch = [int(pk) for pk in ids[start : start + DECODE_BATCH]]
+            cursor.execute(
+                f"SELECT h.id, h.embedding FROM {TABLE} h WHERE h.id IN ({', '.join(['%s'] * len(batch))}) "
+                "AND h.embedding_index_id = %s",
+                [*batch, index.pk],
+            )
+            rows.extend(cursor.fetchall())
+    rows.sort(key=lambda row: row[0])
+    decoded_ids = np.fromiter((pk for pk, _ in rows), dtype=np.int64, count=len(rows))
+    return decoded_ids, vector_cache.decode([raw for _, raw in rows], index.dimension)
 
 
 def _semantic_postgres(
@@ -235,10 +287,6 @@ def _hnsw_rows(scope: UserAddress, in_use: IndexInUse, query: str, filters: Hist
                 [vector_param(vector), *params, index.pk, index.pk, depth],
             )
             return cursor.fetchall()
-
-
-def _parse(raw: str) -> np.ndarray:
-    return np.fromstring(raw.strip("[]"), sep=",", dtype=np.float32)  # pgvector's text form on SQLite
 
 
 def history_search(
