@@ -88,3 +88,8 @@ def clear() -> None:
 
 def _drop(key: Key) -> None:
     _entries.pop(key, None)
+
+
+def cached_bytes() -> int:
+    with _lock:
+        return sum(entry.nbytes for entry in _entries.values())
