@@ -5,6 +5,10 @@ vector_cache.py) and reads this counter in the same statement as the rows it ran
 deletion of a user's message, by whatever code, bumps it and the cache is decoded again. New rows need no
 bump (their ids are not cached yet; Django's SQLite ids are AUTOINCREMENT, never reused). PostgreSQL
 searches through pgvector and needs none of it.
+
+With it, an index that covers the semantic statement's id selection: SQLite stores a row's columns in
+order, and the filter columns after the ~8 KB vector text (embedding_index_id, message_id, product_id)
+cost a walk through the row's overflow pages — at 5,000 messages about 40 ms of every search.
 """
 
 from django.db import migrations
@@ -14,13 +18,16 @@ BUMP = (
     "ON CONFLICT (product_id, user_id) DO UPDATE SET epoch = epoch + 1;"
 )
 FORWARD = [
-    "CREATE TABLE history_vector_epoch (product_id integer NOT NULL, user_id varchar(128) NOT NULL, "
+    "CREATE TABLE history_vector_epoch (product_id varchar(32) NOT NULL, user_id varchar(128) NOT NULL, "
     "epoch integer NOT NULL, PRIMARY KEY (product_id, user_id))",
     "CREATE TRIGGER history_entry_vector_au AFTER UPDATE OF embedding, embedding_index_id, product_id, user_id "
     f"ON history_entry BEGIN {BUMP.format(row='old')} {BUMP.format(row='new')} END",
+    "CREATE INDEX history_entry_vector_idx ON history_entry (product_id, user_id, embedding_index_id, "
+    "message_id, conversation_id, round, role, created_at)",
     f"CREATE TRIGGER history_entry_vector_ad AFTER DELETE ON history_entry BEGIN {BUMP.format(row='old')} END",
 ]
 BACKWARD = [
+    "DROP INDEX IF EXISTS history_entry_vector_idx",
     "DROP TRIGGER IF EXISTS history_entry_vector_ad",
     "DROP TRIGGER IF EXISTS history_entry_vector_au",
     "DROP TABLE IF EXISTS history_vector_epoch",
