@@ -183,27 +183,42 @@ def semantic_ranking(
         return _semantic_postgres(scope, query, filters, depth, in_use)
     in_use = in_use or index_in_use()  # 503 when the embedder does not match the active index
     vector = in_use.embed_query(scope.product.pk, query)
-    ids, matrix = _sqlite_vectors(scope, filters, in_use.index)
-    if not len(ids):
-        return []
-    query_vector = np.asarray(vector, dtype=np.float32)
-    scores = matrix @ query_vector / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query_vector) + 1e-12)
+    ids, scores = _sqlite_cosines(scope, filters, in_use.index, np.asarray(vector, dtype=np.float32))
     order = np.lexsort((-ids, -scores))[:depth]
     return [SignalHit(int(ids[i]), float(scores[i])) for i in order]
+
+
+def _sqlite_cosines(
+    scope: UserAddress, filters: HistoryFilters, index: EmbeddingIndex, query_vector: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ids the filters select and their cosine to the query, from the user's cached matrix when it has them.
+
+    The whole cached matrix is multiplied (no copy of its rows) and the selected rows' scores picked out.
+    """
+    query_norm = np.linalg.norm(query_vector)
+    ids, epoch, key = _selected_ids(scope, filters, index)
+    if not len(ids):
+        return ids, np.zeros(0, dtype=np.float32)
+    view = vector_cache.cached(key, epoch, ids)
+    if view is None or not view[3].all():
+        ids, matrix = _sqlite_vectors(ids, epoch, key, index)
+        view = vector_cache.cached(key, epoch, ids)
+        if view is None or not view[3].all():  # over the byte bound, or changed meanwhile: this search's rows
+            scores = matrix @ query_vector / (np.linalg.norm(matrix, axis=1) * query_norm + 1e-12)
+            return ids, scores
+    matrix, norms, positions, _ = view
+    scores = (matrix @ query_vector)[positions] / (norms[positions] * query_norm + 1e-12)
+    return ids, scores
 
 
 # Ids per statement when decoding the vectors a user's cache lacks (under SQLite's bound-parameter limit).
 DECODE_BATCH = 500
 
 
-def _sqlite_vectors(
+def _selected_ids(
     scope: UserAddress, filters: HistoryFilters, index: EmbeddingIndex
-) -> tuple[np.ndarray, np.ndarray]:
-    """The ids the filters select and their vectors: from the process's cache, checked in the same statement.
-
-    One statement reads the selected ids with the user's vector change counter (memories/history/
-    vector_cache.py); only vectors the cache lacks at that counter are read as text and decoded.
-    """
+) -> tuple[np.ndarray, int, vector_cache.Key]:
+    """One statement: the ids the filters select, with the user's vector change counter (vector_cache.py)."""
     where, params = _scope_sql(scope, filters)
     epoch_sql = f"SELECT coalesce(max(v.epoch), 0) FROM {EPOCH_TABLE} v WHERE v.product_id = %s AND v.user_id = %s"
     with connection.cursor() as cursor:
@@ -212,20 +227,29 @@ def _sqlite_vectors(
             [scope.product.pk, scope.user_id, *params, index.pk],
         )
         rows = cursor.fetchall()
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, index.dimension), dtype=np.float32)
-    epoch, key = int(rows[0][0]), (scope.product.pk, scope.user_id, index.pk)
+    epoch = int(rows[0][0]) if rows else 0
     ids = np.fromiter((pk for _, pk in rows), dtype=np.int64, count=len(rows))
-    found_rows, found = vector_cache.cached(key, epoch, ids)
-    if found.all():
+    return ids, epoch, (scope.product.pk, scope.user_id, index.pk)
+
+
+def _sqlite_vectors(
+    ids: np.ndarray, epoch: int, key: vector_cache.Key, index: EmbeddingIndex
+) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors of these ids: cached ones, the others read as text, decoded and added to the cache.
+
+    A row deleted or moved to another index since the ids were read is left out, as a fresh read would.
+    """
+    view = vector_cache.cached(key, epoch, ids)
+    found = view[3] if view is not None else np.zeros(len(ids), dtype=bool)
+    found_rows = view[0][view[2][found]] if view is not None else None
+    if found.all() and found_rows is not None:
         return ids, found_rows
     decoded_ids, decoded = _decode_vectors(ids[~found], index)
     vector_cache.add(key, epoch, decoded_ids, decoded)
-    # A row deleted or moved to another index since the first statement is left out, as a fresh read would.
     keep = found.copy()
     keep[~found] = np.isin(ids[~found], decoded_ids)
     matrix = np.empty((len(ids), index.dimension), dtype=np.float32)
-    if found.any():
+    if found_rows is not None and found.any():
         matrix[found] = found_rows
     positions = np.searchsorted(decoded_ids, ids[keep & ~found])
     matrix[keep & ~found] = decoded[positions]

@@ -28,10 +28,11 @@ class _Entry:
     epoch: int
     ids: np.ndarray  # int64, sorted
     matrix: np.ndarray  # float32, one row per id
+    norms: np.ndarray  # float32, each row's L2 norm (np.linalg.norm(matrix, axis=1))
 
     @property
     def nbytes(self) -> int:
-        return int(self.ids.nbytes + self.matrix.nbytes)
+        return int(self.ids.nbytes + self.matrix.nbytes + self.norms.nbytes)
 
 
 _entries: OrderedDict[Key, _Entry] = OrderedDict()
@@ -48,17 +49,20 @@ def decode(raws: list[str], dimension: int) -> np.ndarray:
     return flat.reshape(len(raws), dimension)
 
 
-def cached(key: Key, epoch: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The cached rows of `ids` that are cached at this epoch, and the mask of those ids (the others: `add`)."""
+def cached(key: Key, epoch: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The entry's matrix and row norms, the rows of `ids` in them and which `ids` are cached; None: none is.
+
+    The arrays are the entry's own (never changed in place: `add` replaces them), so nothing is copied.
+    """
     with _lock:
         entry = _entries.get(key)
         if entry is None or entry.epoch != epoch or not len(entry.ids):
             _drop(key)
-            return np.zeros((0, 0), dtype=np.float32), np.zeros(len(ids), dtype=bool)
+            return None
         _entries.move_to_end(key)
         positions = np.minimum(np.searchsorted(entry.ids, ids), len(entry.ids) - 1)
         found = entry.ids[positions] == ids
-        return entry.matrix[positions[found]], found
+        return entry.matrix, entry.norms, positions, found
 
 
 def add(key: Key, epoch: int, ids: np.ndarray, matrix: np.ndarray) -> None:
@@ -66,13 +70,14 @@ def add(key: Key, epoch: int, ids: np.ndarray, matrix: np.ndarray) -> None:
     with _lock:
         entry = _entries.get(key)
         if entry is None or entry.epoch != epoch:
-            entry = _Entry(epoch, np.zeros(0, dtype=np.int64), np.zeros((0, matrix.shape[1]), dtype=np.float32))
+            old_ids, old_matrix = np.zeros(0, dtype=np.int64), np.zeros((0, matrix.shape[1]), dtype=np.float32)
         else:
             keep = ~np.isin(entry.ids, ids)  # a concurrent search may have added some of them already
-            entry = _Entry(epoch, entry.ids[keep], entry.matrix[keep])
-        all_ids = np.concatenate([entry.ids, ids])
+            old_ids, old_matrix = entry.ids[keep], entry.matrix[keep]
+        all_ids = np.concatenate([old_ids, ids])
         order = np.argsort(all_ids, kind="stable")
-        merged = _Entry(epoch, all_ids[order], np.concatenate([entry.matrix, matrix])[order])
+        merged_matrix = np.concatenate([old_matrix, matrix])[order]
+        merged = _Entry(epoch, all_ids[order], merged_matrix, np.linalg.norm(merged_matrix, axis=1))
         _drop(key)
         if merged.nbytes > MAX_BYTES:
             return
