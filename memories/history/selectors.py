@@ -17,6 +17,7 @@ from datetime import datetime
 import numpy as np
 from django.db import connection, transaction
 
+from memories.history import vector_cache
 from memories.history.models import HistoryEntry
 from memories.history.text import query_terms
 from memories.longterm.models import EmbeddingIndex
@@ -33,6 +34,7 @@ from memoryhub.ranking import FusedHit, SignalHit, fuse, keep_places, script, sp
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
 INDEX_TABLE = EmbeddingIndex._meta.db_table
+EPOCH_TABLE = "history_vector_epoch"  # SQLite only: migration 0003, memories/history/vector_cache.py
 FTS_TABLE = "history_entry_fts"
 TS_CONFIG = "english"  # must match migration 0001's generated tsvector column
 MODES = ("hybrid", "keyword", "semantic")
@@ -195,20 +197,94 @@ def semantic_ranking(
         return _semantic_postgres(scope, query, filters, depth, in_use)
     in_use = in_use or index_in_use()  # 503 when the embedder does not match the active index
     vector = in_use.embed_query(scope.product.pk, query)
+    ids, scores = _sqlite_cosines(scope, filters, in_use.index, np.asarray(vector, dtype=np.float32))
+    order = np.lexsort((-ids, -scores))[:depth]
+    return [SignalHit(int(ids[i]), float(scores[i])) for i in order]
+
+
+def _sqlite_cosines(
+    scope: UserAddress, filters: HistoryFilters, index: EmbeddingIndex, query_vector: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ids the filters select and their cosine to the query, from the user's cached matrix when it has them.
+
+    The whole cached matrix is multiplied (no copy of its rows) and the selected rows' scores picked out.
+    """
+    query_norm = np.linalg.norm(query_vector)
+    ids, epoch, key = _selected_ids(scope, filters, index)
+    if not len(ids):
+        return ids, np.zeros(0, dtype=np.float32)
+    view = vector_cache.cached(key, epoch, ids)
+    if view is None or not view[3].all():
+        ids, matrix = _sqlite_vectors(ids, epoch, key, index)
+        view = vector_cache.cached(key, epoch, ids)
+        if view is None or not view[3].all():  # over the byte bound, or changed meanwhile: this search's rows
+            scores = matrix @ query_vector / (np.linalg.norm(matrix, axis=1) * query_norm + 1e-12)
+            return ids, scores
+    matrix, norms, positions, _ = view
+    scores = (matrix @ query_vector)[positions] / (norms[positions] * query_norm + 1e-12)
+    return ids, scores
+
+
+# Ids per statement when decoding the vectors a user's cache lacks (under SQLite's bound-parameter limit).
+DECODE_BATCH = 500
+
+
+def _selected_ids(
+    scope: UserAddress, filters: HistoryFilters, index: EmbeddingIndex
+) -> tuple[np.ndarray, int, vector_cache.Key]:
+    """One statement: the ids the filters select, with the user's vector change counter (vector_cache.py)."""
     where, params = _scope_sql(scope, filters)
-    index = in_use.index
+    epoch_sql = f"SELECT coalesce(max(v.epoch), 0) FROM {EPOCH_TABLE} v WHERE v.product_id = %s AND v.user_id = %s"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT h.id, h.embedding FROM {TABLE} h {where} AND h.embedding_index_id = %s", [*params, index.pk]
+            f"SELECT ({epoch_sql}), h.id FROM {TABLE} h {where} AND h.embedding_index_id = %s",
+            [scope.product.pk, scope.user_id, *params, index.pk],
         )
         rows = cursor.fetchall()
-    if not rows:
-        return []
-    matrix = np.asarray([_parse(raw) for _, raw in rows], dtype=np.float32)
-    query_vector = np.asarray(vector, dtype=np.float32)
-    scores = matrix @ query_vector / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query_vector) + 1e-12)
-    order = np.lexsort((-np.asarray([pk for pk, _ in rows]), -scores))[:depth]
-    return [SignalHit(rows[i][0], float(scores[i])) for i in order]
+    epoch = int(rows[0][0]) if rows else 0
+    ids = np.fromiter((pk for _, pk in rows), dtype=np.int64, count=len(rows))
+    return ids, epoch, (scope.product.pk, scope.user_id, index.pk)
+
+
+def _sqlite_vectors(
+    ids: np.ndarray, epoch: int, key: vector_cache.Key, index: EmbeddingIndex
+) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors of these ids: cached ones, the others read as text, decoded and added to the cache.
+
+    A row deleted or moved to another index since the ids were read is left out, as a fresh read would.
+    """
+    view = vector_cache.cached(key, epoch, ids)
+    found = view[3] if view is not None else np.zeros(len(ids), dtype=bool)
+    found_rows = view[0][view[2][found]] if view is not None else None
+    if found.all() and found_rows is not None:
+        return ids, found_rows
+    decoded_ids, decoded = _decode_vectors(ids[~found], index)
+    vector_cache.add(key, epoch, decoded_ids, decoded)
+    keep = found.copy()
+    keep[~found] = np.isin(ids[~found], decoded_ids)
+    matrix = np.empty((len(ids), index.dimension), dtype=np.float32)
+    if found_rows is not None and found.any():
+        matrix[found] = found_rows
+    positions = np.searchsorted(decoded_ids, ids[keep & ~found])
+    matrix[keep & ~found] = decoded[positions]
+    return ids[keep], matrix[keep]
+
+
+def _decode_vectors(ids: np.ndarray, index: EmbeddingIndex) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors of these ids still in this index, decoded in one parse; ids sorted ascending."""
+    rows: list = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), DECODE_BATCH):
+            batch = [int(pk) for pk in ids[start : start + DECODE_BATCH]]
+            cursor.execute(
+                f"SELECT h.id, h.embedding FROM {TABLE} h WHERE h.id IN ({', '.join(['%s'] * len(batch))}) "
+                "AND h.embedding_index_id = %s",
+                [*batch, index.pk],
+            )
+            rows.extend(cursor.fetchall())
+    rows.sort(key=lambda row: row[0])
+    decoded_ids = np.fromiter((pk for pk, _ in rows), dtype=np.int64, count=len(rows))
+    return decoded_ids, vector_cache.decode([raw for _, raw in rows], index.dimension)
 
 
 def _semantic_postgres(
@@ -249,10 +325,6 @@ def _hnsw_rows(scope: UserAddress, in_use: IndexInUse, query: str, filters: Hist
                 [vector_param(vector), *params, index.pk, index.pk, depth],
             )
             return cursor.fetchall()
-
-
-def _parse(raw: str) -> np.ndarray:
-    return np.fromstring(raw.strip("[]"), sep=",", dtype=np.float32)  # pgvector's text form on SQLite
 
 
 def history_search(
