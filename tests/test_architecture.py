@@ -246,17 +246,8 @@ def test_no_import_cycle_between_apps() -> None:
     for source_app, target_app in edges:
         follows.setdefault(source_app, set()).add(target_app)
 
-    def reachable(app: str) -> set[str]:
-        seen, todo = set(), [app]
-        while todo:
-            for nxt in follows.get(todo.pop(), ()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
-
     # Any cycle, of two apps or more: an edge whose target reaches back to its source.
-    cycles = {pair: examples[:2] for pair, examples in edges.items() if pair[0] in reachable(pair[1])}
+    cycles = {pair: examples[:2] for pair, examples in edges.items() if pair[0] in _reachable(follows, pair[1])}
     assert cycles == {}, cycles
 
 
@@ -367,17 +358,20 @@ def test_no_import_cycle_between_modules() -> None:
         for module, imported in GRAPH.items()
     }
 
-    def reaches(start: str) -> set[str]:
-        seen, todo = set(), [start]
-        while todo:
-            for nxt in follows.get(todo.pop(), ()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
-
-    reach = {module: reaches(module) for module in follows}
+    reach = {module: _reachable(follows, module) for module in follows}
     cycles = sorted(
         f"{module} -> {target}" for module, targets in follows.items() for target in targets if module in reach[target]
     )
     assert cycles == [], cycles
+
+
+def _reachable(follows: dict[str, set[str]], start: str) -> set[str]:
+    """Every node an edge path from `start` reaches (start itself only through a cycle)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in follows.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen

@@ -89,17 +89,14 @@ def test_turn_messages_are_searchable_at_once_and_a_superseded_reply_never_is(al
     scenario(alice)
     first = turn(alice, "c", "Tell me about lighthouses", reply="Lighthouses guide ships with a flashing beam.")
     assert contents(search(alice, "u1", "lighthouse beam", "keyword"))[0].startswith("Lighthouses guide")
-    prepared = alice.post(
-        "/v1/users/u1/conversations/c/turns",
-        {"scenarioId": "chat", "userMessage": "Tell me about lighthouses", "replacesTurnId": first["turnId"]},
-    ).json()
-    done = alice.post(
-        f"/v1/users/u1/conversations/c/turns/{prepared['turnId']}/complete",
-        {"assistantMessage": "Towers of light on rocky coasts."},
+    # Regenerated: the first reply is superseded (turn() completes it and waits for the vectors).
+    turn(
+        alice,
+        "c",
+        "Tell me about lighthouses",
+        reply="Towers of light on rocky coasts.",
+        replacesTurnId=first["turnId"],
     )
-    assert done.status_code == 200, done.json()
-    outbox.background_wait()
-    vectors_done(alice)
     for mode in ("keyword", "semantic", "hybrid"):
         found = contents(search(alice, "u1", "lighthouse flashing beam ships light coasts", mode, limit=100))
         assert "Lighthouses guide ships with a flashing beam." not in found, mode

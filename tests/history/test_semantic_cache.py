@@ -14,10 +14,9 @@ from django.db import connection
 from memories.history import vector_cache
 from memories.history.models import HistoryEntry
 from memories.longterm.services.embedding_index import index_in_use
-from memoryhub import outbox
 from tests.history.support import contents, imported, message, search
 from tests.history.test_import_search import TRIP, ZH
-from tests.history.test_recall_source import OLD, scenario, turn, vectors_done
+from tests.history.test_recall_source import OLD, scenario, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,17 +89,14 @@ def test_a_reply_superseded_after_a_search_is_never_found_again(alice):
     first = turn(alice, "c", "Tell me about lighthouses", reply="Lighthouses guide ships with a flashing beam.")
     query = "lighthouse flashing beam ships"
     assert "Lighthouses guide ships with a flashing beam." in contents(search(alice, "u1", query, "semantic"))
-    prepared = alice.post(
-        "/v1/users/u1/conversations/c/turns",
-        {"scenarioId": "chat", "userMessage": "Tell me about lighthouses", "replacesTurnId": first["turnId"]},
-    ).json()
-    done = alice.post(
-        f"/v1/users/u1/conversations/c/turns/{prepared['turnId']}/complete",
-        {"assistantMessage": "Towers of light on rocky coasts."},
+    # Regenerated: the first reply is superseded (turn() completes it and waits for the vectors).
+    turn(
+        alice,
+        "c",
+        "Tell me about lighthouses",
+        reply="Towers of light on rocky coasts.",
+        replacesTurnId=first["turnId"],
     )
-    assert done.status_code == 200, done.json()
-    outbox.background_wait()
-    vectors_done(alice)
     found = contents(search(alice, "u1", query, "semantic", limit=100))
     assert "Lighthouses guide ships with a flashing beam." not in found
     assert "Towers of light on rocky coasts." in found
