@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from django.db import connection
 
 from memories.history import vector_cache
 from memories.history.models import HistoryEntry
@@ -36,8 +35,8 @@ def semantic(api, query: str = QUERY, **fields) -> list[dict]:
     return response.json()["results"]
 
 
-@pytest.mark.skipif("connection.vendor != 'sqlite'")
-def test_sqlite_ranking_equals_an_exact_numpy_cosine_ranking_cold_and_cached(alice):
+def test_the_ranking_equals_an_exact_numpy_cosine_ranking_cold_and_cached(alice):
+    """SQLite: the cached matrix answers as an exact scan; PostgreSQL: pgvector's index over a few rows does too."""
     imported(alice, "u1", "c1", TRIP)
     imported(alice, "u1", "c2", ZH)
     imported(alice, "u1", "c3", OLD)
@@ -103,8 +102,7 @@ def test_a_reply_superseded_after_a_search_is_never_found_again(alice):
 
 
 def test_the_cache_is_bounded_by_bytes(alice, monkeypatch):
-    if connection.vendor != "sqlite":
-        pytest.skip("the vector cache is the SQLite path's")
+    """(PostgreSQL keeps no vector cache: there the answer is the same and nothing is cached either.)"""
     imported(alice, "u1", "c1", TRIP)
     monkeypatch.setattr(vector_cache, "MAX_BYTES", 1)  # smaller than one user's matrix: nothing is kept
     expected = [hit["clientId"] for hit in semantic(alice)]
