@@ -212,7 +212,11 @@ def deliveries_retry_due(*, now: datetime | None = None, limit: int = 200) -> in
 def delivery_redeliver(*, delivery: WebhookDelivery) -> None:
     """Send the delivery again now (the operator's "redeliver"), whatever its status; same webhook-id."""
     with transaction.atomic():
-        WebhookDelivery.objects.filter(pk=delivery.pk).update(status=PENDING, next_attempt_at=timezone.now())
+        # Due after the sweep's grace, as a first attempt is: the redeliver job makes this attempt, and a sweep
+        # running meanwhile must not claim it as an automatic one.
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(
+            status=PENDING, next_attempt_at=timezone.now() + _sweep_grace()
+        )
         delivery.refresh_from_db(fields=["attempts", "status", "next_attempt_at"])
         _schedule(delivery.pk, attempt=delivery.attempts, key=f"redeliver:{delivery.attempts}", trigger="redeliver")
 
