@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from memories.history import vector_cache
 from memories.history.models import HistoryEntry
 from memories.history.text import query_terms
+from memories.longterm.keyword import BM25_B, BM25_K1  # one choice of BM25's constants for every ranking
 from memories.longterm.models import EmbeddingIndex
 from memories.longterm.services.embedding_index import (
     IndexInUse,
@@ -128,7 +129,6 @@ def _fts_query(terms: list[str]) -> str:
 
 # PostgreSQL BM25 (docs/history.md, "Keyword relevance"): the same formula as SQLite FTS5's bm25(), over a
 # bounded amount of work so that its cost does not grow with the user's history.
-BM25_K1, BM25_B = 1.2, 0.75
 # Ranked: the user's newest CANDIDATES messages that match any term (all of them for most users). The plan is
 # the planner's: a GIN bitmap for rare terms, the (product, user, time) index read backwards for common ones.
 CANDIDATES = 1000
