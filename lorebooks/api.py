@@ -32,7 +32,14 @@ from lorebooks.services import (
     proposal_submit,
 )
 from memoryhub.api.common import validated
-from memoryhub.api.fields import IdentifierField, JSONObjectField, StrictCharField, StrictIntegerField, StrictSerializer
+from memoryhub.api.fields import (
+    EmptyBodySerializer,
+    IdentifierField,
+    JSONObjectField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from memoryhub.api.negotiation import JSONFirstContentNegotiation
 from memoryhub.api.pagination import page_params
 from memoryhub.api.parsers import StrictJSONParser
@@ -64,10 +71,6 @@ class ProposalSubmitSerializer(StrictSerializer):
     baseRevision = StrictIntegerField(help_text="The entry revision you read; a different stored one is 409.")
     entry = JSONObjectField(help_text="The World Info fields to change, as an edit's.")
     reason = StrictCharField(required=False, allow_blank=True, max_length=1000)
-
-
-class EmptyBodySerializer(StrictSerializer):
-    """`{}`: nothing to send."""
 
 
 class ProposalRejectSerializer(StrictSerializer):

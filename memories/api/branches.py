@@ -10,9 +10,9 @@ from rest_framework.views import APIView
 from memories.services.branches import turn_select
 from memories.services.messages import MessageChange, message_delete, message_edit
 from memoryhub.api.common import conversation_address, validated
-from memoryhub.api.fields import StrictCharField, StrictSerializer
+from memoryhub.api.fields import EmptyBodySerializer, StrictCharField, StrictSerializer
 
-from .serializers.turns import EmptySerializer, completion_to_dict
+from .serializers.turns import completion_to_dict
 
 
 class MessageEditSerializer(StrictSerializer):
@@ -67,7 +67,7 @@ _ERRORS = {
 
 class TurnSelectView(APIView):
     @extend_schema(
-        request=EmptySerializer,
+        request=EmptyBodySerializer,
         responses={
             200: SelectedSerializer,
             **_ERRORS,
@@ -79,7 +79,7 @@ class TurnSelectView(APIView):
     )
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
-        validated(EmptySerializer, request.data or {})
+        validated(EmptyBodySerializer, request.data or {})
         selection = turn_select(address=address, turn_id=turn_id)
         turn = selection.turn
         body = {

@@ -21,6 +21,7 @@ from memories.services.turns import (
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
 from memoryhub.api.common import conversation_address, validated
+from memoryhub.api.fields import EmptyBodySerializer
 from memoryhub.api.pagination import page_params
 from memoryhub.api.plan import EdgePlan, Planned, Planner
 from memoryhub.api.views import PlannedView
@@ -35,7 +36,6 @@ from .serializers.responses import (
     TurnSerializer,
 )
 from .serializers.turns import (
-    EmptySerializer,
     TurnCompleteSerializer,
     TurnPrepareSerializer,
     completion_to_dict,
@@ -116,10 +116,10 @@ class TurnCompleteView(APIView):
 
 
 class TurnAcceptView(APIView):
-    @extend_schema(request=EmptySerializer, responses=CompletionSerializer, operation_id="turns_accept")
+    @extend_schema(request=EmptyBodySerializer, responses=CompletionSerializer, operation_id="turns_accept")
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
-        validated(EmptySerializer, request.data or {})
+        validated(EmptyBodySerializer, request.data or {})
         return Response(completion_to_dict(turn_accept(address=address, turn_id=turn_id)))
 
 

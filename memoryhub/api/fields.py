@@ -77,3 +77,7 @@ class StrictSerializer(serializers.Serializer):
         if unknown:
             raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
         return super().to_internal_value(data)
+
+
+class EmptyBodySerializer(StrictSerializer):
+    """`{}` (or no body): an action that takes nothing; any field is refused."""

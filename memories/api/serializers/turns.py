@@ -103,10 +103,6 @@ class ToolCallSerializer(StrictSerializer):
     arguments = serializers.JSONField()
 
 
-class EmptySerializer(StrictSerializer):
-    pass
-
-
 def turn_to_dict(turn) -> dict:
     return {
         "turnId": turn.pk,
