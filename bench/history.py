@@ -107,7 +107,8 @@ def sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 16)))
 
 
-def seed(product: Product, count: int, dimension: int, index_pk: int) -> None:
+def seed(product: Product, count: int, dimension: int, index_pk: int, user: str = USER) -> None:
+    """`count` messages of `user` in conversations of 200, one a minute from 2023, with random unit vectors."""
     rng, nprng = random.Random(7), np.random.default_rng(7)
     start = datetime(2023, 1, 1, tzinfo=UTC)
     batch: list[HistoryEntry] = []
@@ -118,7 +119,7 @@ def seed(product: Product, count: int, dimension: int, index_pk: int) -> None:
         batch.append(
             HistoryEntry(
                 product=product,
-                user_id=USER,
+                user_id=user,
                 conversation_id=f"c{i // 200}",
                 client_id=f"m{i}",
                 round=(i % 200) // 2 + 1,

@@ -10,7 +10,12 @@ rate limiting, serialization included), interleaved so that machine noise hits b
     prepare on the bare store (a turn's cost must not grow with the size of the store);
   - a prepare with the `history` source over a 2,000-message conversation, with a compaction in place,
     ≤ 1.2 × the same prepare over a 20-message conversation (warm working set, and with the history
-    rebuilt from the database every time); `--history-only` measures just this.
+    rebuilt from the database every time); `--history-only` measures just this;
+  - a prepare whose only source is `history-search` (issue 25: the user's past turns relevant to the message)
+    over `--recall-messages` (default 1,000) of the user's past messages ≤ 2 × one GET …/memory, the query's
+    vector in the working set (it is the same message every time); `--recall-only` measures just this.
+    Seeded as bench/history.py seeds (random unit vectors: embedding is not what is measured);
+    bench/history.py measures the same at 100,000 messages.
 The script migrates the database it is given, creates its own products and removes them at the end
 (pass --keep to leave the filler documents for a second run).
 """
@@ -45,6 +50,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
+from memories.history.models import HistoryEntry  # noqa: E402
 from memories.models import Conversation, MemoryDocument, Message, Product, Scenario, Turn  # noqa: E402
 from memories.services.products import product_create  # noqa: E402
 from memoryhub import working_set  # noqa: E402
@@ -235,6 +241,8 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the benchmark's products and filler documents")
     parser.add_argument("--history-only", action="store_true", help="measure only the compact-history prepare")
+    parser.add_argument("--recall-only", action="store_true", help="measure only the history-search prepare")
+    parser.add_argument("--recall-messages", type=int, default=1000, help="past messages for history-search")
     args = parser.parse_args()
     if not settings.IS_POSTGRES:
         raise SystemExit("bench/turn.py needs DATABASE_URL pointing at PostgreSQL")
@@ -251,6 +259,7 @@ def main() -> None:
             cursor.execute(f"DROP TABLE IF EXISTS {PROBE_TABLE}")
         if not args.keep:
             MemoryDocument.objects.filter(product=filler).delete()
+            HistoryEntry.objects.filter(product=product).delete()
             Product.objects.filter(pk__in=[product.pk, filler.pk]).delete()
 
 
@@ -258,6 +267,9 @@ def report(args, product: Product, key: str, filler: Product) -> None:
     client = client_for(key)
     if args.history_only:
         history_report(client, product, args.iterations)
+        return
+    if args.recall_only:
+        recall_report(client, product, args.iterations, args.recall_messages)
         return
     expect(client.post("/v1/scenarios", scenario_body(), format="json"), 201)
     seed(client, product)
@@ -277,6 +289,7 @@ def report(args, product: Product, key: str, filler: Product) -> None:
     if args.breakdown:
         breakdown(client, args.iterations // 2)
     history_report(client, product, args.iterations)
+    recall_report(client, product, args.iterations, args.recall_messages)
     done = 0
     for size in [int(s) for s in args.sizes.split(",") if s]:
         seconds = fill(filler, done, size)
@@ -424,6 +437,36 @@ def explain(filler: Product) -> None:
         cursor.execute("EXPLAIN " + sql)
         plan = " / ".join(row[0].strip() for row in cursor.fetchall())
     print(f"plan of the jsonMemory rebuild query: {plan}")
+
+
+# --- history-search: the user's past turns recalled into the prompt (issue 25) ---------------------------------
+
+
+def recall_report(client: APIClient, product: Product, iterations: int, messages: int) -> None:
+    """A prepare whose only source is `history-search`, over `messages` past messages of the user."""
+    from bench.history import seed as seed_past_messages
+    from memories.history.services.vectors import prepare_hnsw
+    from memories.longterm.services.embedding_index import index_in_use
+
+    in_use = index_in_use()
+    seed_past_messages(product, messages, in_use.index.dimension, in_use.index.pk, user=USER)
+    prepare_hnsw(in_use.index)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE history_entry")
+    body = {
+        "id": "bench-recall",
+        "name": "bench-recall",
+        "memorySources": [{"id": "past", "agentRef": "history-search", "variable": "recalledHistory"}],
+        "template": "<past>{{recalledHistory}}</past>\nUser: {{userMessage}}",
+    }
+    expect(client.post("/v1/scenarios", body, format="json"), 201)
+    figures = measure(client, iterations, "bench-recall")
+    recalled = figures["sources"]
+    print(
+        f"history-search over {messages:,} past messages (sources {recalled}): GET memory {figures['get_ms']:.2f} ms"
+        f" | prepare {figures['prepare_ms']:.2f} ms"
+    )
+    print(f"TURN history-search prepare/GET p50 ratio={figures['prepare_ms'] / figures['get_ms']:.2f} (target ≤ 2)")
 
 
 def _row(label: str, stored: int, figures: dict, base: dict) -> str:
