@@ -11,6 +11,16 @@ blip_caption kept in its text (`[shares …]`, as the paper's unit). Every quest
 …/history/search (limit 50) as it is written. Recall as ../shared/data/locomo/SOURCE.md says: per question,
 evidence dia_ids in the top k ÷ evidence ids (no evidence: 1), the mean over questions, in percent.
 The last line printed is `LOCOMO dialog hybrid R@5=… R@10=… R@25=… R@50=…`.
+
+`--units dialog,observation,summary` adds the paper's other two units, through the long-term memories API:
+- observation: each conversation's observations become memories of a product-defined searchable kind
+  (`locomo_observation`, its text embedded), each with its turn as evidence (the first turn's text, quoted
+  from the text of all its turns as the source), asked with POST …/memories/search (limit 50); an evidence
+  dia_id counts when an observation drawn from that turn is in the top k;
+- summary: each session summary becomes a memory of the kind `locomo_summary`; an evidence dia_id counts
+  when its session's summary is in the top k (R@2/5/10, as Table 3).
+Each unit goes to its own user, so a search sees only that unit. Long-term search has a relevance floor
+(`minScore`, docs/recall.md); these rankings are measured without it (`minScore: -1`), as recall@k of a ranking.
 """
 
 from __future__ import annotations
@@ -37,6 +47,13 @@ DEFAULT_FILE = ROOT.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
 KS = (5, 10, 25, 50)
 CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain", 5: "adversarial"}
 PAPER_DRAGON = {5: 56.7, 10: 66.2, 25: 76.7, 50: 82.7}  # Table 3, dialog turns, all ten conversations
+PAPER_OBSERVATIONS = {5: 56.2, 10: 61.3, 25: 67.5, 50: 71.2}  # Table 3, observations
+PAPER_SUMMARIES = {2: 65.9, 5: 72.1, 10: 84.7}  # Table 3, session summaries
+SUMMARY_KS = (2, 5, 10)
+UNIT_KINDS = {
+    "observation": "locomo_observation",
+    "summary": "locomo_summary",
+}
 BATCH = 1000
 
 
@@ -88,6 +105,91 @@ def import_sample(http: httpx.Client, user: str, sample: dict) -> int:
     return total
 
 
+def define_unit_kinds(http: httpx.Client) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "minLength": 1},
+            "ids": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["text", "ids"],
+        "additionalProperties": False,
+    }
+    for name in UNIT_KINDS.values():
+        body = {"name": name, "contentSchema": schema, "searchable": True, "textField": "text"}
+        response = http.post("/v1/memory-kinds", json=body)
+        if response.status_code not in (201, 409):
+            raise SystemExit(f"memory kind refused: {response.status_code} {response.text[:300]}")
+
+
+def unit_memories(sample: dict, unit: str) -> list[dict]:
+    """The memories a conversation's observations or session summaries become: {text, ids} with evidence."""
+    conversation = sample["conversation"]
+    turns = {turn["dia_id"]: turn_text(turn) for _, _, session in sessions(conversation) for turn in session}
+    out = []
+    if unit == "observation":
+        for by_speaker in sample["observation"].values():
+            for facts in by_speaker.values():
+                for text, ids in facts:
+                    ids = [ids] if isinstance(ids, str) else list(ids)
+                    quoted = [turns[i] for i in ids if i in turns]
+                    if quoted:
+                        out.append({"text": text, "ids": ids, "evidence": quoted[0], "source": "\n".join(quoted)})
+    else:
+        for key, text in sample["session_summary"].items():
+            session = key.removeprefix("session_").removesuffix("_summary")
+            ids = [i for i in turns if i.split(":")[0] == f"D{session}"]
+            out.append({"text": text, "ids": ids, "evidence": text, "source": text})
+    return out
+
+
+def import_units(http: httpx.Client, user: str, sample: dict, unit: str) -> tuple[int, int]:
+    """(stored, refused) memories of this unit for the user."""
+    stored = refused = 0
+    for memory in unit_memories(sample, unit):
+        body = {
+            "kind": UNIT_KINDS[unit],
+            "content": {"text": memory["text"], "ids": memory["ids"]},
+            "evidence": memory["evidence"],
+            "source": memory["source"],
+            "consent": True,
+        }
+        response = http.post(f"/v1/users/{user}/memories", json=body)
+        if response.status_code == 201:
+            stored += 1
+        elif 400 <= response.status_code < 500:
+            refused += 1
+            if os.environ.get("LOCOMO_SHOW_REFUSALS"):
+                print(f"refused {unit}: {response.text[:300]}", file=sys.stderr)
+        else:
+            raise SystemExit(f"memory write failed: {response.status_code} {response.text[:300]}")
+    return stored, refused
+
+
+def evaluate_units(http: httpx.Client, samples: list[tuple[str, dict]], unit: str, mode: str) -> tuple[dict, list]:
+    """Recall of evidence dia_ids by the units ranked: a unit covers the turns in its content's `ids`."""
+    ks = SUMMARY_KS if unit == "summary" else KS
+    scores: dict[object, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    latencies = []
+    questions = [(user, qa) for user, sample in samples for qa in sample["qa"]]
+    for user, qa in tqdm(questions, desc=f"{unit} {mode:>8}", unit="q", file=sys.stderr):
+        body = {"query": qa["question"], "mode": mode, "limit": 50}
+        if mode != "keyword":
+            body["minScore"] = -1
+        started = time.perf_counter()
+        response = http.post(f"/v1/users/{user}/memories/search", json=body)
+        latencies.append((time.perf_counter() - started) * 1000)
+        response.raise_for_status()
+        covered = [hit["content"]["ids"] for hit in response.json()["results"]]
+        evidence = qa.get("evidence") or []
+        for k in ks:
+            top = {i for ids in covered[:k] for i in ids}
+            value = sum(1 for item in evidence if item in top) / len(evidence) if evidence else 1.0
+            scores[qa.get("category")][k].append(value)
+            scores["overall"][k].append(value)
+    return scores, latencies
+
+
 def wait_embedded(http: httpx.Client, users: list[str], timeout: float = 3600) -> None:
     deadline = time.monotonic() + timeout
     for user in users:
@@ -125,19 +227,24 @@ def evaluate(http: httpx.Client, samples: list[tuple[str, dict]], mode: str) -> 
 
 def line(label: str, values: dict[int, float], count: int | str = "") -> str:
     return (
-        f"  {label:<22} " + "  ".join(f"R@{k}={values[k]:5.1f}" for k in KS) + (f"  (n={count})" if count != "" else "")
+        f"  {label:<22} "
+        + "  ".join(f"R@{k}={value:5.1f}" for k, value in values.items())
+        + (f"  (n={count})" if count != "" else "")
     )
 
 
-def report(mode: str, scores: dict, latencies: list[float]) -> dict[int, float]:
-    print(f"\nLoCoMo dialog turns, mode {mode}")
+def report(mode: str, scores: dict, latencies: list[float], unit: str = "dialog") -> dict[int, float]:
+    ks, paper = {"dialog": (KS, PAPER_DRAGON), "observation": (KS, PAPER_OBSERVATIONS)}.get(
+        unit, (SUMMARY_KS, PAPER_SUMMARIES)
+    )
+    print(f"\nLoCoMo {unit} units, mode {mode}")
     for category, label in CATEGORIES.items():
         if category in scores:
-            means = {k: 100 * statistics.fmean(scores[category][k]) for k in KS}
-            print(line(f"{category} {label}", means, len(scores[category][KS[0]])))
-    overall = {k: 100 * statistics.fmean(scores["overall"][k]) for k in KS}
-    print(line("overall", overall, len(scores["overall"][KS[0]])))
-    print(line("paper DRAGON (Table 3)", PAPER_DRAGON))
+            means = {k: 100 * statistics.fmean(scores[category][k]) for k in ks}
+            print(line(f"{category} {label}", means, len(scores[category][ks[0]])))
+    overall = {k: 100 * statistics.fmean(scores["overall"][k]) for k in ks}
+    print(line("overall", overall, len(scores["overall"][ks[0]])))
+    print(line("paper DRAGON (Table 3)", paper))
     ordered = sorted(latencies)
     p50, p95 = statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
     print(f"  search latency (HTTP, limit 50): p50 {p50:.1f} ms, p95 {p95:.1f} ms")
@@ -191,16 +298,34 @@ def own_server(workdir: Path) -> tuple[subprocess.Popen, str, str]:
     raise SystemExit("the server did not start")
 
 
+def other_units(http: httpx.Client, samples: list[tuple[str, dict]], units: list[str], modes: list[str]) -> None:
+    if units:
+        define_unit_kinds(http)
+    for unit in units:
+        unit_samples = [(f"{user}-{unit}", sample) for user, sample in samples]
+        started = time.perf_counter()
+        counts = [import_units(http, user, sample, unit) for user, sample in tqdm(unit_samples, desc=unit)]
+        stored, refused = sum(c[0] for c in counts), sum(c[1] for c in counts)
+        took = time.perf_counter() - started
+        print(f"\nstored {stored} {unit} memories ({refused} refused by admission) in {took:.1f} s")
+        for mode in modes:
+            report(mode, *evaluate_units(http, unit_samples, unit, mode), unit=unit)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--base-url")
     parser.add_argument("--api-key")
     parser.add_argument("--modes", default="hybrid,keyword,semantic")
+    parser.add_argument("--units", default="dialog", help="dialog,observation,summary: the units retrieved")
     args = parser.parse_args()
     if bool(args.base_url) != bool(args.api_key):
         parser.error("--base-url and --api-key go together")
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    units = [unit.strip() for unit in args.units.split(",") if unit.strip()]
+    if not set(units) <= {"dialog", *UNIT_KINDS} or "dialog" not in units:
+        parser.error("--units: dialog, plus observation and/or summary")
     data = json.loads(args.file.read_text(encoding="utf-8"))
     server, workdir = None, tempfile.TemporaryDirectory(prefix="memoryhub-locomo-")
     try:
@@ -220,6 +345,7 @@ def main() -> int:
             took = time.perf_counter() - started
             print(f"imported {turns} dialog turns of {len(samples)} conversations in {took:.1f} s (vectors included)")
             results = {mode: report(mode, *evaluate(http, samples, mode)) for mode in modes}
+            other_units(http, samples, [unit for unit in units if unit != "dialog"], modes)
         final = results.get("hybrid") or results[modes[-1]]
         label = "hybrid" if "hybrid" in results else modes[-1]
         print(f"LOCOMO dialog {label} " + " ".join(f"R@{k}={final[k]:.1f}" for k in KS))
