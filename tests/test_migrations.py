@@ -216,3 +216,24 @@ def test_rows_written_at_the_previous_layout_survive_the_migrations(previous_lay
         assert ContentType.objects.filter(pk=pk).values_list("app_label", "model").get() == label
     assert ContentType.objects.get_for_model(LongTermMemory).pk in content_types
     assert ContentType.objects.get_for_model(HinosClaim).pk in content_types
+
+
+def test_kinds_that_exist_keep_the_statement_policy_and_the_migration_reverses():
+    """longterm 0006 adds `evidence_policy` ("statement" for every existing kind); unapplied, the column goes."""
+    from memories.longterm.models import MemoryKind
+
+    before, after = [("longterm", "0005_turn_rollback")], [("longterm", "0006_kind_evidence_policy")]
+    try:
+        apps = MigrationExecutor(connection).migrate(before).apps
+        product = apps.get_model("memories", "Product").objects.create(name="before the policy")
+        apps.get_model("longterm", "MemoryKind").objects.create(
+            product=product, name="diet", content_schema={"type": "object"}
+        )
+        MigrationExecutor(connection).migrate(after)
+        assert MemoryKind.objects.values_list("name", "evidence_policy").get() == ("diet", "statement")
+        MigrationExecutor(connection).migrate(before)
+        with connection.cursor() as cursor:
+            columns = [c.name for c in connection.introspection.get_table_description(cursor, "longterm_memorykind")]
+        assert "evidence_policy" not in columns and "default_ttl_days" in columns
+    finally:
+        migrate_to_latest()

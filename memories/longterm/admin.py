@@ -192,6 +192,7 @@ class MemoryKindForm(forms.ModelForm):
             "text_field",
             "max_per_user",
             "default_ttl_days",
+            "evidence_policy",
         ]
 
     def clean(self):
@@ -201,6 +202,8 @@ class MemoryKindForm(forms.ModelForm):
             "statedFields": data.get("stated_fields") or [],
             "textField": data.get("text_field") or "",
         }
+        if "evidence_policy" in data:  # absent when the select already refused it
+            api["evidencePolicy"] = data["evidence_policy"]
         try:
             if self.instance.pk is None:
                 check_name(data.get("name"))
@@ -208,9 +211,13 @@ class MemoryKindForm(forms.ModelForm):
                 raise DefinitionInvalid("searchable", "is fixed when a kind is created")
             check_definition(api)
         except DefinitionInvalid as exc:
-            field = {"name": "name", "searchable": "searchable", "statedFields": "stated_fields"}.get(
-                exc.field, "text_field" if exc.field == "textField" else "content_schema"
-            )
+            field = {
+                "name": "name",
+                "searchable": "searchable",
+                "statedFields": "stated_fields",
+                "textField": "text_field",
+                "evidencePolicy": "evidence_policy",
+            }.get(exc.field, "content_schema")
             self.add_error(field, exc.message)
         return data
 
@@ -220,8 +227,17 @@ class MemoryKindAdmin(admin.ModelAdmin):
     """A product's memory kinds; saved through the kind services (so recall sees a change at once)."""
 
     form = MemoryKindForm
-    list_display = ["name", "product", "searchable", "single_valued", "max_per_user", "default_ttl_days", "memories"]
-    list_filter = ["product", "searchable"]
+    list_display = [
+        "name",
+        "product",
+        "searchable",
+        "evidence_policy",
+        "single_valued",
+        "max_per_user",
+        "default_ttl_days",
+        "memories",
+    ]
+    list_filter = ["product", "searchable", "evidence_policy"]
     list_select_related = ["product"]
     search_fields = ["name", "description"]
 
@@ -256,6 +272,7 @@ class MemoryKindAdmin(admin.ModelAdmin):
             "textField": obj.text_field,
             "maxPerUser": obj.max_per_user,
             "defaultTtlDays": obj.default_ttl_days,
+            "evidencePolicy": obj.evidence_policy,
         }
         if change:
             saved = kind_update(product=obj.product, name=obj.name, changes=data)

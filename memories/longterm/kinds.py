@@ -2,10 +2,11 @@
 
 A product defines a kind with a JSON Schema for `content` (properties marked `"x-single-valued": true`
 have one current answer per user), `statedFields` (content fields whose values the evidence must
-state), `searchable`, `textField`, `maxPerUser` and `defaultTtlDays`. A write of such a kind passes
-the generic admission checks of every kind (consent, verbatim evidence, secrets, guesses, one-off
-requests, chit-chat), then the schema, then the stated fields; each refusal names its code and the
-failing JSON pointer (`path`).
+state), `searchable`, `textField`, `maxPerUser`, `defaultTtlDays` and `evidencePolicy`. A write of such
+a kind passes the checks its evidence policy names — "statement": consent, verbatim evidence, secrets and
+the statement rules made for preferences (guesses, one-off requests, chit-chat, the past, someone else's
+words); "quote": consent, verbatim evidence and secrets only, for facts drawn from a conversation — then
+the schema, then the stated fields; each refusal names its code and the failing JSON pointer (`path`).
 
 Pure Python, no Django: services call it with the stored definition.
 """
@@ -27,6 +28,11 @@ SINGLE_VALUED = "x-single-valued"
 MAX_SCHEMA_BYTES = 16_384
 MAX_TTL_DAYS = 36_500
 MAX_PER_USER = 100_000
+# How a product kind's evidence is judged: "statement" (the default) applies the statement rules made for
+# preferences; "quote" only the checks no kind may skip (consent, a verbatim quote, no secret).
+STATEMENT = "statement"
+QUOTE = "quote"
+EVIDENCE_POLICIES = (STATEMENT, QUOTE)
 
 SCHEMA_VIOLATION = "schema_violation"
 NOT_STATED = "not_stated"
@@ -56,6 +62,7 @@ class KindSpec:
     stated_fields: tuple[str, ...] = ()
     definition_id: int | None = None
     description: str = ""
+    evidence_policy: str = STATEMENT
     extra: dict = field(default_factory=dict)
 
     @property
@@ -119,6 +126,8 @@ def check_definition(data: Mapping[str, object]) -> None:
     text_field = data.get("textField") or ""
     if text_field and text_field not in properties:
         raise DefinitionInvalid("textField", f"{text_field!r} is not a property of contentSchema")
+    if data.get("evidencePolicy", STATEMENT) not in EVIDENCE_POLICIES:
+        raise DefinitionInvalid("evidencePolicy", f"must be one of {', '.join(map(repr, EVIDENCE_POLICIES))}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,13 +150,21 @@ def _refuse(code: str, reason: str, path: str) -> KindAdmission:
     return KindAdmission(False, code, reason, path)
 
 
-def _generic(*, consent: object, source: object, evidence: object, content: object) -> KindAdmission | None:
-    """Consent, verbatim evidence, secrets, guesses/one-offs/chit-chat: the admission checks every kind shares."""
-    result = admission.check_generic(consent=consent, source=source, evidence=evidence, content=content)
+def _generic(
+    spec: KindSpec, *, consent: object, source: object, evidence: object, content: object
+) -> KindAdmission | None:
+    """The checks the kind's evidence policy names: "quote" stops at consent, verbatim evidence and secrets."""
+    check = admission.check_proposal if spec.evidence_policy == QUOTE else admission.check_generic
+    result = check(consent=consent, source=source, evidence=evidence, content=content)
     if result is None or result.ok:
         return None
     return KindAdmission(
-        False, result.code, result.reason, result.path or "/evidence", decision=result.decision, cause=result.cause
+        False,
+        result.code,
+        result.reason,
+        result.path or "/evidence",
+        decision={**(result.decision or {}), "policy": spec.evidence_policy},
+        cause=result.cause,
     )
 
 
@@ -182,7 +199,7 @@ def schema_refusal(spec: KindSpec, content: object) -> KindAdmission | None:
 def admit_product_kind(
     spec: KindSpec, *, consent: object, source: object, evidence: object, content: object
 ) -> KindAdmission:
-    refusal = _generic(consent=consent, source=source, evidence=evidence, content=content)
+    refusal = _generic(spec, consent=consent, source=source, evidence=evidence, content=content)
     if refusal is not None:
         return refusal
     assert isinstance(evidence, str)
@@ -201,7 +218,8 @@ def admit_product_kind(
             # Unicode width (NFKC) and case folded, and not negated there ("not vegan" states no "vegan").
             if not admission.stated_in(evidence, value):
                 return _refuse(NOT_STATED, f"the evidence does not state {name} = {value!r}", path)
-    return KindAdmission(True, content=content, decision={"rules": "admit", "uncertain": False, "judge": None})
+    decision = {"rules": "admit", "uncertain": False, "judge": None, "policy": spec.evidence_policy}
+    return KindAdmission(True, content=content, decision=decision)
 
 
 def contradicts(old: Mapping[str, object], new: Mapping[str, object], fields: tuple[str, ...]) -> bool:

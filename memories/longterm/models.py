@@ -67,6 +67,13 @@ class MemoryKind(models.Model):
     text_field = models.CharField(max_length=64, blank=True, help_text="The content field recalled as text.")
     max_per_user = models.PositiveIntegerField(null=True, blank=True)
     default_ttl_days = models.PositiveIntegerField(null=True, blank=True)
+    # The values of kinds.EVIDENCE_POLICIES (pure Python, not imported here); check_definition validates them.
+    evidence_policy = models.CharField(
+        max_length=16,
+        choices=[("statement", "statement"), ("quote", "quote")],
+        default="statement",
+        help_text="statement: the preference statement rules apply; quote: consent, a verbatim quote and no secret.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

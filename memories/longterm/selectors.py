@@ -98,6 +98,7 @@ def spec_of(kind: MemoryKind) -> KindSpec:
         stated_fields=tuple(kind.stated_fields or ()),
         definition_id=kind.pk,
         description=kind.description,
+        evidence_policy=kind.evidence_policy,
     )
 
 

@@ -95,6 +95,7 @@ def kind_form(product, **changes) -> dict:
         "text_field": "note",
         "max_per_user": "3",
         "default_ttl_days": "30",
+        "evidence_policy": "statement",
     }
     data.update(changes)
     return data
@@ -123,6 +124,27 @@ def test_an_operator_defines_a_kind_in_the_admin_with_the_apis_rules(admin_clien
     assert "is fixed when a kind is created" in changed.content.decode()
     rows = admin_client.get("/admin/longterm/longtermmemory/?kind=diet").content.decode()
     assert record["id"] in rows and "vegan" in rows
+
+
+def test_an_operator_sets_a_kinds_evidence_policy_in_the_admin(admin_client, alice):
+    from memories.longterm.models import MemoryKind
+    from tests.longterm.kind_support import diet
+
+    page = admin_client.get("/admin/longterm/memorykind/add/").content.decode()
+    assert 'name="evidence_policy"' in page and 'value="quote"' in page
+    bad = admin_client.post("/admin/longterm/memorykind/add/", kind_form(alice.product, evidence_policy="verbatim"))
+    assert bad.status_code == 200 and "verbatim is not one of the available choices" in bad.content.decode()
+    assert not MemoryKind.objects.exists()
+    response = admin_client.post("/admin/longterm/memorykind/add/", kind_form(alice.product, evidence_policy="quote"))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert alice.get("/v1/memory-kinds/diet").json()["evidencePolicy"] == "quote"  # saved through the service
+    past = "I was vegan for a while last year"
+    create(alice, diet(evidence=past, source=f"{past}, it was hard."))  # the statement rules would refuse the past
+    kind = MemoryKind.objects.get()
+    changed = admin_client.post(f"/admin/longterm/memorykind/{kind.pk}/change/", kind_form(alice.product))
+    assert changed.status_code == 302 and alice.get("/v1/memory-kinds/diet").json()["evidencePolicy"] == "statement"
+    refused = alice.post(memories_url(), diet(evidence=past, source=f"{past}, it was hard."))
+    assert refused.status_code == 422 and refused.json()["error"]["details"]["reason"] == "past"
 
 
 def test_the_memory_list_shows_superseded_and_expired_memories_by_state(admin_client, alice):

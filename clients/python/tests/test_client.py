@@ -263,6 +263,25 @@ def test_product_settings(hub: MemoryHub) -> None:
     assert product["productId"].startswith("prd_")
 
 
+def test_a_kinds_evidence_policy_is_set_read_and_changed(hub: MemoryHub, user_id: str) -> None:
+    name = f"fact_{uuid.uuid4().hex[:8]}"
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    assert hub.kinds.create(name=f"{name}_s", content_schema=schema)["evidencePolicy"] == "statement"  # the default
+    kind = hub.kinds.create(name=name, content_schema=schema, text_field="text", evidence_policy="quote")
+    assert kind["evidencePolicy"] == "quote" and hub.kinds.get(name)["evidencePolicy"] == "quote"
+    past = "I went to a LGBTQ support group yesterday and it was so powerful."
+    fact = {"content": {"text": "Caroline attended an LGBTQ support group"}, "evidence": past, "source": past}
+    assert hub.memories(user_id).create(kind=name, consent=True, **fact)["kind"] == name  # a past event: admitted
+    with pytest.raises(errors.RejectedByPolicy):
+        hub.memories(user_id).create(kind=f"{name}_s", consent=True, **fact)
+    assert hub.kinds.update(name, evidencePolicy="statement")["evidencePolicy"] == "statement"
+    with pytest.raises(errors.ValidationError) as invalid:
+        hub.kinds.update(name, evidencePolicy="verbatim")
+    assert invalid.value.details == {"field": "evidencePolicy"}
+    for kind_name in (name, f"{name}_s"):
+        hub.kinds.delete(kind_name, cascade=True)
+
+
 def test_typed_models_match_the_served_schema(live_server: LiveServer) -> None:
     schema = httpx.get(live_server.url + "/api/schema/?format=json", timeout=30).json()
     components = schema["components"]["schemas"]

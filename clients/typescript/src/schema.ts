@@ -1670,6 +1670,8 @@ export interface components {
             results: components["schemas"]["Event"][];
             next: string | null;
         };
+        /** @enum {string} */
+        EvidencePolicyEnum: "statement" | "quote";
         Export: {
             exportId: string;
             status: components["schemas"]["Status4c0Enum"];
@@ -1825,6 +1827,8 @@ export interface components {
             textField: string;
             maxPerUser: number | null;
             defaultTtlDays: number | null;
+            /** @description How the evidence of this kind's memories is judged. "statement" (default): the statement rules made for preferences also apply (a guess, a one-off request, chit-chat, the past, someone else's words are refused). "quote": only consent, evidence quoted verbatim from the source and no secret, for facts drawn from a conversation (a past event, a third-person sentence). statedFields apply under both. May be changed by PATCH; a change judges later writes only. */
+            evidencePolicy: components["schemas"]["EvidencePolicyEnum"];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1842,6 +1846,8 @@ export interface components {
             textField?: string;
             maxPerUser?: number | null;
             defaultTtlDays?: number | null;
+            /** @description How the evidence of this kind's memories is judged. "statement" (default): the statement rules made for preferences also apply (a guess, a one-off request, chit-chat, the past, someone else's words are refused). "quote": only consent, evidence quoted verbatim from the source and no secret, for facts drawn from a conversation (a past event, a third-person sentence). statedFields apply under both. May be changed by PATCH; a change judges later writes only. */
+            evidencePolicy?: components["schemas"]["EvidencePolicyEnum"];
             /** @description a-z, 0-9 and _, starting with a letter; unique per product. */
             name: string;
         };
@@ -2170,6 +2176,8 @@ export interface components {
             textField?: string;
             maxPerUser?: number | null;
             defaultTtlDays?: number | null;
+            /** @description How the evidence of this kind's memories is judged. "statement" (default): the statement rules made for preferences also apply (a guess, a one-off request, chit-chat, the past, someone else's words are refused). "quote": only consent, evidence quoted verbatim from the source and no secret, for facts drawn from a conversation (a past event, a third-person sentence). statedFields apply under both. May be changed by PATCH; a change judges later writes only. */
+            evidencePolicy?: components["schemas"]["EvidencePolicyEnum"];
         };
         PatchedMemoryUpdateRequest: {
             /** @description For kind "preference": {"language", "detail", "text"}; for a product kind: its contentSchema. */

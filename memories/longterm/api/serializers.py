@@ -6,8 +6,10 @@ functions build the answers from what services and selectors return (models and 
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from memories.longterm.kinds import EVIDENCE_POLICIES
 from memories.longterm.models import LongTermMemory, MemoryKind, TaskCheckpoint, TaskReport
 from memories.longterm.selectors import TaskState
 from memories.services.runonce import OPERATION_ID
@@ -101,6 +103,20 @@ class SearchSerializer(StrictSerializer):
 # ---------------------------------------------------------------------------------------------
 
 
+@extend_schema_field({"type": "string", "enum": list(EVIDENCE_POLICIES)})
+class EvidencePolicyField(StrictCharField):
+    """A string here; an unknown value is refused by the kind rules (400 `invalid_request`, `details.field`)."""
+
+
+EVIDENCE_POLICY_HELP = (
+    'How the evidence of this kind\'s memories is judged. "statement" (default): the statement rules made for '
+    "preferences also apply (a guess, a one-off request, chit-chat, the past, someone else's words are refused). "
+    '"quote": only consent, evidence quoted verbatim from the source and no secret, for facts drawn from a '
+    "conversation (a past event, a third-person sentence). statedFields apply under both. May be changed by "
+    "PATCH; a change judges later writes only."
+)
+
+
 class KindFields(StrictSerializer):
     description = StrictCharField(max_length=2000, required=False, allow_blank=True)
     contentSchema = BoundedObjectField(
@@ -123,6 +139,7 @@ class KindFields(StrictSerializer):
     )
     maxPerUser = StrictIntegerField(min_value=1, max_value=100_000, required=False, allow_null=True)
     defaultTtlDays = StrictIntegerField(min_value=1, max_value=36_500, required=False, allow_null=True)
+    evidencePolicy = EvidencePolicyField(required=False, help_text=EVIDENCE_POLICY_HELP)
 
 
 class KindCreateSerializer(KindFields):
@@ -145,6 +162,7 @@ class KindSerializer(serializers.Serializer):
     textField = serializers.CharField()
     maxPerUser = serializers.IntegerField(allow_null=True)
     defaultTtlDays = serializers.IntegerField(allow_null=True)
+    evidencePolicy = EvidencePolicyField(help_text=EVIDENCE_POLICY_HELP)
     createdAt = serializers.DateTimeField()
     updatedAt = serializers.DateTimeField()
 
@@ -164,6 +182,7 @@ def kind_to_dict(kind: MemoryKind) -> dict:
         "textField": kind.text_field,
         "maxPerUser": kind.max_per_user,
         "defaultTtlDays": kind.default_ttl_days,
+        "evidencePolicy": kind.evidence_policy,
         "createdAt": iso(kind.created_at),
         "updatedAt": iso(kind.updated_at),
     }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from memories.longterm.kinds import DefinitionInvalid, check_definition, check_name
+from memories.longterm.kinds import STATEMENT, DefinitionInvalid, check_definition, check_name
 from memories.longterm.models import LongTermMemory, LongTermMemoryVersion, MemoryKind
 from memories.longterm.selectors import kind_get, kinds_scope
 from memories.models import Product
@@ -33,6 +33,7 @@ FIELDS = {
     "textField": "text_field",
     "maxPerUser": "max_per_user",
     "defaultTtlDays": "default_ttl_days",
+    "evidencePolicy": "evidence_policy",
 }
 DEFAULTS: dict[str, object] = {
     "description": "",
@@ -41,6 +42,7 @@ DEFAULTS: dict[str, object] = {
     "textField": "",
     "maxPerUser": None,
     "defaultTtlDays": None,
+    "evidencePolicy": STATEMENT,
 }
 
 
@@ -72,7 +74,10 @@ def kind_create(*, product: Product, data: Mapping[str, object]) -> MemoryKind:
 
 
 def kind_update(*, product: Product, name: str, changes: Mapping[str, object]) -> MemoryKind:
-    """Change a kind's definition; memories already written keep the content they were admitted with."""
+    """Change a kind's definition; memories already written keep the content they were admitted with.
+
+    A changed `evidencePolicy` (like `statedFields`) judges later writes only: nothing stored is re-admitted.
+    """
     with transaction.atomic():
         kind = kind_get(product, name, for_update=True)
         if "searchable" in changes and changes["searchable"] != kind.searchable:

@@ -485,7 +485,9 @@ class Kinds(_Area):
         text_field: str | None = None,
         max_per_user: int | None = None,
         default_ttl_days: int | None = None,
+        evidence_policy: m.EvidencePolicy | None = None,
     ) -> m.Kind:
+        """`evidence_policy`: "statement" (the server's default) or "quote" (docs/long-term-memories.md, section 8)."""
         payload = body(
             name=name,
             contentSchema=dict(content_schema),
@@ -495,11 +497,12 @@ class Kinds(_Area):
             textField=text_field,
             maxPerUser=max_per_user,
             defaultTtlDays=default_ttl_days,
+            evidencePolicy=evidence_policy,
         )
         return cast(m.Kind, self._hub._request(Call("POST", "/v1/memory-kinds", json=payload)))
 
     def update(self, name: str, **fields: Any) -> m.Kind:
-        """PATCH with the API's own field names (`description`, `contentSchema`, `statedFields`, …)."""
+        """PATCH with the API's own field names (`description`, `statedFields`, `evidencePolicy`, …)."""
         call = Call("PATCH", f"/v1/memory-kinds/{seg(name)}", json=fields)
         return cast(m.Kind, self._hub._request(call))
 

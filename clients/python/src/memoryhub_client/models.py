@@ -64,6 +64,10 @@ class SearchPage(TypedDict):
     embeddingIdentity: NotRequired[str]
 
 
+# "statement": the preference statement rules apply too; "quote": consent, a verbatim quote and no secret only.
+EvidencePolicy = Literal["statement", "quote"]
+
+
 class Kind(TypedDict):
     name: str
     description: str
@@ -74,6 +78,7 @@ class Kind(TypedDict):
     textField: str | None
     maxPerUser: int | None
     defaultTtlDays: int | None
+    evidencePolicy: EvidencePolicy
     createdAt: str
     updatedAt: str
 
