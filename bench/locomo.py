@@ -14,9 +14,9 @@ The last line printed is `LOCOMO dialog hybrid R@5=… R@10=… R@25=… R@50=�
 
 `--units dialog,observation,summary` adds the paper's other two units, through the long-term memories API:
 - observation: each conversation's observations become memories of a product-defined searchable kind
-  (`locomo_observation`, its text embedded), each with its turn as evidence (the first turn's text, quoted
-  from the text of all its turns as the source), asked with POST …/memories/search (limit 50); an evidence
-  dia_id counts when an observation drawn from that turn is in the top k;
+  (`locomo_observation`, its text embedded, `evidencePolicy: "quote"`), each with its turn as evidence (the
+  first turn's text, quoted from the text of all its turns as the source), asked with POST …/memories/search
+  (limit 50); an evidence dia_id counts when an observation drawn from that turn is in the top k;
 - summary: each session summary becomes a memory of the kind `locomo_summary`; an evidence dia_id counts
   when its session's summary is in the top k (R@2/5/10, as Table 3).
 Each unit goes to its own user, so a search sees only that unit. Long-term search has a relevance floor
@@ -116,7 +116,15 @@ def define_unit_kinds(http: httpx.Client) -> None:
         "additionalProperties": False,
     }
     for name in UNIT_KINDS.values():
-        body = {"name": name, "contentSchema": schema, "searchable": True, "textField": "text"}
+        # A fact drawn from a conversation (a past event, a third person): the quote rule, not the preference
+        # statement rules (docs/long-term-memories.md, evidencePolicy).
+        body = {
+            "name": name,
+            "contentSchema": schema,
+            "searchable": True,
+            "textField": "text",
+            "evidencePolicy": "quote",
+        }
         response = http.post("/v1/memory-kinds", json=body)
         if response.status_code not in (201, 409):
             raise SystemExit(f"memory kind refused: {response.status_code} {response.text[:300]}")
