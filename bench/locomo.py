@@ -10,7 +10,7 @@ second apart, in order), speaker_a as `user` and speaker_b as `assistant`, each 
 blip_caption kept in its text (`[shares …]`, as the paper's unit). Every question is asked with POST
 …/history/search (limit 50) as it is written. Recall as ../shared/data/locomo/SOURCE.md says: per question,
 evidence dia_ids in the top k ÷ evidence ids (no evidence: 1), the mean over questions, in percent.
-The last line printed is `LOCOMO dialog hybrid R@5=… R@10=… R@25=… R@50=…`.
+The last line printed is `LOCOMO dialog hybrid R@5=… R@10=… R@25=… R@50=…` (when dialog units are measured).
 
 `--units dialog,observation,summary` adds the paper's other two units, through the long-term memories API:
 - observation: each conversation's observations become memories of a product-defined searchable kind
@@ -306,6 +306,16 @@ def own_server(workdir: Path) -> tuple[subprocess.Popen, str, str]:
     raise SystemExit("the server did not start")
 
 
+def dialog_units(http: httpx.Client, samples: list[tuple[str, dict]], modes: list[str]) -> dict:
+    started = time.perf_counter()
+    turns = sum(import_sample(http, user, sample) for user, sample in tqdm(samples, desc="import", file=sys.stderr))
+    if set(modes) != {"keyword"}:  # keyword search needs no vectors
+        wait_embedded(http, [user for user, _ in samples])
+    took = time.perf_counter() - started
+    print(f"imported {turns} dialog turns of {len(samples)} conversations in {took:.1f} s (vectors included)")
+    return {mode: report(mode, *evaluate(http, samples, mode)) for mode in modes}
+
+
 def other_units(http: httpx.Client, samples: list[tuple[str, dict]], units: list[str], modes: list[str]) -> None:
     if units:
         define_unit_kinds(http)
@@ -332,8 +342,8 @@ def main() -> int:
         parser.error("--base-url and --api-key go together")
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     units = [unit.strip() for unit in args.units.split(",") if unit.strip()]
-    if not set(units) <= {"dialog", *UNIT_KINDS} or "dialog" not in units:
-        parser.error("--units: dialog, plus observation and/or summary")
+    if not units or not set(units) <= {"dialog", *UNIT_KINDS}:
+        parser.error("--units: one or more of dialog, observation, summary")
     data = json.loads(args.file.read_text(encoding="utf-8"))
     server, workdir = None, tempfile.TemporaryDirectory(prefix="memoryhub-locomo-")
     try:
@@ -344,19 +354,12 @@ def main() -> int:
         run = secrets.token_hex(4)
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
             samples = [(f"locomo-{run}-{sample['sample_id']}", sample) for sample in data]
-            started = time.perf_counter()
-            turns = sum(
-                import_sample(http, user, sample) for user, sample in tqdm(samples, desc="import", file=sys.stderr)
-            )
-            if set(modes) != {"keyword"}:  # keyword search needs no vectors
-                wait_embedded(http, [user for user, _ in samples])
-            took = time.perf_counter() - started
-            print(f"imported {turns} dialog turns of {len(samples)} conversations in {took:.1f} s (vectors included)")
-            results = {mode: report(mode, *evaluate(http, samples, mode)) for mode in modes}
+            results = dialog_units(http, samples, modes) if "dialog" in units else {}
             other_units(http, samples, [unit for unit in units if unit != "dialog"], modes)
-        final = results.get("hybrid") or results[modes[-1]]
-        label = "hybrid" if "hybrid" in results else modes[-1]
-        print(f"LOCOMO dialog {label} " + " ".join(f"R@{k}={final[k]:.1f}" for k in KS))
+        if results:
+            final = results.get("hybrid") or results[modes[-1]]
+            label = "hybrid" if "hybrid" in results else modes[-1]
+            print(f"LOCOMO dialog {label} " + " ".join(f"R@{k}={final[k]:.1f}" for k in KS))
         return 0
     finally:
         if server is not None:
