@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memories.history import selectors
 from memories.history.models import HistoryEntry
-from memories.history.selectors import HistoryFilters, neighbours
+from memories.history.selectors import HistoryFilters, history_search, neighbours
 from memoryhub.addresses import UserAddress
 from memoryhub.ranking import FusedHit
 from tests.history.support import imported, search
@@ -68,6 +68,44 @@ def test_exact_scan_and_hnsw_rank_the_same_under_and_over_the_bound(alice, monke
     monkeypatch.setattr(selectors, "EXACT_SCAN_MAX_ROWS", 4)
     assert branch_of(partial(ranked, alice, "small", mode))[1] == expected[0]
     assert branch_of(partial(ranked, alice, "large", mode))[1] == expected[1]
+
+
+AFTER = datetime(2024, 5, 2, tzinfo=UTC)
+FILTERS = [
+    HistoryFilters(conversations=("c2", "c3")),
+    HistoryFilters(roles=("assistant",)),
+    HistoryFilters(after=AFTER),
+    HistoryFilters(before=AFTER),
+    HistoryFilters(exclude_conversation="c1", exclude_from_round=2),
+]
+
+
+def selected(entry: HistoryEntry, filters: HistoryFilters) -> bool:
+    excluded = entry.conversation_id == filters.exclude_conversation and entry.round >= (
+        filters.exclude_from_round or 0
+    )
+    return (
+        (not filters.conversations or entry.conversation_id in filters.conversations)
+        and (not filters.roles or entry.role in filters.roles)
+        and (filters.after is None or entry.created_at >= filters.after)
+        and (filters.before is None or entry.created_at < filters.before)
+        and not excluded
+    )
+
+
+@pytest.mark.parametrize("bound", [2000, 0])
+def test_semantic_filters_select_what_they_say_on_either_path(alice, monkeypatch, bound):
+    """The function's copy of the filters (migration 0004) leaves what HistoryFilters says, exact or HNSW."""
+    imported(alice, "u1", "c1", TRIP)
+    imported(alice, "u1", "c2", ZH)
+    imported(alice, "u1", "c3", OLD)
+    monkeypatch.setattr(selectors, "EXACT_SCAN_MAX_ROWS", bound)
+    scope = UserAddress(alice.product, "u1")
+    everything = [hit.entry for hit in history_search(scope, query=QUERY, mode="semantic", limit=100)]
+    for filters in FILTERS:
+        found = history_search(scope, query=QUERY, mode="semantic", limit=100, filters=filters)
+        expected = [entry.pk for entry in everything if selected(entry, filters)]
+        assert [hit.entry.pk for hit in found] == expected and 0 < len(expected) < len(everything), filters
 
 
 def test_a_hybrid_search_is_three_statements_on_postgresql(alice):
