@@ -34,7 +34,6 @@ from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import FusedHit, SignalHit, fuse, keep_places, script, spread_to_neighbours
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
-INDEX_TABLE = EmbeddingIndex._meta.db_table
 EPOCH_TABLE = "history_vector_epoch"  # SQLite only: migration 0003, memories/history/vector_cache.py
 FTS_TABLE = "history_entry_fts"
 TS_CONFIG = "english"  # must match migration 0001's generated tsvector column

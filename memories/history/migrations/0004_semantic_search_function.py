@@ -37,7 +37,7 @@ DECLARE
     v_rows bigint;
     -- $1-$10: the scope and the filters; $11 the query vector, $12 the limit.
     v_from text := ' FROM history_entry h WHERE h.product_id = $1 AND h.user_id = $2'
-        ' AND h.embedding_index_id = $3'
+        ' AND h.embedding_index_id = $3 AND h.embedding IS NOT NULL'
         ' AND (h.message_id IS NULL OR NOT (SELECT m.superseded FROM memories_message m WHERE m.id = h.message_id))'
         ' AND ($4::text[] IS NULL OR h.conversation_id = ANY($4))'
         ' AND ($5::timestamptz IS NULL OR h.created_at >= $5)'
