@@ -90,6 +90,8 @@ def script(text: str) -> str:
     What a keyword match cannot cross: a CJK character counts against a whole word of other letters, so
     "我在学Python" is Chinese and "I love 北京" is not.
     """
+    if not _CJK.search(text):  # most texts: no need to count their words (0 CJK characters never outnumber them)
+        return "other"
     cjk = len(_CJK.findall(text))
     words = len(_OTHER_WORD.findall(_CJK.sub(" ", text)))
     return "cjk" if cjk > words else "other"

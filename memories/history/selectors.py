@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import connection
 
 from memories.history import vector_cache
 from memories.history.models import HistoryEntry
@@ -34,7 +34,6 @@ from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import FusedHit, SignalHit, fuse, keep_places, script, spread_to_neighbours
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
-INDEX_TABLE = EmbeddingIndex._meta.db_table
 EPOCH_TABLE = "history_vector_epoch"  # SQLite only: migration 0003, memories/history/vector_cache.py
 FTS_TABLE = "history_entry_fts"
 TS_CONFIG = "english"  # must match migration 0001's generated tsvector column
@@ -91,6 +90,18 @@ class HistoryFilters:
             clauses.append(_witness_sql())
             params.extend([self.witness, self.witness])
         return "".join(f" AND {clause}" for clause in clauses), params
+
+    def call_params(self) -> list[object]:
+        """The same selection as `memoryhub_history_semantic`'s arguments (migration 0004): None is no condition."""
+        return [
+            list(self.conversations) or None,
+            self.after,
+            self.before,
+            list(self.roles) or None,
+            self.exclude_conversation,
+            self.exclude_from_round,
+            self.witness or None,
+        ]
 
 
 def _witness_sql() -> str:
@@ -290,75 +301,136 @@ def _decode_vectors(ids: np.ndarray, index: EmbeddingIndex) -> tuple[np.ndarray,
 def _semantic_postgres(
     scope: UserAddress, query: str, filters: HistoryFilters, depth: int, in_use: IndexInUse | None
 ) -> list[SignalHit[int]]:
-    """pgvector through the index's HNSW, with the index this process last saw active (no query for it).
+    return _semantic_hits(_semantic_rows(scope, query, filters, depth, in_use or index_last_seen()))
 
-    The statement checks that this index is still the active one; when it answers nothing, the index is read
-    again (503 when the embedder no longer matches it) and, if another one is active now, searched instead.
-    """
-    in_use = in_use or index_last_seen()
-    rows = _hnsw_rows(scope, in_use, query, filters, depth)
+
+# At most this many messages of a user (all filters aside), PostgreSQL ranks them by an exact scan instead of
+# the HNSW index: no settings, and none of the other users' rows that the iterative scan would wade through.
+# 2,000 rows scan in ~6 ms, under the HNSW search a hybrid makes at 100,000 (8 ms); long-term's bound too.
+# docs/performance.md, "History search on PostgreSQL: an exact scan for few messages".
+EXACT_SCAN_MAX_ROWS = 2000
+
+
+def _semantic_call(
+    scope: UserAddress, in_use: IndexInUse, vector: list[float], filters: HistoryFilters, depth: int
+) -> tuple[str, list]:
+    """`memoryhub_history_semantic` (migration 0004): the active-index check, then an exact or an HNSW scan;
+    rows (id, distance, conversation, round, content), nearest first, ties by the newer id."""
+    from memories.longterm.services.vectors import vector_param
+
+    index = in_use.index
+    sql = f"SELECT * FROM memoryhub_history_semantic(%s, %s, %s::vector, {', '.join(['%s'] * 12)})"
+    params = [
+        index.pk,
+        int(index.dimension),
+        vector_param(vector),  # in binary, through binding_cursor
+        scope.product.pk,
+        scope.user_id,
+        *filters.call_params(),
+        depth,
+        max(MIN_EF_SEARCH, int(depth)),
+        EXACT_SCAN_MAX_ROWS,
+    ]
+    return sql, params
+
+
+def _semantic_rows(
+    scope: UserAddress, query: str, filters: HistoryFilters, depth: int, in_use: IndexInUse, rows: list | None = None
+) -> list[tuple]:
+    """The function's rows with the index this process last saw active (no query for it), or `rows` already
+    read with it. No rows from an index that is not active any more: the index is read again (503 when the
+    embedder no longer matches it) and, if another one is active now, searched instead."""
+    if rows is None:
+        rows = _call_rows(_semantic_call(scope, in_use, in_use.embed_query(scope.product.pk, query), filters, depth))
     if not rows:
         current = index_in_use()
         if current.index.pk != in_use.index.pk:
-            rows = _hnsw_rows(scope, current, query, filters, depth)
-    return [SignalHit(pk, 1.0 - float(distance)) for pk, distance in sorted(rows, key=lambda r: (r[1], -r[0]))]
+            vector = current.embed_query(scope.product.pk, query)
+            rows = _call_rows(_semantic_call(scope, current, vector, filters, depth))
+    return rows
 
 
-def _hnsw_rows(scope: UserAddress, in_use: IndexInUse, query: str, filters: HistoryFilters, depth: int) -> list:
-    from memories.longterm.services.vectors import vector_param
+def _call_rows(statement: tuple[str, list]) -> list[tuple]:
+    with binding_cursor(connection) as cursor:
+        cursor.execute(*statement)
+        return cursor.fetchall()
 
-    vector = in_use.embed_query(scope.product.pk, query)
-    where, params = _scope_sql(scope, filters)
-    index = in_use.index
-    active = f"EXISTS (SELECT 1 FROM {INDEX_TABLE} e WHERE e.id = %s AND e.status = 'active')"
-    with transaction.atomic():
-        with connection.cursor() as settings_cursor:
-            settings_cursor.execute(
-                f"SET LOCAL hnsw.ef_search = {max(MIN_EF_SEARCH, int(depth))}; "
-                "SET LOCAL hnsw.iterative_scan = relaxed_order; "
-                "SET LOCAL hnsw.max_scan_tuples = 200000"
-            )
-        with binding_cursor(connection) as cursor:  # the vector goes in binary
-            cursor.execute(
-                f"SELECT h.id, h.embedding::vector({int(index.dimension)}) <=> %s::vector AS distance "
-                f"FROM {TABLE} h {where} AND h.embedding_index_id = %s AND {active} ORDER BY distance LIMIT %s",
-                [vector_param(vector), *params, index.pk, index.pk, depth],
-            )
-            return cursor.fetchall()
+
+def _semantic_hits(rows: list[tuple]) -> list[SignalHit[int]]:
+    return [SignalHit(row[0], 1.0 - float(row[1])) for row in rows]
 
 
 def history_search(
     scope: UserAddress, *, query: str, mode: str, limit: int, filters: HistoryFilters | None = None
 ) -> list[HistoryHit]:
     filters = filters or HistoryFilters()
-    depth = max(MIN_DEPTH, limit * 4)
-    if mode == "keyword":
-        rankings = {"keyword": keyword_ranking(scope, query, filters, limit)}
-    elif mode == "semantic":
-        rankings = {"semantic": semantic_ranking(scope, query, filters, limit)}
-    else:
-        rankings = {
-            "keyword": keyword_ranking(scope, query, filters, depth),
-            "semantic": semantic_ranking(scope, query, filters, depth),
-        }
     if mode == "hybrid":
-        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(scope, query, filters, rankings, limit)]
+        rankings, rows = _hybrid_rankings(scope, query, filters, max(MIN_DEPTH, limit * 4))
+        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(scope, query, filters, rankings, rows, limit)]
     else:
-        ((name, hits),) = rankings.items()
+        ranking = keyword_ranking if mode == "keyword" else semantic_ranking
         ranked = [
-            (hit.key, hit.score, {name: {"rank": rank, "score": round(hit.score, 6)}})
-            for rank, hit in enumerate(hits[:limit], start=1)
+            (hit.key, hit.score, {mode: {"rank": rank, "score": round(hit.score, 6)}})
+            for rank, hit in enumerate(ranking(scope, query, filters, limit)[:limit], start=1)
         ]
     entries = HistoryEntry.objects.defer("embedding", "search_text").in_bulk([pk for pk, _, _ in ranked])
     return [HistoryHit(entries[pk], score, why) for pk, score, why in ranked if pk in entries]
 
 
+Row = tuple[str, int, str]  # a ranked message's conversation, round and content
+
+
+def _hybrid_rankings(
+    scope: UserAddress, query: str, filters: HistoryFilters, depth: int
+) -> tuple[dict[str, list[SignalHit[int]]], dict[int, Row]]:
+    """Both rankings and each ranked message's row: on PostgreSQL in one statement, on SQLite in three."""
+    if connection.vendor == "postgresql":
+        return _hybrid_rankings_postgres(scope, query, filters, depth)
+    rankings = {
+        "keyword": keyword_ranking(scope, query, filters, depth),
+        "semantic": semantic_ranking(scope, query, filters, depth),
+    }
+    return rankings, _candidates([hit.key for hits in rankings.values() for hit in hits])
+
+
+def _hybrid_rankings_postgres(
+    scope: UserAddress, query: str, filters: HistoryFilters, depth: int
+) -> tuple[dict[str, list[SignalHit[int]]], dict[int, Row]]:
+    """The BM25 statement and the semantic function's call as one statement, each hit with its row."""
+    in_use = index_last_seen()
+    semantic_sql, semantic_params = _semantic_call(
+        scope, in_use, in_use.embed_query(scope.product.pk, query), filters, depth
+    )
+    terms = query_terms(query)
+    if not terms:
+        found = [("semantic", *row) for row in _call_rows((semantic_sql, semantic_params))]
+    else:
+        where, params = _scope_sql(scope, filters)
+        keyword_sql, keyword_params = bm25_statement(where, params, terms, depth)
+        found = _call_rows(
+            (
+                f"SELECT 'keyword', k.id, k.score, h.conversation_id, h.round, h.content FROM ({keyword_sql}) k "
+                f"JOIN {TABLE} h ON h.id = k.id UNION ALL SELECT 'semantic', s.* FROM ({semantic_sql}) s",
+                [*keyword_params, *semantic_params],
+            )
+        )
+    keyword = sorted((row[1:] for row in found if row[0] == "keyword"), key=lambda r: (-r[1], -r[0]))
+    semantic = [row[1:] for row in found if row[0] == "semantic"]
+    semantic = sorted(_semantic_rows(scope, query, filters, depth, in_use, semantic), key=lambda r: (r[1], -r[0]))
+    rows = {pk: (conversation, round_, content) for pk, _, conversation, round_, content in keyword + semantic}
+    return {"keyword": [SignalHit(r[0], float(r[1])) for r in keyword], "semantic": _semantic_hits(semantic)}, rows
+
+
 def _hybrid(
-    scope: UserAddress, query: str, filters: HistoryFilters, rankings: dict[str, list[SignalHit[int]]], limit: int
+    scope: UserAddress,
+    query: str,
+    filters: HistoryFilters,
+    rankings: dict[str, list[SignalHit[int]]],
+    rows: dict[int, Row],
+    limit: int,
 ) -> list[FusedHit[int]]:
     """Fused, spread to neighbours, and every message in another script than the query at its semantic place."""
     fused = fuse(rankings, WEIGHTS, limit=sum(len(hits) for hits in rankings.values()), rrf_k=RRF_K)
-    rows = _candidates([hit.key for hit in fused])
     givers = [hit for hit in fused[:NEIGHBOUR_FROM] if hit.key in rows]
     fused = spread_to_neighbours(fused, neighbours(scope, filters, givers, rows), NEIGHBOUR_SHARE, limit=len(fused))
     query_script = script(query)
@@ -366,14 +438,14 @@ def _hybrid(
     return keep_places(fused, rankings["semantic"], unreadable, limit=limit)
 
 
-def _candidates(pks: list[int]) -> dict[int, tuple[str, int, str]]:
-    """id -> (conversation, round, content) of the fused hits (their script, their neighbours)."""
+def _candidates(pks: list[int]) -> dict[int, Row]:
+    """id -> (conversation, round, content) of the ranked messages (SQLite: their script, their neighbours)."""
     rows = HistoryEntry.objects.filter(pk__in=pks).values_list("pk", "conversation_id", "round", "content")
     return {pk: (conversation, round_, content) for pk, conversation, round_, content in rows}
 
 
 def neighbours(
-    scope: UserAddress, filters: HistoryFilters, hits: list[FusedHit[int]], rows: dict[int, tuple[str, int, str]]
+    scope: UserAddress, filters: HistoryFilters, hits: list[FusedHit[int]], rows: dict[int, Row]
 ) -> dict[int, list[int]]:
     """Each hit's previous and next message in its conversation (by id, within the rounds around its own),
     among the messages the search may return. One statement over the (conversation, round) index."""
@@ -381,18 +453,34 @@ def neighbours(
         return {}
     where, params = _scope_sql(scope, filters)
     windows = [(rows[hit.key][0], rows[hit.key][1]) for hit in hits]
-    around = " OR ".join(["(h.conversation_id = %s AND h.round BETWEEN %s AND %s)"] * len(windows))
-    for conversation, round_ in windows:
-        params.extend([conversation, max(round_ - 1, 0), round_ + 1])
+    if connection.vendor == "postgresql":  # one statement text for every search (arrays, not a clause per hit)
+        around = (
+            "(h.conversation_id, h.round) IN (SELECT w.c, w.r + d.d FROM unnest(%s::text[], %s::int[]) w(c, r) "
+            "CROSS JOIN (VALUES (-1), (0), (1)) d(d))"
+        )
+        params.extend([[c for c, _ in windows], [r for _, r in windows]])
+    else:
+        around = " OR ".join(["(h.conversation_id = %s AND h.round BETWEEN %s AND %s)"] * len(windows))
+        for conversation, round_ in windows:
+            params.extend([conversation, max(round_ - 1, 0), round_ + 1])
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT h.id, h.conversation_id, h.round FROM {TABLE} h {where} AND ({around})", params)
-        found = sorted(cursor.fetchall())
+        return _adjacent(hits, windows, cursor.fetchall())
+
+
+def _adjacent(
+    hits: list[FusedHit[int]], windows: list[tuple[str, int]], found: list[tuple[int, str, int]]
+) -> dict[int, list[int]]:
+    """Each hit's nearest smaller and larger id among the found rows within a round of its own."""
+    by_round: dict[tuple[str, int], list[int]] = {}
+    for pk, conversation, round_ in found:
+        by_round.setdefault((conversation, round_), []).append(pk)
     out: dict[int, list[int]] = {}
     for hit, (conversation, round_) in zip(hits, windows):
-        near = [pk for pk, c, r in found if c == conversation and round_ - 1 <= r <= round_ + 1]
-        before = [pk for pk in near if pk < hit.key]
-        after = [pk for pk in near if pk > hit.key]
-        out[hit.key] = ([before[-1]] if before else []) + ([after[0]] if after else [])
+        near = [pk for r in (round_ - 1, round_, round_ + 1) for pk in by_round.get((conversation, r), ())]
+        before = max((pk for pk in near if pk < hit.key), default=None)
+        after = min((pk for pk in near if pk > hit.key), default=None)
+        out[hit.key] = [pk for pk in (before, after) if pk is not None]
     return out
 
 
