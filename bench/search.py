@@ -12,18 +12,27 @@ SEPARATE virtualenv (never memoryhub's .venv):
 BENCH_REDIS_URL (e.g. redis://127.0.0.1:6379/7; the bench product's entries are deleted there) puts memoryhub's
 working set, and so its query-vector cache, in Redis; without it the local-memory cache holds it.
 
-Both systems embed through the same OpenAI-compatible server on 127.0.0.1 (tests.support.embedding_server,
-backed by the bundled model), started here. The records' vectors are computed once through that server and
-inserted directly into both stores (memoryhub: COPY into its table, exactly the rows its writes produce;
+Both systems embed with memoryhub's default bundled model, e5 (multilingual-e5-small, centred, 384-d; --model use
+for the previous default, USE 512-d): memoryhub in process, as deployed by default (no EMBEDDING_BASE_URL); mem0
+through an OpenAI-compatible server on 127.0.0.1 (tests.support.embedding_server, started here, backed by the
+same embedder). e5 encodes a search text ("query: …") unlike a record ("passage: …"): the server serves the
+query side under a second model name, which mem0's `embed` asks for when it embeds for a search. The records'
+vectors (record side) and the queries' (search side) are computed once in process, exactly as memoryhub computes
+them, cached in --workdir by chunks of 2,500 texts (`--embed-only K/N` fills the K-th of N shares, so N processes
+can share the work; the tenants run's texts are a prefix of the one-user run's), and inserted directly into both
+stores (memoryhub: COPY into its table, exactly the rows its writes produce;
 mem0: its pgvector store's `insert`, with the payload `Memory.add` writes — the first --add-via-api records go
 through `Memory.add(..., infer=False)` itself). --tenants spreads `records` rows over records / 100 users, each
 holding 100 of records / 2 distinct texts, so the embedding work is that of the one-user run.
 
-Printed: latency (median/p95) of each system with the embedder call (memoryhub: a cold query-vector cache, then
+Printed: the embedder's own cost in process (load, one search text per call, records in batches); latency
+(median/p95) of each system with the embedder call (memoryhub: a cold query-vector cache, then
 the hit path) and without it (the same vectors from a table), recall@10 of each against an exact scan (numpy
 over the same vectors; a result counts when it is no farther than the exact 10th), with the one-user run swept
 over hnsw.ef_search (each system at its default and at the lowest setting that reaches recall 0.95), the
-tenants run per user; and the EXPLAIN ANALYZE of the plans.
+tenants run per user; memoryhub's hybrid search (keyword + semantic, fused; mem0 has no equivalent) without the
+embedder call, with the overlap of its top 10 with the exact semantic 10 (not a recall: fusion reorders by
+design); and the EXPLAIN ANALYZE of the plans.
 """
 
 from __future__ import annotations
