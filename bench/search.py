@@ -563,6 +563,10 @@ def interleaved(
     hub: Memoryhub, mem0: Mem0 | None, load: Workload, indexes, precomputed: bool, mode: str = "semantic"
 ) -> Pass:
     """Alternate the two systems query by query (and who goes first), so both see the same machine load."""
+    who = "memoryhub and mem0" if mem0 else "memoryhub"
+    embedder = "query vectors precomputed" if precomputed else "with the embedder call (or cache)"
+    print(f"  {time.strftime('%H:%M:%S', time.gmtime())} UTC: {len(indexes)} {mode} searches, {who}, {embedder}; "
+          f"load average {loadavg()}", flush=True)  # fmt: skip
     out = Pass()
     for q in indexes:
         first_ours = q % 2 == 0
