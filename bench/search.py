@@ -729,9 +729,10 @@ def one_user(args, hub: Memoryhub, mem0: Mem0 | None, load: Workload, exact: Exa
         hub.set_ef_search(ef)
         if mem0:
             mem0.ask("ok", op="ef", ef=ef)
-        # Recall first, then the timing, as at mem0's default below: a new pool's connections plan mem0's query
-        # per execution (a user holding every row: an exact scan) until psycopg prepares it (after 5), and from
-        # then on PostgreSQL may run its generic plan (the HNSW index); timed first, the two plans mix.
+        # Recall first, then the timing, as at mem0's default below: on a new pool's connections mem0's query is
+        # planned for its user (one user holding every row: an exact scan) until it has run about ten times there
+        # (psycopg prepares it after 5 executions, PostgreSQL may then switch to its generic plan, the HNSW
+        # index); timed first, the two plans mix.
         ours = mean(hub_recall(hub, exact, load, load.recall).values())
         theirs = mem0_recall(mem0, exact, load, load.recall, index_of) if mem0 else None
         timed = interleaved(hub, mem0, load, load.timed[: args.sweep_queries], precomputed=True)
