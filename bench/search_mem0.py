@@ -76,7 +76,10 @@ def memory_from(cfg: dict, ef_search: int | None = None):
 
 def search_side(model, cfg: dict) -> None:
     """e5 encodes a search text unlike a record; OpenAI's API cannot say which, so mem0's own `embed` asks the
-    server for the query-side model name when mem0 embeds for a search (its `memory_action` "search")."""
+    server for the query-side model name when mem0 embeds for a search (its `memory_action` "search").
+
+    `embed_batch` is left alone: at search time mem0 calls it only for entity boosts, which need spaCy (not
+    installed by the bench's command, so off)."""
     if cfg["query_model"] == cfg["model"]:
         return
     records_embed = model.embed
