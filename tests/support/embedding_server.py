@@ -2,7 +2,11 @@
 
 Used by tests and bench/search.py to exercise the HTTP embedder path with real vectors (from the repository root):
 
-    python -m tests.support.embedding_server --port 8765 [--model NAME] [--api-key KEY]
+    python -m tests.support.embedding_server --port 8765 [--model NAME] [--api-key KEY] [--local e5-small]
+
+`--local` picks the bundled model (`use`, the default here, or `e5-small`, memoryhub's default). e5 encodes a
+search text unlike a record; OpenAI's API has no field for that, so with `--query-model NAME` a request for
+model NAME gets the query-side vectors and a request for `--model` the record-side ones.
 
 Standard library only (no Django). `--truncate N` cuts every returned vector to N floats, to inject
 an embedding-dimension error *after* the real model answered.
@@ -16,7 +20,15 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from memoryhub.clients.embeddings import LOCAL_DIMENSION, LOCAL_MODEL, Embedder, LocalUSEEmbedder
+from memoryhub.clients.embeddings import (
+    LOCAL_CHOICES,
+    LOCAL_MODEL,
+    LOCAL_USE,
+    Embedder,
+    LocalE5Embedder,
+    LocalUSEEmbedder,
+    embed_queries,
+)
 
 MAX_INPUTS = 2048
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -27,6 +39,7 @@ class ServerOptions:
     model: str = LOCAL_MODEL
     api_key: str | None = None
     truncate: int | None = None
+    query_model: str | None = None  # the name under which search texts are embedded (asymmetric models)
 
 
 class _BadRequest(Exception):
@@ -35,22 +48,24 @@ class _BadRequest(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def _parse_inputs(body: object, options: ServerOptions) -> list[str]:
+def _parse_inputs(body: object, options: ServerOptions, dimension: int) -> tuple[list[str], bool]:
+    """The texts to embed, and whether they are search texts (a request for `query_model`)."""
     if not isinstance(body, dict):
         raise _BadRequest(400, "invalid_request_error", "body must be a JSON object")
-    if body.get("model") != options.model:
+    query = options.query_model is not None and body.get("model") == options.query_model
+    if body.get("model") != options.model and not query:
         # Serving another model's name would silently break the caller's embedding identity.
         raise _BadRequest(404, "model_not_found", f"this server only serves model {options.model!r}")
     dimensions = body.get("dimensions")
-    if dimensions is not None and dimensions != LOCAL_DIMENSION:
-        raise _BadRequest(400, "invalid_request_error", f"only dimensions={LOCAL_DIMENSION} is supported")
+    if dimensions is not None and dimensions != dimension:
+        raise _BadRequest(400, "invalid_request_error", f"only dimensions={dimension} is supported")
     raw = body.get("input")
     inputs = [raw] if isinstance(raw, str) else raw
     if not isinstance(inputs, list) or not inputs or not all(isinstance(item, str) for item in inputs):
         raise _BadRequest(400, "invalid_request_error", "input must be a string or a non-empty list of strings")
     if len(inputs) > MAX_INPUTS:
         raise _BadRequest(400, "invalid_request_error", f"at most {MAX_INPUTS} inputs per request")
-    return inputs
+    return inputs, query
 
 
 def _response(vectors: list[list[float]], inputs: list[str], options: ServerOptions) -> dict:
@@ -71,6 +86,8 @@ def make_server(
     """Build (not start) the server; port 0 picks a free port (see `server.server_address`)."""
     opts = options or ServerOptions()
     backend = embedder or LocalUSEEmbedder()
+    identity = getattr(backend, "identity", None)
+    dimension = identity.dimension if identity is not None else LocalUSEEmbedder.identity.dimension
     # Load the weights before the first request: the bundled default is e5 now, so nothing else in the
     # process has loaded USE, and its seconds of loading must not count against a client's timeout.
     backend.embed(["warm-up"])
@@ -84,8 +101,9 @@ def make_server(
         def do_POST(self) -> None:
             try:
                 self._check_route_and_auth()
-                inputs = _parse_inputs(self._read_json(), opts)
-                self._send(200, _response(backend.embed(inputs), inputs, opts))
+                inputs, query = _parse_inputs(self._read_json(), opts, dimension)
+                vectors = embed_queries(backend, inputs) if query else backend.embed(inputs)
+                self._send(200, _response(vectors, inputs, opts))
             except _BadRequest as exc:
                 self._send(exc.status, {"error": {"type": exc.code, "message": exc.message}})
             except Exception as exc:  # the model failed: report as a server error, like a real API
@@ -148,14 +166,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=LOCAL_MODEL, help="model name clients must request")
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
     parser.add_argument("--truncate", type=int, default=None, help="cut vectors to N floats (fault injection)")
+    parser.add_argument("--local", choices=LOCAL_CHOICES, default=LOCAL_USE, help="the bundled model that embeds")
+    parser.add_argument("--query-model", default=None, help="model name whose requests are embedded as search texts")
     args = parser.parse_args(argv)
-    embedder = LocalUSEEmbedder()
+    embedder: Embedder = LocalUSEEmbedder() if args.local == LOCAL_USE else LocalE5Embedder()
     embedder.embed(["warm-up"])  # load the weights before accepting traffic
     server = make_server(
         args.host,
         args.port,
         embedder=embedder,
-        options=ServerOptions(model=args.model, api_key=args.api_key, truncate=args.truncate),
+        options=ServerOptions(
+            model=args.model, api_key=args.api_key, truncate=args.truncate, query_model=args.query_model
+        ),
     )
     host, port = server.server_address[:2]
     print(f"embedding server on http://{host}:{port} model={args.model}", flush=True)
