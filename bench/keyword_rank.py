@@ -69,7 +69,7 @@ def postgres_rankers(url: str, texts: list[str]):
         return rank
 
     def bm25(terms: list[str]) -> list[int]:
-        sql, params = keyword.bm25_statement("kw", "TRUE", [], terms, DEPTH, 0, conn)
+        sql, params = keyword.bm25_statement("kw", "TRUE", [], terms, DEPTH, 0)
         return [r[0] for r in conn.execute(sql, params).fetchall()]
 
     return {

@@ -198,27 +198,42 @@ def _tsquery(count: int) -> str:
     return "(" + " || ".join(["plainto_tsquery('simple'::regconfig, %s)"] * count) + ")"
 
 
-def bm25_statement(table: str, where: str, where_params: list, terms: list[str], limit: int, offset: int, conn):
-    """PostgreSQL BM25 over the rows `where` selects (the user's current searchable rows), statistics included.
+# Bounded work per search, as history search's (docs/recall.md, "Keyword relevance"): the statistics come from
+# the user's newest SAMPLE rows and the newest CANDIDATES matches are ranked — exact for a user with at most
+# that many current searchable rows (nearly everyone), an estimate above it. Over every row, one user of
+# 100,000 memories cost 0.7 s for the statistics alone (to_tsvector of each row; docs/performance.md).
+SAMPLE = 1000
+CANDIDATES = 1000
+
+
+def bm25_statement(
+    table: str, where: str, where_params: list, terms: list[str], limit: int, offset: int
+) -> tuple[str, list]:
+    """PostgreSQL BM25 over the rows `where` selects (the user's current searchable rows): one statement.
 
     A record's token list holds each word once (keyword.padded), so a term's frequency is 0 or 1 and
-    BM25 is idf-sum × (k1 + 1) / (1 + k1 (1 − b + b · length / average length)). The document count, the
-    average length and each term's document frequency are counted over the same rows first (one statement,
-    on the user's btree and GIN indexes): a score depends on this user's records only.
+    BM25 is idf-sum × (k1 + 1) / (1 + k1 (1 − b + b · length / average length)), with
+    idf(t) = ln(1 + (n − df + 0.5) / (df + 0.5)). The document count, the average length and each term's
+    document frequency are counted over the same selection (its newest SAMPLE rows), so a score depends on
+    this user's records only; the newest CANDIDATES matches are ranked.
     """
     vector = TSVECTOR_SQL
     single = "plainto_tsquery('simple'::regconfig, %s)"
-    counts = ", ".join(f"count(*) FILTER (WHERE {vector} @@ {single})" for _ in terms)
-    stats_sql = f"SELECT count(*), coalesce(avg(length({vector})), 1), {counts} FROM {table} WHERE {where}"
-    with conn.cursor() as cursor:
-        cursor.execute(stats_sql, [*terms, *where_params])
-        total, average, *frequencies = cursor.fetchone()
-    idf = [math.log(1 + (total - f + 0.5) / (f + 0.5)) for f in frequencies]
-    matched = " + ".join(f"CASE WHEN {vector} @@ {single} THEN %s::float8 ELSE 0 END" for _ in terms)
-    factor = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length({vector}) / %s::float8)))"
-    sql = (
-        f"SELECT id, ({matched}) * {factor} AS score FROM {table} "
-        f"WHERE {where} AND {vector} @@ {_tsquery(len(terms))} ORDER BY score DESC, id DESC LIMIT %s OFFSET %s"
+    per_term = ", ".join(f"{single} AS t{i}" for i in range(len(terms)))
+    frequencies = ", ".join(f"count(*) FILTER (WHERE s.v @@ q.t{i})::float8 AS df{i}" for i in range(len(terms)))
+    idf_sum = " + ".join(
+        f"CASE WHEN c.v @@ q.t{i} THEN ln(1 + (st.n - st.df{i} + 0.5) / (st.df{i} + 0.5)) ELSE 0 END"
+        for i in range(len(terms))
     )
-    pairs = [value for term, weight in zip(terms, idf) for value in (term, weight)]
-    return sql, [*pairs, float(average or 1), *where_params, *terms, limit, offset]
+    factor = f"({BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.v) / st.avgdl)))"
+    sql = (
+        f"WITH q AS MATERIALIZED (SELECT {per_term}), "
+        f"sample AS MATERIALIZED (SELECT {vector} AS v FROM {table} WHERE {where} ORDER BY id DESC LIMIT {SAMPLE}), "
+        f"st AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(avg(length(s.v)), 1)::float8 AS avgdl, "
+        f"{frequencies} FROM sample s CROSS JOIN q), "
+        f"c AS MATERIALIZED (SELECT id, {vector} AS v FROM {table} WHERE {where} "
+        f"AND {vector} @@ {_tsquery(len(terms))} ORDER BY id DESC LIMIT {CANDIDATES}) "
+        f"SELECT c.id, ({idf_sum}) * {factor} AS score FROM c CROSS JOIN q CROSS JOIN st "
+        "ORDER BY score DESC, c.id DESC LIMIT %s OFFSET %s"
+    )
+    return sql, [*terms, *where_params, *where_params, *terms, limit, offset]

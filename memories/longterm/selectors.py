@@ -275,9 +275,8 @@ def _keyword_postgres(
         f"product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
         "AND superseded_by = '' AND rolled_back_at IS NULL AND (expires_at IS NULL OR expires_at > %s)"
     )
-    sql, params = keyword.bm25_statement(
-        TABLE, where, [scope.product.pk, scope.user_id, *kinds, now], terms, limit, offset, connection
-    )
+    params = [scope.product.pk, scope.user_id, *kinds, now]
+    sql, params = keyword.bm25_statement(TABLE, where, params, terms, limit, offset)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(pk, float(score)) for pk, score in cursor.fetchall()]
