@@ -229,7 +229,7 @@ def bm25_statement(
     sql = (
         f"WITH q AS MATERIALIZED (SELECT {per_term}), "
         f"sample AS MATERIALIZED (SELECT {vector} AS v FROM {table} WHERE {where} ORDER BY id DESC LIMIT {SAMPLE}), "
-        f"st AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(avg(length(s.v)), 1)::float8 AS avgdl, "
+        f"st AS MATERIALIZED (SELECT count(*)::float8 AS n, coalesce(nullif(avg(length(s.v)), 0), 1)::float8 AS avgdl, "
         f"{frequencies} FROM sample s CROSS JOIN q), "
         f"c AS MATERIALIZED (SELECT id, {vector} AS v FROM {table} WHERE {where} "
         f"AND {vector} @@ {_tsquery(len(terms))} ORDER BY id DESC LIMIT {CANDIDATES}) "
