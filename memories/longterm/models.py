@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import VectorField
 
+from memories.longterm.kinds import EVIDENCE_POLICIES, STATEMENT
 from memories.models import Product
 
 
@@ -67,11 +68,10 @@ class MemoryKind(models.Model):
     text_field = models.CharField(max_length=64, blank=True, help_text="The content field recalled as text.")
     max_per_user = models.PositiveIntegerField(null=True, blank=True)
     default_ttl_days = models.PositiveIntegerField(null=True, blank=True)
-    # The values of kinds.EVIDENCE_POLICIES (pure Python, not imported here); check_definition validates them.
-    evidence_policy = models.CharField(
+    evidence_policy = models.CharField(  # check_definition validates it for the API and the admin alike
         max_length=16,
-        choices=[("statement", "statement"), ("quote", "quote")],
-        default="statement",
+        choices=[(policy, policy) for policy in EVIDENCE_POLICIES],
+        default=STATEMENT,
         help_text="statement: the preference statement rules apply; quote: consent, a verbatim quote and no secret.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
