@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -176,26 +177,14 @@ def import_units(http: httpx.Client, user: str, sample: dict, unit: str) -> tupl
 
 def evaluate_units(http: httpx.Client, samples: list[tuple[str, dict]], unit: str, mode: str) -> tuple[dict, list]:
     """Recall of evidence dia_ids by the units ranked: a unit covers the turns in its content's `ids`."""
-    ks = SUMMARY_KS if unit == "summary" else KS
-    scores: dict[object, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    latencies = []
-    questions = [(user, qa) for user, sample in samples for qa in sample["qa"]]
-    for user, qa in tqdm(questions, desc=f"{unit} {mode:>8}", unit="q", file=sys.stderr):
-        body = {"query": qa["question"], "mode": mode, "limit": 50}
-        if mode != "keyword":
-            body["minScore"] = -1
-        started = time.perf_counter()
-        response = http.post(f"/v1/users/{user}/memories/search", json=body)
-        latencies.append((time.perf_counter() - started) * 1000)
+    body = {"mode": mode, "limit": 50, **({} if mode == "keyword" else {"minScore": -1})}
+
+    def ask(user: str, question: str) -> list[list[str]]:
+        response = http.post(f"/v1/users/{user}/memories/search", json={"query": question, **body})
         response.raise_for_status()
-        covered = [hit["content"]["ids"] for hit in response.json()["results"]]
-        evidence = qa.get("evidence") or []
-        for k in ks:
-            top = {i for ids in covered[:k] for i in ids}
-            value = sum(1 for item in evidence if item in top) / len(evidence) if evidence else 1.0
-            scores[qa.get("category")][k].append(value)
-            scores["overall"][k].append(value)
-    return scores, latencies
+        return [hit["content"]["ids"] for hit in response.json()["results"]]
+
+    return evaluate(samples, f"{unit} {mode:>8}", SUMMARY_KS if unit == "summary" else KS, ask)
 
 
 def wait_embedded(http: httpx.Client, users: list[str], timeout: float = 3600) -> None:
@@ -207,27 +196,36 @@ def wait_embedded(http: httpx.Client, users: list[str], timeout: float = 3600) -
             time.sleep(0.5)
 
 
-def recall(evidence: list[str], ranked: list[str], k: int) -> float:
+def recall(evidence: list[str], covered: list[list[str]], k: int) -> float:
+    """Evidence dia_ids covered by the top k units ÷ evidence ids (1 for a question without evidence)."""
     if not evidence:
         return 1.0
-    top = set(ranked[:k])
+    top = {dia_id for ids in covered[:k] for dia_id in ids}
     return sum(1 for item in evidence if item in top) / len(evidence)
 
 
-def evaluate(http: httpx.Client, samples: list[tuple[str, dict]], mode: str) -> tuple[dict, list[float]]:
+def dialog_ask(http: httpx.Client, mode: str) -> Callable[[str, str], list[list[str]]]:
+    def ask(user: str, question: str) -> list[list[str]]:
+        response = http.post(f"/v1/users/{user}/history/search", json={"query": question, "mode": mode, "limit": 50})
+        response.raise_for_status()
+        return [[hit["clientId"]] for hit in response.json()["results"]]
+
+    return ask
+
+
+def evaluate(
+    samples: list[tuple[str, dict]], label: str, ks: tuple[int, ...], ask: Callable[[str, str], list[list[str]]]
+) -> tuple[dict, list[float]]:
+    """Every question asked as written; recall per category and overall at each k, and the latencies."""
     scores: dict[object, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     latencies = []
     questions = [(user, qa) for user, sample in samples for qa in sample["qa"]]
-    for user, qa in tqdm(questions, desc=f"{mode:>8}", unit="q", file=sys.stderr):
+    for user, qa in tqdm(questions, desc=label, unit="q", file=sys.stderr):
         started = time.perf_counter()
-        response = http.post(
-            f"/v1/users/{user}/history/search", json={"query": qa["question"], "mode": mode, "limit": 50}
-        )
+        covered = ask(user, qa["question"])
         latencies.append((time.perf_counter() - started) * 1000)
-        response.raise_for_status()
-        ranked = [hit["clientId"] for hit in response.json()["results"]]
-        for k in KS:
-            value = recall(qa.get("evidence") or [], ranked, k)
+        for k in ks:
+            value = recall(qa.get("evidence") or [], covered, k)
             scores[qa.get("category")][k].append(value)
             scores["overall"][k].append(value)
     return scores, latencies
@@ -313,7 +311,7 @@ def dialog_units(http: httpx.Client, samples: list[tuple[str, dict]], modes: lis
         wait_embedded(http, [user for user, _ in samples])
     took = time.perf_counter() - started
     print(f"imported {turns} dialog turns of {len(samples)} conversations in {took:.1f} s (vectors included)")
-    return {mode: report(mode, *evaluate(http, samples, mode)) for mode in modes}
+    return {mode: report(mode, *evaluate(samples, f"{mode:>8}", KS, dialog_ask(http, mode))) for mode in modes}
 
 
 def other_units(http: httpx.Client, samples: list[tuple[str, dict]], units: list[str], modes: list[str]) -> None:
