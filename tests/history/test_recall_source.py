@@ -31,6 +31,14 @@ def scenario(api, **source) -> None:
     assert response.status_code == 201, response.json()
 
 
+def regenerate_lighthouse_reply(api, first: dict) -> dict:
+    """A regeneration of `first` in conversation "c": its reply is superseded (turn() completes the new one and
+    waits for the vectors)."""
+    return turn(
+        api, "c", "Tell me about lighthouses", reply="Towers of light on rocky coasts.", replacesTurnId=first["turnId"]
+    )
+
+
 def turn(api, conversation: str, text: str, reply: str | None = "ok", **extra) -> dict:
     prepared = api.post(
         f"/v1/users/u1/conversations/{conversation}/turns", {"scenarioId": "chat", "userMessage": text, **extra}
@@ -89,14 +97,7 @@ def test_turn_messages_are_searchable_at_once_and_a_superseded_reply_never_is(al
     scenario(alice)
     first = turn(alice, "c", "Tell me about lighthouses", reply="Lighthouses guide ships with a flashing beam.")
     assert contents(search(alice, "u1", "lighthouse beam", "keyword"))[0].startswith("Lighthouses guide")
-    # Regenerated: the first reply is superseded (turn() completes it and waits for the vectors).
-    turn(
-        alice,
-        "c",
-        "Tell me about lighthouses",
-        reply="Towers of light on rocky coasts.",
-        replacesTurnId=first["turnId"],
-    )
+    regenerate_lighthouse_reply(alice, first)
     for mode in ("keyword", "semantic", "hybrid"):
         found = contents(search(alice, "u1", "lighthouse flashing beam ships light coasts", mode, limit=100))
         assert "Lighthouses guide ships with a flashing beam." not in found, mode

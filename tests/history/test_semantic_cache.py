@@ -15,7 +15,7 @@ from memories.history.models import HistoryEntry
 from memories.longterm.services.embedding_index import index_in_use
 from tests.history.support import contents, imported, message, search
 from tests.history.test_import_search import TRIP, ZH
-from tests.history.test_recall_source import OLD, scenario, turn
+from tests.history.test_recall_source import OLD, regenerate_lighthouse_reply, scenario, turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,14 +88,7 @@ def test_a_reply_superseded_after_a_search_is_never_found_again(alice):
     first = turn(alice, "c", "Tell me about lighthouses", reply="Lighthouses guide ships with a flashing beam.")
     query = "lighthouse flashing beam ships"
     assert "Lighthouses guide ships with a flashing beam." in contents(search(alice, "u1", query, "semantic"))
-    # Regenerated: the first reply is superseded (turn() completes it and waits for the vectors).
-    turn(
-        alice,
-        "c",
-        "Tell me about lighthouses",
-        reply="Towers of light on rocky coasts.",
-        replacesTurnId=first["turnId"],
-    )
+    regenerate_lighthouse_reply(alice, first)
     found = contents(search(alice, "u1", query, "semantic", limit=100))
     assert "Lighthouses guide ships with a flashing beam." not in found
     assert "Towers of light on rocky coasts." in found
