@@ -32,7 +32,7 @@ _OTHER_WORD = re.compile(r"[^\W\d_]+")
 DEFAULT_RRF_K = 60
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SignalHit(Generic[Key]):
     """One entry of one signal's ranking: the item's key and the signal's own score for it."""
 
@@ -40,16 +40,25 @@ class SignalHit(Generic[Key]):
     score: float
 
 
-@dataclass
+@dataclass(slots=True)
 class FusedHit(Generic[Key]):
     key: Key
     score: float = 0.0
-    # signal name -> {"rank": r, "score": raw}
-    signals: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    # signal name -> (rank, raw score), for the signals that ranked it; `why` rounds them for the hits shown
+    ranked: dict[str, tuple[int, float]] = field(default_factory=dict)
+    names: tuple[str, ...] = ()  # every fused signal, in order: `why` lists each, None where it did not rank
+    # What spread_to_neighbours gave it (None: not spread).
+    from_neighbours: float | None = None
 
     def why(self) -> dict[str, object]:
         """The JSON-ready reason: each signal's rank and score (None when the signal did not return it)."""
-        return {"fused": round(self.score, 6), **self.signals}
+        why: dict[str, object] = {"fused": round(self.score, 6)}
+        for name in self.names:
+            got = self.ranked.get(name)
+            why[name] = {"rank": got[0], "score": round(got[1], 6)} if got else {"rank": None, "score": None}
+        if self.from_neighbours is not None:
+            why["neighbours"] = {"score": round(self.from_neighbours, 6)}
+        return why
 
 
 def fuse(
@@ -64,22 +73,19 @@ def fuse(
     A signal missing from `weights` counts with weight 1. Ties on the fused score keep the order of the
     first signal that ranked the items, then the key's first appearance, so the result is deterministic.
     """
-    fused: dict[Key, FusedHit[Key]] = {}
-    first_seen: dict[Key, int] = {}
+    fused: dict[Key, FusedHit[Key]] = {}  # in order of first appearance
+    names = tuple(rankings)
     for name, hits in rankings.items():
         weight = weights.get(name, 1.0)
         for rank, hit in enumerate(hits, start=1):
             entry = fused.get(hit.key)
             if entry is None:
-                entry = fused[hit.key] = FusedHit(key=hit.key)
-                first_seen[hit.key] = len(first_seen)
-            if name in entry.signals:  # a signal listing a key twice: its best rank counts
+                entry = fused[hit.key] = FusedHit(key=hit.key, names=names)
+            elif name in entry.ranked:  # a signal listing a key twice: its best rank counts
                 continue
-            entry.signals[name] = {"rank": rank, "score": round(float(hit.score), 6)}
+            entry.ranked[name] = (rank, float(hit.score))
             entry.score += weight / (rrf_k + rank)
-    for entry in fused.values():
-        for name in rankings:
-            entry.signals.setdefault(name, {"rank": None, "score": None})
+    first_seen = {key: n for n, key in enumerate(fused)}
     ordered = sorted(fused.values(), key=lambda e: (-e.score, first_seen[e.key]))
     return ordered[:limit]
 
@@ -134,7 +140,7 @@ def spread_to_neighbours(
     """
     order = {hit.key: n for n, hit in enumerate(fused)}
     hits = {hit.key: hit for hit in fused}
-    names = list(fused[0].signals) if fused else []
+    names = fused[0].names if fused else ()
     gained: dict[Key, float] = {}
     for hit in fused:
         for key in neighbours.get(hit.key, ()):
@@ -142,9 +148,9 @@ def spread_to_neighbours(
     for key, extra in gained.items():
         entry = hits.get(key)
         if entry is None:
-            entry = hits[key] = FusedHit(key=key, signals={name: {"rank": None, "score": None} for name in names})
+            entry = hits[key] = FusedHit(key=key, names=names)
             order[key] = len(order)
         entry.score += extra
     for key, entry in hits.items():
-        entry.signals["neighbours"] = {"score": round(gained.get(key, 0.0), 6)}
+        entry.from_neighbours = gained.get(key, 0.0)
     return sorted(hits.values(), key=lambda e: (-e.score, order[e.key]))[:limit]

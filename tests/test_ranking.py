@@ -32,7 +32,7 @@ def test_why_carries_each_signals_rank_and_score_and_the_fused_score():
 def test_limit_and_a_key_listed_twice_counts_once():
     result = fuse({"keyword": hits("a", "a", "b", "c")}, {}, limit=2)
     assert [h.key for h in result] == ["a", "b"]
-    assert result[0].signals["keyword"]["rank"] == 1
+    assert result[0].why()["keyword"]["rank"] == 1
 
 
 def test_an_unreadable_key_keeps_its_anchor_place_and_the_others_fill_around_it():

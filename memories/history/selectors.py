@@ -11,13 +11,14 @@ a reply (a regeneration, a rollback) takes it out of search at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 from django.db import connection
 
-from memories.history import vector_cache
+from memories.history import resident, resident_search, vector_cache
 from memories.history.models import HistoryEntry
 from memories.history.text import query_terms
 from memories.longterm.keyword import BM25_B, BM25_K1  # one choice of BM25's constants for every ranking
@@ -364,17 +365,64 @@ def history_search(
     scope: UserAddress, *, query: str, mode: str, limit: int, filters: HistoryFilters | None = None
 ) -> list[HistoryHit]:
     filters = filters or HistoryFilters()
+    if connection.vendor == "postgresql":
+        found = _resident_search(scope, query, mode, limit, filters)
+        if found is not None:
+            return found
     if mode == "hybrid":
         rankings, rows = _hybrid_rankings(scope, query, filters, max(MIN_DEPTH, limit * 4))
-        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(scope, query, filters, rankings, rows, limit)]
+        adjacent = lambda hits: neighbours(scope, filters, hits, rows)  # noqa: E731
+        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(query, rankings, rows, adjacent, limit)]
     else:
         ranking = keyword_ranking if mode == "keyword" else semantic_ranking
-        ranked = [
-            (hit.key, hit.score, {mode: {"rank": rank, "score": round(hit.score, 6)}})
-            for rank, hit in enumerate(ranking(scope, query, filters, limit)[:limit], start=1)
-        ]
+        ranked = _single(ranking(scope, query, filters, limit), mode, limit)
     entries = HistoryEntry.objects.defer("embedding", "search_text").in_bulk([pk for pk, _, _ in ranked])
     return [HistoryHit(entries[pk], score, why) for pk, score, why in ranked if pk in entries]
+
+
+def _single(hits: list[SignalHit[int]], mode: str, limit: int) -> list[tuple[int, float, dict]]:
+    return [
+        (hit.key, hit.score, {mode: {"rank": rank, "score": round(hit.score, 6)}})
+        for rank, hit in enumerate(hits[:limit], start=1)
+    ]
+
+
+def _resident_search(
+    scope: UserAddress, query: str, mode: str, limit: int, filters: HistoryFilters
+) -> list[HistoryHit] | None:
+    """The search over the user's rows held in this process (resident.py); None: the SQL path searches."""
+    terms = query_terms(query)
+    loaded = resident.load(scope, terms if mode != "semantic" else [])
+    if loaded is None:
+        return None
+    in_use = None
+    if mode != "keyword":
+        in_use = index_last_seen()
+        if loaded.active_index_id != in_use.index.pk:  # another index is active now: the SQL path reads it again
+            return None
+    held = loaded.resident
+    cols = resident_search.columns(held)
+    mask = resident_search.selected(cols, filters)
+    depth = max(MIN_DEPTH, limit * 4) if mode == "hybrid" else limit
+    rankings: dict[str, list[SignalHit[int]]] = {}
+    if mode != "semantic":
+        rankings["keyword"] = resident_search.keyword_hits(loaded, cols, mask, depth)
+    if in_use is not None:
+        vector = in_use.embed_query(scope.product.pk, query)
+        rankings["semantic"] = resident_search.semantic_hits(cols, mask, vector, in_use.index.pk, depth)
+    if mode == "hybrid":
+        rows = {hit.key: _resident_row(held.rows[hit.key]) for hits in rankings.values() for hit in hits}
+        scripts = {pk: held.rows[pk].script for pk in rows}
+        adjacent = lambda hits: resident_search.adjacent(cols, mask, hits, rows)  # noqa: E731
+        fused = _hybrid(query, rankings, rows, adjacent, limit, scripts)
+        ranked = [(hit.key, hit.score, hit.why()) for hit in fused]
+    else:
+        ranked = _single(rankings[mode], mode, limit)
+    return [HistoryHit(resident_search.entry(scope, held.rows[pk]), score, why) for pk, score, why in ranked]
+
+
+def _resident_row(row: resident.Row) -> Row:
+    return row.conversation_id, row.round, row.content
 
 
 Row = tuple[str, int, str]  # a ranked message's conversation, round and content
@@ -422,19 +470,22 @@ def _hybrid_rankings_postgres(
 
 
 def _hybrid(
-    scope: UserAddress,
     query: str,
-    filters: HistoryFilters,
     rankings: dict[str, list[SignalHit[int]]],
     rows: dict[int, Row],
+    adjacent: Callable[[list[FusedHit[int]]], dict[int, list[int]]],
     limit: int,
+    scripts: dict[int, str] | None = None,
 ) -> list[FusedHit[int]]:
-    """Fused, spread to neighbours, and every message in another script than the query at its semantic place."""
+    """Fused, spread to neighbours, and every message in another script than the query at its semantic place.
+
+    `adjacent` gives each of the best hits its neighbours; `scripts` each row's script, when known already."""
     fused = fuse(rankings, WEIGHTS, limit=sum(len(hits) for hits in rankings.values()), rrf_k=RRF_K)
     givers = [hit for hit in fused[:NEIGHBOUR_FROM] if hit.key in rows]
-    fused = spread_to_neighbours(fused, neighbours(scope, filters, givers, rows), NEIGHBOUR_SHARE, limit=len(fused))
+    fused = spread_to_neighbours(fused, adjacent(givers) if givers else {}, NEIGHBOUR_SHARE, limit=len(fused))
     query_script = script(query)
-    unreadable = {pk for pk, (_, _, content) in rows.items() if script(content) != query_script}
+    scripts = scripts or {pk: script(content) for pk, (_, _, content) in rows.items()}
+    unreadable = {pk for pk, written_in in scripts.items() if written_in != query_script}
     return keep_places(fused, rankings["semantic"], unreadable, limit=limit)
 
 

@@ -20,3 +20,21 @@ def embedding_worker(request):
         for queue in app.amqp.queues.values():
             queue(connection.default_channel).declare()
     yield worker
+
+
+@pytest.fixture(autouse=True)
+def no_resident_history():
+    """Each test starts with no user's history held in this process (memories/history/resident.py)."""
+    from memories.history import resident
+
+    resident.clear()
+    yield
+    resident.clear()
+
+
+@pytest.fixture
+def sql_path(monkeypatch):
+    """History search through its SQL statements on PostgreSQL: no user is small enough to be held resident."""
+    from memories.history import resident
+
+    monkeypatch.setattr(resident, "MAX_ROWS", 0)

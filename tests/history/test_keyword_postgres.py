@@ -49,7 +49,10 @@ def expected_bm25(user: str, terms: list[str]) -> list[tuple[str, float]]:
     return sorted(scored, key=lambda item: -item[1])
 
 
-def test_keyword_order_and_scores_are_bm25_with_term_frequency(alice):
+@pytest.mark.parametrize("path", ["sql", "resident"])
+def test_keyword_order_and_scores_are_bm25_with_term_frequency(alice, request, path):
+    if path == "sql":
+        request.getfixturevalue("sql_path")
     imported(alice, "u1", "c1", MESSAGES)
     response = search(alice, "u1", "violin garden", "keyword", limit=10)
     assert response.status_code == 200, response.json()
@@ -61,7 +64,7 @@ def test_keyword_order_and_scores_are_bm25_with_term_frequency(alice):
     assert hits[0][0] == "k1" and [c for c, _ in hits].index("k3") < [c for c, _ in hits].index("k5")
 
 
-def test_more_matches_than_candidates_ranks_the_newest(alice, monkeypatch):
+def test_more_matches_than_candidates_ranks_the_newest(alice, monkeypatch, sql_path):
     monkeypatch.setattr(selectors, "CANDIDATES", 3)
     body = [
         message(f"m{i}", "user", f"garden note {i}" + " garden" * (5 - i), f"2024-01-0{i + 1}T00:00:00Z")
@@ -72,7 +75,7 @@ def test_more_matches_than_candidates_ranks_the_newest(alice, monkeypatch):
     assert found == {"m2", "m3", "m4"}  # the two oldest say "garden" most, but only the newest 3 are ranked
 
 
-def test_keyword_plan_reads_indexes_only_and_a_bounded_number_of_rows(alice):
+def test_keyword_plan_reads_indexes_only_and_a_bounded_number_of_rows(alice, sql_path):
     """At 20,000 messages of one user: a common term is read through the time index backwards, up to the
     candidate limit, and a rare one through the GIN index — never a scan of the table (docs/performance.md)."""
     product = alice.product

@@ -23,7 +23,8 @@ from tests.history.support import imported, search
 from tests.history.test_import_search import TRIP, ZH
 from tests.history.test_recall_source import OLD
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The SQL statements' paths; a user held resident in the process (resident.py) is tested in test_resident.py.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("sql_path")]
 
 QUERY = "advice for taking my pet to the animal doctor"
 EXACT_TEXT, HNSW_TEXT = "ORDER BY 2, 1 DESC", "::vector("  # what each branch's statement says (migration 0004)

@@ -1,0 +1,235 @@
+"""PostgreSQL: a user's history kept resident in this process, checked against the database on every search.
+
+A turn's recall (the `history-search` source) searched the user's history with three statements — BM25, the
+vector ranking, the neighbours — ~15 ms for a user of 1,000 messages, several times a whole
+`GET …/memory` (docs/performance.md). A user with at most MAX_ROWS messages (most users) is searched here
+instead, from their rows held in this process, with the same formulas as the SQL path (resident_search.py):
+BM25 over all their rows is then exact, as the SQL statement's sample and candidates are, and the vector
+ranking is the exact scan the SQL function does below its bound.
+
+Never trusted alone: every search runs one statement (`_REFRESH`) that reads the user's row count, the
+database snapshot, the active embedding index, the query terms' lexemes and every row changed since the
+snapshot this process last read them in (`history_entry.change_xid`, migration 0005: set by any insert or
+update of the row and by a change to its turn message's `superseded`, `present` or `name`). Changed rows
+replace or join the held ones; a held row that was deleted leaves more rows held than the count, and all are
+read again. More than MAX_ROWS rows, a term PostgreSQL splits into several lexemes, or an index that is not
+the active one: the SQL path searches instead (`load` answers None).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db import connection
+
+from memories.history import vector_cache
+from memoryhub.addresses import UserAddress
+from memoryhub.prepared import binding_cursor
+from memoryhub.ranking import script
+
+# BM25's statistics sample and its candidate bound (selectors.SAMPLE, CANDIDATES): at most this many rows,
+# the SQL statement reads all of a user's rows, so the resident ranking equals it. 0: no user is held.
+MAX_ROWS = 1000
+# Held rows per process, all users together (least recently searched out first): ~20 users of 1,000 messages.
+MAX_BYTES = 64 * 1024 * 1024
+TS_CONFIG = "english"  # selectors.TS_CONFIG: the generated tsvector column's configuration (migration 0001)
+_SINGLE_LEXEME = re.compile(r"^'([^'\\]+)'$")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: int
+    conversation_id: str
+    client_id: str
+    round: int
+    role: str
+    name: str
+    content: str
+    created_at: datetime
+    message_id: int | None
+    superseded: bool  # the turn message's flag (False for an imported message)
+    speaker: str | None  # the turn message's `name` (witness scopes), None for an imported message
+    present: tuple[str, ...] | None
+    index_id: int | None  # the embedding index of `vector`
+    vector: np.ndarray | None
+    lexemes: dict[str, int]  # lexeme -> occurrences (ts_rank_cd of a one-lexeme query)
+    script: str
+
+    @property
+    def nbytes(self) -> int:
+        vector = self.vector.nbytes if self.vector is not None else 0
+        return 400 + 2 * len(self.content) + vector + 80 * len(self.lexemes)
+
+
+@dataclass(frozen=True)
+class Resident:
+    """One user's rows as of `snapshot` (a pg_snapshot's text); the same object while none changes."""
+
+    snapshot: str
+    rows: dict[int, Row]
+    nbytes: int  # the rows' estimated size
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A search's view: the user's rows, the active embedding index and the query terms' lexemes."""
+
+    resident: Resident
+    active_index_id: int | None
+    lexemes: list[str | None]  # per query term: its one lexeme, None for a stop word
+
+
+class _TooMany(Exception):
+    """The user has more rows than a process holds: the SQL path searches them."""
+
+
+_held: OrderedDict[tuple[str, str], Resident] = OrderedDict()
+_lock = threading.Lock()
+
+
+_COLUMNS = (
+    "c.id, c.conversation_id, c.client_id, c.round, c.role, c.name, c.content, c.created_at, c.message_id, "
+    "m.superseded, m.name, m.present, c.embedding_index_id, c.embedding::text, "
+    "(SELECT array_agg(u.lexeme ORDER BY u.lexeme) FROM unnest(c.search_tsv) u), "
+    "(SELECT array_agg(coalesce(array_length(u.positions, 1), 1) ORDER BY u.lexeme) FROM unnest(c.search_tsv) u)"
+)
+# Changed since the held snapshot: from its xmin on (history_entry_change_idx), and not visible to it.
+_SINCE = (
+    " AND c.change_xid >= pg_snapshot_xmin(%s::pg_snapshot)"
+    " AND NOT pg_visible_in_snapshot(c.change_xid, %s::pg_snapshot)"
+)
+
+
+def _statement(term_count: int, since: bool) -> str:
+    """The count, the snapshot, the active index, the terms' tsquery texts and the rows changed (or all)."""
+    lexemes = ", ".join([f"plainto_tsquery('{TS_CONFIG}', %s)::text"] * term_count)
+    return (
+        "WITH total AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM history_entry t "
+        f"WHERE t.product_id = %s AND t.user_id = %s LIMIT {MAX_ROWS + 1}) c) "
+        "SELECT total.n, pg_current_snapshot()::text, "
+        "(SELECT e.id FROM memories_embeddingindex e WHERE e.status = 'active' ORDER BY e.id LIMIT 1), "
+        f"ARRAY[{lexemes}]::text[], changed.* FROM total LEFT JOIN LATERAL (SELECT {_COLUMNS} "
+        "FROM history_entry c LEFT JOIN memories_message m ON m.id = c.message_id "
+        # A subquery, not total.n: a one-time filter, so a user with too many rows has none read
+        f"WHERE (SELECT n FROM total) <= {MAX_ROWS} AND c.product_id = %s AND c.user_id = %s"
+        f"{_SINCE if since else ''}) changed ON true"
+    )
+
+
+def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
+    """The user's rows, brought up to date in one statement, with the terms' lexemes; None: search in SQL."""
+    if MAX_ROWS <= 0:
+        return None
+    key = (scope.product.pk, scope.user_id)
+    with _lock:
+        held = _held.get(key)
+    try:
+        loaded = _read(scope, terms, held)
+        if loaded is None and held is not None:  # rows were deleted since it was read: read them all again
+            loaded = _read(scope, terms, None)
+    except _TooMany:
+        loaded = None
+    if loaded is None:
+        _forget(key)
+        return None
+    if loaded.resident is not held:
+        _keep(key, loaded.resident)
+    if any(lexeme is False for lexeme in loaded.lexemes):
+        return None
+    return loaded
+
+
+def _read(scope: UserAddress, terms: list[str], held: Resident | None) -> Loaded | None:
+    """`held` brought up to date (None: read whole); None: `held` holds rows deleted since."""
+    since = [held.snapshot, held.snapshot] if held is not None else []
+    owner = [scope.product.pk, scope.user_id]
+    with binding_cursor(connection) as cursor:
+        cursor.execute(_statement(len(terms), held is not None), [*owner, *terms, *owner, *since])
+        found = cursor.fetchall()
+    count, snapshot, active_index_id, term_texts = found[0][:4]
+    if count > MAX_ROWS:
+        raise _TooMany
+    lexemes = [_lexeme(text) for text in term_texts or []]
+    changed = [_row(values[4:]) for values in found if values[4] is not None]
+    resident = held if held is not None and not changed else _updated(held, changed, snapshot)
+    if len(resident.rows) != count:
+        return None
+    return Loaded(resident, active_index_id, lexemes)  # type: ignore[arg-type]
+
+
+def _updated(held: Resident | None, changed: list[Row], snapshot: str) -> Resident:
+    rows = dict(held.rows) if held is not None else {}
+    size = held.nbytes if held is not None else 0
+    for row in changed:
+        replaced = rows.get(row.id)
+        size += row.nbytes - (replaced.nbytes if replaced is not None else 0)
+        rows[row.id] = row
+    return Resident(snapshot, rows, size)
+
+
+def _lexeme(text: str) -> str | None | bool:
+    """A term's tsquery text: its one lexeme, None (a stop word), or False (several lexemes: not resident)."""
+    if not text:
+        return None
+    single = _SINGLE_LEXEME.match(text)
+    return single.group(1) if single else False
+
+
+def _row(values: tuple) -> Row:
+    (pk, conversation, client_id, round_, role, name, content, created_at, message_id, superseded, speaker,
+     present, index_id, vector_text, lexemes, counts) = values  # fmt: skip
+    vector = vector_cache.decode([vector_text], vector_text.count(",") + 1)[0] if vector_text else None
+    return Row(
+        id=pk,
+        conversation_id=conversation,
+        client_id=client_id,
+        round=round_,
+        role=role,
+        name=name,
+        content=content,
+        created_at=created_at,
+        message_id=message_id,
+        superseded=bool(superseded),
+        speaker=speaker,
+        present=_names(present) if message_id is not None else None,
+        index_id=index_id if vector is not None else None,
+        vector=vector,
+        lexemes=dict(zip(lexemes or [], counts or [])),
+        script=script(content),
+    )
+
+
+def _names(present: object) -> tuple[str, ...] | None:
+    """A turn message's `present` (jsonb, which Django's connection hands over as text)."""
+    if present is None:
+        return None
+    return tuple(json.loads(present) if isinstance(present, str) else present)  # type: ignore[arg-type]
+
+
+def _keep(key: tuple[str, str], resident: Resident) -> None:
+    size = resident.nbytes
+    with _lock:
+        _held.pop(key, None)
+        if size > MAX_BYTES:
+            return
+        _held[key] = resident
+        total = sum(held.nbytes for held in _held.values())  # a few dozen users at most
+        while total > MAX_BYTES and _held:
+            _, dropped = _held.popitem(last=False)
+            total -= dropped.nbytes
+
+
+def _forget(key: tuple[str, str]) -> None:
+    with _lock:
+        _held.pop(key, None)
+
+
+def clear() -> None:
+    with _lock:
+        _held.clear()

@@ -1,0 +1,208 @@
+"""The history rankings over a resident user (resident.py): the SQL path's formulas, in numpy.
+
+- keyword: selectors.bm25_statement's BM25 — statistics over all the user's rows (its sample, when they are at
+  most resident.MAX_ROWS), the filtered rows matching any term ranked, in the same order of operations, so
+  the scores are the statement's; best first, ties by the newer id;
+- semantic: memoryhub_history_semantic's exact scan (migration 0004) — cosine distance to the query over
+  the filtered rows embedded in the active index, nearest first, ties by the newer id (pgvector sums in
+  float4 and numpy in its own order: scores agree to ~1e-6);
+- the filters: HistoryFilters.sql() and the scope's superseded check, on the held columns.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+
+import numpy as np
+
+from memories.history.models import HistoryEntry
+from memories.history.resident import Loaded, Resident, Row
+from memories.longterm.keyword import BM25_B, BM25_K1
+from memoryhub.addresses import UserAddress
+from memoryhub.ranking import FusedHit, SignalHit
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(when: datetime) -> int:
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+@dataclass
+class Columns:
+    """A resident user's rows as arrays (ascending id), built once per state of the rows."""
+
+    rows: list[Row]
+
+    @cached_property
+    def ids(self) -> np.ndarray:
+        return np.fromiter((row.id for row in self.rows), dtype=np.int64, count=len(self.rows))
+
+    @cached_property
+    def conversations(self) -> dict[str, int]:
+        return {conversation: code for code, conversation in enumerate({r.conversation_id for r in self.rows})}
+
+    @cached_property
+    def conversation(self) -> np.ndarray:
+        return np.array([self.conversations[row.conversation_id] for row in self.rows], dtype=np.int64)
+
+    @cached_property
+    def rounds(self) -> np.ndarray:
+        return np.array([row.round for row in self.rows], dtype=np.int64)
+
+    @cached_property
+    def created(self) -> np.ndarray:
+        return np.array([_micros(row.created_at) for row in self.rows], dtype=np.int64)
+
+    @cached_property
+    def roles(self) -> np.ndarray:
+        return np.array([row.role for row in self.rows], dtype=object)
+
+    @cached_property
+    def live(self) -> np.ndarray:
+        return np.array([not row.superseded for row in self.rows], dtype=bool)
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        return np.array([len(row.lexemes) for row in self.rows], dtype=np.float64)
+
+    @cached_property
+    def postings(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """lexeme -> (positions of the rows holding it, its occurrences in each)."""
+        found: dict[str, tuple[list[int], list[float]]] = {}
+        for position, row in enumerate(self.rows):
+            for lexeme, count in row.lexemes.items():
+                at, counts = found.setdefault(lexeme, ([], []))
+                at.append(position)
+                counts.append(float(count))
+        return {lexeme: (np.array(at, dtype=np.int64), np.array(c)) for lexeme, (at, c) in found.items()}
+
+    @cached_property
+    def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(positions of the rows with a vector, their index ids, the vectors, their norms)."""
+        at = [position for position, row in enumerate(self.rows) if row.vector is not None]
+        if not at:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 0), np.float32), np.zeros(0)
+        matrix = np.stack([self.rows[position].vector for position in at])  # type: ignore[misc]
+        index_ids = np.array([self.rows[position].index_id for position in at], dtype=np.int64)
+        return np.array(at, dtype=np.int64), index_ids, matrix, np.linalg.norm(matrix.astype(np.float64), axis=1)
+
+    @cached_property
+    def windows(self) -> dict[tuple[str, int], list[int]]:
+        """(conversation, round) -> positions of its rows."""
+        out: dict[tuple[str, int], list[int]] = {}
+        for position, row in enumerate(self.rows):
+            out.setdefault((row.conversation_id, row.round), []).append(position)
+        return out
+
+
+def columns(resident: Resident) -> Columns:
+    """The resident's columns, built at its first search (a Resident never changes: a change makes a new one)."""
+    held = resident.__dict__.get("_columns")
+    if held is None:
+        held = Columns(sorted(resident.rows.values(), key=lambda row: row.id))
+        object.__setattr__(resident, "_columns", held)
+    return held
+
+
+def selected(cols: Columns, filters) -> np.ndarray:
+    """The rows a search may return: live, and as each filter of `filters` (a HistoryFilters) says."""
+    mask = cols.live.copy()
+    if filters.conversations:
+        codes = [cols.conversations[c] for c in filters.conversations if c in cols.conversations]
+        mask &= np.isin(cols.conversation, codes)
+    if filters.after is not None:
+        mask &= cols.created >= _micros(filters.after)
+    if filters.before is not None:
+        mask &= cols.created < _micros(filters.before)
+    if filters.roles:
+        mask &= np.isin(cols.roles, list(filters.roles))
+    if filters.exclude_conversation is not None and filters.exclude_from_round is not None:
+        code = cols.conversations.get(filters.exclude_conversation)
+        if code is not None:
+            mask &= ~((cols.conversation == code) & (cols.rounds >= filters.exclude_from_round))
+    if filters.witness:
+        mask &= np.array([_witnessed(row, filters.witness) for row in cols.rows], dtype=bool)
+    return mask
+
+
+def _witnessed(row: Row, character: str) -> bool:
+    return row.message_id is None or not row.present or row.speaker == character or character in row.present
+
+
+def keyword_hits(loaded: Loaded, cols: Columns, mask: np.ndarray, depth: int) -> list[SignalHit[int]]:
+    count = len(cols.rows)
+    if not count or all(lexeme is None for lexeme in loaded.lexemes):
+        return []
+    average = max(float(cols.lengths.sum()) / count, 1.0)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * cols.lengths / average)
+    scores = np.zeros(count)
+    matched = np.zeros(count, dtype=bool)
+    for lexeme in loaded.lexemes:
+        posting = cols.postings.get(lexeme) if lexeme is not None else None
+        if posting is None:
+            continue
+        at, occurrences = posting
+        idf = math.log(1 + (count - len(at) + 0.5) / (len(at) + 0.5))
+        scores[at] += idf * occurrences * (BM25_K1 + 1) / (occurrences + norm[at])
+        matched[at] = True
+    chosen = np.flatnonzero(matched & mask)
+    order = chosen[np.lexsort((-cols.ids[chosen], -scores[chosen]))][:depth]
+    return [SignalHit(int(cols.ids[i]), float(scores[i])) for i in order]
+
+
+def semantic_hits(
+    cols: Columns, mask: np.ndarray, vector: list[float], index_id: int, depth: int
+) -> list[SignalHit[int]]:
+    at, index_ids, matrix, norms = cols.embedded
+    keep = (index_ids == index_id) & mask[at] if len(at) else np.zeros(0, dtype=bool)
+    if not keep.any():
+        return []
+    query = np.asarray(vector, dtype=np.float32)
+    products = (matrix @ query)[keep]  # the whole matrix: picking rows first would copy them
+    similarity = products.astype(np.float64) / (norms[keep] * float(np.linalg.norm(query)) + 1e-300)
+    distance = 1.0 - np.clip(similarity, -1.0, 1.0)
+    positions = at[keep]
+    order = np.lexsort((-cols.ids[positions], distance))[:depth]
+    return [SignalHit(int(cols.ids[positions[i]]), 1.0 - float(distance[i])) for i in order]
+
+
+def adjacent(cols: Columns, mask: np.ndarray, hits: list[FusedHit[int]], rows: dict) -> dict[int, list[int]]:
+    """Each hit's nearest smaller and larger id among the selected rows within a round of its own
+    (selectors.neighbours and _adjacent, over the held rows)."""
+    out: dict[int, list[int]] = {}
+    for hit in hits:
+        conversation, round_ = rows[hit.key][0], rows[hit.key][1]
+        before, after = None, None
+        for near in (round_ - 1, round_, round_ + 1):
+            for position in cols.windows.get((conversation, near), ()):
+                if not mask[position]:
+                    continue
+                pk = cols.rows[position].id
+                if pk < hit.key and (before is None or pk > before):
+                    before = pk
+                elif pk > hit.key and (after is None or pk < after):
+                    after = pk
+        out[hit.key] = [pk for pk in (before, after) if pk is not None]
+    return out
+
+
+def entry(scope: UserAddress, row: Row) -> HistoryEntry:
+    """The row as the unsaved HistoryEntry the search answers with (no vector, no search text)."""
+    return HistoryEntry(
+        pk=row.id,
+        product_id=scope.product.pk,
+        user_id=scope.user_id,
+        conversation_id=row.conversation_id,
+        message_id=row.message_id,
+        client_id=row.client_id,
+        round=row.round,
+        role=row.role,
+        name=row.name,
+        content=row.content,
+        created_at=row.created_at,
+        embedding_index_id=row.index_id,
+    )

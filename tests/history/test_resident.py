@@ -1,0 +1,183 @@
+"""PostgreSQL: a user's history held in the process (memories/history/resident.py) answers as the SQL path does,
+in one statement, and sees every change — committed by this request, by another connection, or by a
+transaction that was still running when the rows were read."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from memories.history import resident
+from memories.history.models import HistoryEntry
+from memories.history.selectors import HistoryFilters, history_search
+from memories.history.text import keyword_text
+from memoryhub.addresses import UserAddress
+from tests.history.support import contents, imported, search
+from tests.history.test_import_search import TRIP, ZH
+from tests.history.test_recall_source import OLD, regenerate_lighthouse_reply, scenario, turn
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.requires_postgres]
+
+QUERIES = [
+    "advice for taking my pet to the animal doctor",
+    "violin lessons for my daughter",
+    "西湖 龙井虾仁",
+    "Lisbon tram in June",
+    "lighthouse beam ships",
+    "Who is the heir the Salt Guild wants?",
+    "the",  # only a stop word: no keyword term
+]
+FILTERS = [
+    HistoryFilters(),
+    HistoryFilters(conversations=("c1", "quay")),
+    HistoryFilters(after=datetime(2024, 5, 2, tzinfo=UTC)),
+    HistoryFilters(before=datetime(2024, 5, 2, tzinfo=UTC)),
+    HistoryFilters(roles=("assistant",)),
+    HistoryFilters(exclude_conversation="quay", exclude_from_round=2),
+    HistoryFilters(witness="Oderic"),
+    HistoryFilters(witness="Mara", roles=("user",)),
+]
+
+
+def fill(api) -> None:
+    """Imported messages in three conversations, turns with a regenerated reply, and a group scene."""
+    imported(api, "u1", "c1", TRIP)
+    imported(api, "u1", "c2", ZH)
+    imported(api, "u1", "c3", OLD)
+    scenario(api)
+    first = turn(api, "c", "Tell me about lighthouses", reply="Lighthouses guide ships with a flashing beam.")
+    regenerate_lighthouse_reply(api, first)
+    scene = [
+        ("Mara", ["Mara", "Oderic"], "Well met at the quay, both of you.", "Mara: Climb aboard."),
+        ("Mara", ["Mara"], "The Salt Guild knows you are the heir, Mara.", "Mara: Then we leave tonight."),
+        ("Oderic", ["Mara", "Oderic"], "Oderic is back with bread.", "Oderic: Bread for the crossing."),
+    ]
+    for name, present, text, reply in scene:
+        turn(api, "quay", text, reply, name=name, userName="Rowan", present=present)
+
+
+def answer(hits) -> list[tuple]:
+    return [
+        (h.entry.pk, h.entry.conversation_id, h.entry.round, h.entry.role, h.entry.name, h.entry.content,
+         h.entry.created_at, h.entry.client_id, _ranks(h.why))
+        for h in hits
+    ]  # fmt: skip
+
+
+def _ranks(why: dict) -> dict:
+    return {name: part.get("rank") for name, part in why.items() if isinstance(part, dict)}
+
+
+def test_held_rows_rank_as_the_sql_statements_for_every_mode_and_filter(alice, monkeypatch):
+    fill(alice)
+    scope = UserAddress(alice.product, "u1")
+    compared = 0
+    for query in QUERIES:
+        for mode in ("keyword", "semantic", "hybrid"):
+            for filters in FILTERS:
+                held = history_search(scope, query=query, mode=mode, limit=20, filters=filters)
+                assert (alice.product.pk, "u1") in resident._held
+                with monkeypatch.context() as sql_only:
+                    sql_only.setattr(resident, "MAX_ROWS", 0)
+                    sql = history_search(scope, query=query, mode=mode, limit=20, filters=filters)
+                label = (query, mode, filters)
+                assert answer(held) == answer(sql), label
+                assert [h.score for h in held] == pytest.approx([h.score for h in sql], rel=1e-5, abs=1e-6), label
+                compared += bool(sql)
+    assert compared > 100  # most combinations find something: the comparison is not of empty lists
+
+
+def test_a_held_user_is_searched_with_one_statement(alice):
+    imported(alice, "u1", "c1", TRIP)
+    search(alice, "u1", "my cat hates the vet")  # reads the rows; warms the query's vector
+    with CaptureQueriesContext(connection) as queries:
+        found = contents(search(alice, "u1", "my cat hates the vet"))
+    assert found[0] == "My cat Mochi hates the vet, any tips?"
+    statements = [q["sql"] for q in queries.captured_queries if "history_entry" in q["sql"]]
+    assert len(statements) == 1 and "pg_visible_in_snapshot" in statements[0], statements
+
+
+def test_changes_through_the_api_are_seen_by_the_next_search(alice):
+    imported(alice, "u1", "c1", TRIP)
+    assert contents(search(alice, "u1", "lighthouse", "keyword")) == []
+    scenario(alice)
+    first = turn(alice, "c", "Tell me about lighthouses", reply="Lighthouses guide ships with a flashing beam.")
+    assert "Lighthouses guide ships with a flashing beam." in contents(search(alice, "u1", "lighthouse", "keyword"))
+    regenerate_lighthouse_reply(alice, first)  # the first reply is superseded: its message row changes
+    for mode in ("keyword", "semantic", "hybrid"):
+        found = contents(search(alice, "u1", "lighthouse flashing beam ships light coasts", mode, limit=100))
+        assert "Lighthouses guide ships with a flashing beam." not in found, mode
+        assert "Towers of light on rocky coasts." in found, mode
+    HistoryEntry.objects.filter(product=alice.product, user_id="u1", client_id="t3").delete()
+    assert "My cat Mochi hates the vet, any tips?" not in contents(search(alice, "u1", "cat vet", limit=100))
+
+
+def test_a_transaction_running_when_the_rows_were_read_is_seen_once_it_commits(alice):
+    imported(alice, "u1", "c1", TRIP)
+    written, read = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        try:
+            with transaction.atomic():
+                when = datetime(2024, 7, 1, tzinfo=UTC)
+                text = "The lighthouse keeper plays the oboe at dawn."
+                HistoryEntry.objects.create(
+                    product=alice.product, user_id="u1", conversation_id="c9", client_id="late", round=1,
+                    role="user", content=text, created_at=when,
+                    search_text=keyword_text(role="user", name="", content=text, created_at=when),
+                )  # fmt: skip
+                written.set()
+                assert read.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert written.wait(30)
+        # Read while the writer runs: its row is invisible, and its transaction is in the held snapshot's list.
+        assert contents(search(alice, "u1", "oboe lighthouse", "keyword")) == []
+    finally:
+        read.set()
+        thread.join(30)
+    late = contents(search(alice, "u1", "oboe lighthouse", "keyword"))
+    assert late == ["The lighthouse keeper plays the oboe at dawn."]
+
+
+def test_a_user_over_the_bound_is_searched_by_the_sql_statements(alice, monkeypatch):
+    monkeypatch.setattr(resident, "MAX_ROWS", 3)
+    imported(alice, "u1", "c1", TRIP)  # four messages
+    with CaptureQueriesContext(connection) as queries:
+        found = contents(search(alice, "u1", "my cat hates the vet"))
+    assert found[0] == "My cat Mochi hates the vet, any tips?"
+    assert (alice.product.pk, "u1") not in resident._held
+    assert any("memoryhub_history_semantic" in q["sql"] for q in queries.captured_queries)
+
+
+def test_the_held_rows_stay_within_the_byte_bound(alice, monkeypatch):
+    imported(alice, "u1", "c1", TRIP)
+    imported(alice, "u2", "c1", TRIP)
+    search(alice, "u1", "Lisbon")
+    one_user = resident._held[(alice.product.pk, "u1")].nbytes
+    monkeypatch.setattr(resident, "MAX_BYTES", one_user + one_user // 2)
+    search(alice, "u2", "Lisbon")  # the least recently searched user makes room
+    assert list(resident._held) == [(alice.product.pk, "u2")]
+    assert contents(search(alice, "u1", "Lisbon tram", "keyword"))[0].startswith("Lisbon in June")
+
+
+def test_created_before_a_time_filter_compares_the_instant(alice):
+    """The held filter compares instants, whatever the time zone the filter was given in."""
+    imported(alice, "u1", "c1", TRIP)
+    scope = UserAddress(alice.product, "u1")
+    plus_two = datetime(2024, 5, 3, 10, 0, tzinfo=UTC).astimezone(ZoneInfo("Europe/Paris"))
+    found = history_search(scope, query="vet", mode="keyword", limit=10, filters=HistoryFilters(before=plus_two))
+    assert [h.entry.client_id for h in found] == ["t3"]
+    found = history_search(
+        scope, query="vet", mode="keyword", limit=10, filters=HistoryFilters(after=plus_two - timedelta(hours=1))
+    )
+    assert [h.entry.client_id for h in found] == ["t3"]
