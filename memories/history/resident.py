@@ -23,7 +23,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.db import connection
@@ -39,6 +39,7 @@ MAX_ROWS = 1000
 # Held rows per process, all users together (least recently searched out first): ~20 users of 1,000 messages.
 MAX_BYTES = 64 * 1024 * 1024
 TS_CONFIG = "english"  # selectors.TS_CONFIG: the generated tsvector column's configuration (migration 0001)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SINGLE_LEXEME = re.compile(r"^'([^'\\]+)'$")
 
 
@@ -58,8 +59,10 @@ class Row:
     present: tuple[str, ...] | None
     index_id: int | None  # the embedding index of `vector`
     vector: np.ndarray | None
+    norm: float  # the vector's L2 norm (0 without one)
     lexemes: dict[str, int]  # lexeme -> occurrences (ts_rank_cd of a one-lexeme query)
     script: str
+    micros: int  # created_at in microseconds since 1970 (UTC), for the time filters
 
     @property
     def nbytes(self) -> int:
@@ -200,9 +203,15 @@ def _row(values: tuple) -> Row:
         present=_names(present) if message_id is not None else None,
         index_id=index_id if vector is not None else None,
         vector=vector,
+        norm=float(np.linalg.norm(vector.astype(np.float64))) if vector is not None else 0.0,
         lexemes=dict(zip(lexemes or [], counts or [])),
         script=script(content),
+        micros=micros(created_at),
     )
+
+
+def micros(when: datetime) -> int:
+    return (when - _EPOCH) // timedelta(microseconds=1)
 
 
 def _names(present: object) -> tuple[str, ...] | None:

@@ -13,22 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 import numpy as np
 
 from memories.history.models import HistoryEntry
-from memories.history.resident import Loaded, Resident, Row
+from memories.history.resident import Loaded, Resident, Row, micros
 from memories.longterm.keyword import BM25_B, BM25_K1
 from memoryhub.addresses import UserAddress
 from memoryhub.ranking import FusedHit, SignalHit
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _micros(when: datetime) -> int:
-    return (when - _EPOCH) // timedelta(microseconds=1)
 
 
 @dataclass
@@ -55,7 +48,7 @@ class Columns:
 
     @cached_property
     def created(self) -> np.ndarray:
-        return np.array([_micros(row.created_at) for row in self.rows], dtype=np.int64)
+        return np.fromiter((row.micros for row in self.rows), dtype=np.int64, count=len(self.rows))
 
     @cached_property
     def roles(self) -> np.ndarray:
@@ -70,15 +63,17 @@ class Columns:
         return np.array([len(row.lexemes) for row in self.rows], dtype=np.float64)
 
     @cached_property
-    def postings(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """lexeme -> (positions of the rows holding it, its occurrences in each)."""
-        found: dict[str, tuple[list[int], list[float]]] = {}
-        for position, row in enumerate(self.rows):
-            for lexeme, count in row.lexemes.items():
-                at, counts = found.setdefault(lexeme, ([], []))
-                at.append(position)
-                counts.append(float(count))
-        return {lexeme: (np.array(at, dtype=np.int64), np.array(c)) for lexeme, (at, c) in found.items()}
+    def _occurrences(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def occurrences(self, lexeme: str) -> np.ndarray:
+        """How often each row holds `lexeme`: a lookup per row the first time a search asks for it, cheaper than
+        an index of every lexeme built after every change (a turn adds two messages)."""
+        found = self._occurrences.get(lexeme)
+        if found is None:
+            counts = (row.lexemes.get(lexeme, 0) for row in self.rows)
+            found = self._occurrences[lexeme] = np.fromiter(counts, dtype=np.float64, count=len(self.rows))
+        return found
 
     @cached_property
     def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -88,7 +83,8 @@ class Columns:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 0), np.float32), np.zeros(0)
         matrix = np.stack([self.rows[position].vector for position in at])  # type: ignore[misc]
         index_ids = np.array([self.rows[position].index_id for position in at], dtype=np.int64)
-        return np.array(at, dtype=np.int64), index_ids, matrix, np.linalg.norm(matrix.astype(np.float64), axis=1)
+        norms = np.array([self.rows[position].norm for position in at])
+        return np.array(at, dtype=np.int64), index_ids, matrix, norms
 
     @cached_property
     def windows(self) -> dict[tuple[str, int], list[int]]:
@@ -115,9 +111,9 @@ def selected(cols: Columns, filters) -> np.ndarray:
         codes = [cols.conversations[c] for c in filters.conversations if c in cols.conversations]
         mask &= np.isin(cols.conversation, codes)
     if filters.after is not None:
-        mask &= cols.created >= _micros(filters.after)
+        mask &= cols.created >= micros(filters.after)
     if filters.before is not None:
-        mask &= cols.created < _micros(filters.before)
+        mask &= cols.created < micros(filters.before)
     if filters.roles:
         mask &= np.isin(cols.roles, list(filters.roles))
     if filters.exclude_conversation is not None and filters.exclude_from_round is not None:
@@ -142,10 +138,13 @@ def keyword_hits(loaded: Loaded, cols: Columns, mask: np.ndarray, depth: int) ->
     scores = np.zeros(count)
     matched = np.zeros(count, dtype=bool)
     for lexeme in loaded.lexemes:
-        posting = cols.postings.get(lexeme) if lexeme is not None else None
-        if posting is None:
+        if lexeme is None:
             continue
-        at, occurrences = posting
+        counts = cols.occurrences(lexeme)
+        at = np.flatnonzero(counts)
+        if not len(at):
+            continue
+        occurrences = counts[at]
         idf = math.log(1 + (count - len(at) + 0.5) / (len(at) + 0.5))
         scores[at] += idf * occurrences * (BM25_K1 + 1) / (occurrences + norm[at])
         matched[at] = True
