@@ -239,6 +239,10 @@ def _forget(key: tuple[str, str]) -> None:
         _held.pop(key, None)
 
 
+def forget(product_pk: str, user_id: str) -> None:
+    _forget((product_pk, user_id))
+
+
 def clear() -> None:
     with _lock:
         _held.clear()

@@ -20,6 +20,7 @@ from django.db import connection
 
 from memories.history import resident, resident_search, vector_cache
 from memories.history.models import HistoryEntry
+from memories.history.services.forget import EPOCH_TABLE  # SQLite only: vector_cache.py
 from memories.history.text import query_terms
 from memories.longterm.keyword import BM25_B, BM25_K1  # one choice of BM25's constants for every ranking
 from memories.longterm.models import EmbeddingIndex
@@ -35,7 +36,6 @@ from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import FusedHit, SignalHit, fuse, keep_places, script, spread_to_neighbours
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
-EPOCH_TABLE = "history_vector_epoch"  # SQLite only: migration 0003, memories/history/vector_cache.py
 FTS_TABLE = "history_entry_fts"
 TS_CONFIG = "english"  # must match migration 0001's generated tsvector column
 MODES = ("hybrid", "keyword", "semantic")

@@ -86,6 +86,13 @@ def add(key: Key, epoch: int, ids: np.ndarray, matrix: np.ndarray) -> None:
             _entries.popitem(last=False)
 
 
+def forget(product_pk: object, user_id: str) -> None:
+    """Drops every entry of the user (all embedding indexes)."""
+    with _lock:
+        for key in [key for key in _entries if key[:2] == (product_pk, user_id)]:
+            _drop(key)
+
+
 def clear() -> None:
     with _lock:
         _entries.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from memories.history.models import HistoryEntry
 from memoryhub import outbox
@@ -109,11 +110,30 @@ def test_erasing_the_user_removes_the_index_and_the_export_covers_it(alice):
 
     imported(alice, "u1", "old", OLD)
     assert HistoryEntry in exported_rows(alice.product, "u1")  # the registry walk finds the new table
+    assert connection.vendor != "sqlite" or _counter_rows(alice, "u1")  # written as the vectors were
     erased = alice.delete("/v1/users/u1")
     assert erased.status_code in (200, 202), erased.json()
     outbox.background_wait()
     wait_for(lambda: not HistoryEntry.objects.filter(user_id="u1").exists(), message="the erasure")
     assert contents(search(alice, "u1", "violin", "keyword")) == []
+    if connection.vendor == "sqlite":  # the vector change counter names the user: it goes too
+        wait_for(lambda: not _counter_rows(alice, "u1"), message="the counter row's erasure")
+
+
+def test_deleting_a_product_removes_its_counter_rows(alice):
+    """SQLite's vector change counters name users: a deleted product's go with it (migration history 0006)."""
+    imported(alice, "u1", "old", OLD)
+    assert connection.vendor != "sqlite" or _counter_rows(alice, "u1")
+    alice.product.delete()
+    assert not (connection.vendor == "sqlite" and _counter_rows(alice, "u1"))
+
+
+def _counter_rows(api, user_id: str) -> list:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT epoch FROM history_vector_epoch WHERE product_id = %s AND user_id = %s", [api.product.pk, user_id]
+        )
+        return cursor.fetchall()
 
 
 def test_backfill_indexes_stored_messages_missing_from_the_index(alice):

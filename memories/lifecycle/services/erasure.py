@@ -17,6 +17,7 @@ from django.db.models.deletion import Collector
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from memories.history.services.forget import forget_user
 from memories.models import Product
 from memoryhub import outbox
 from memoryhub.errors import Conflict, NotFound
@@ -151,6 +152,8 @@ def _erase(product: Any, user_id: str, conversation_id: str | None) -> dict[str,
                 collector.collect(model._base_manager.filter(pk__in=batch))
         _, per_model = collector.delete()
         counts.update({label: n for label, n in per_model.items() if n})
+        if conversation_id is None:
+            forget_user(product.pk, user_id)
         if points:
             counts["vectorPoints"] = points
     counts["workingSetKeys"] = delete_working_set(product.pk, user_id, conversation_id)
