@@ -36,7 +36,7 @@ from memoryhub.ranking import script
 # BM25's statistics sample and its candidate bound (selectors.SAMPLE, CANDIDATES): at most this many rows,
 # the SQL statement reads all of a user's rows, so the resident ranking equals it. 0: no user is held.
 MAX_ROWS = 1000
-# Held rows per process, all users together (least recently searched out first): ~20 users of 1,000 messages.
+# Held rows per process, all users together (least recently searched out first): ~14 users of 1,000 messages.
 MAX_BYTES = 64 * 1024 * 1024
 TS_CONFIG = "english"  # selectors.TS_CONFIG: the generated tsvector column's configuration (migration 0001)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -67,7 +67,8 @@ class Row:
     @property
     def nbytes(self) -> int:
         vector = self.vector.nbytes if self.vector is not None else 0
-        return 400 + 2 * len(self.content) + vector + 80 * len(self.lexemes)
+        # The vector twice: its own array and its row of the user's stacked matrix (resident_search.Columns).
+        return 400 + 2 * len(self.content) + 2 * vector + 80 * len(self.lexemes)
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,8 @@ def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
         return None
     if loaded.resident is not held:
         _keep(key, loaded.resident)
+    else:
+        _touch(key)
     if any(lexeme is False for lexeme in loaded.lexemes):
         return None
     return loaded
@@ -232,6 +235,12 @@ def _keep(key: tuple[str, str], resident: Resident) -> None:
         while total > MAX_BYTES and _held:
             _, dropped = _held.popitem(last=False)
             total -= dropped.nbytes
+
+
+def _touch(key: tuple[str, str]) -> None:
+    with _lock:
+        if key in _held:
+            _held.move_to_end(key)  # least recently searched out first
 
 
 def _forget(key: tuple[str, str]) -> None:

@@ -159,15 +159,17 @@ def test_a_user_over_the_bound_is_searched_by_the_sql_statements(alice, monkeypa
     assert any("memoryhub_history_semantic" in q["sql"] for q in queries.captured_queries)
 
 
-def test_the_held_rows_stay_within_the_byte_bound(alice, monkeypatch):
-    imported(alice, "u1", "c1", TRIP)
-    imported(alice, "u2", "c1", TRIP)
+def test_the_held_rows_stay_within_the_byte_bound_least_recently_searched_out_first(alice, monkeypatch):
+    for user in ("u1", "u2", "u3"):
+        imported(alice, user, "c1", TRIP)
     search(alice, "u1", "Lisbon")
     one_user = resident._held[(alice.product.pk, "u1")].nbytes
-    monkeypatch.setattr(resident, "MAX_BYTES", one_user + one_user // 2)
-    search(alice, "u2", "Lisbon")  # the least recently searched user makes room
-    assert list(resident._held) == [(alice.product.pk, "u2")]
-    assert contents(search(alice, "u1", "Lisbon tram", "keyword"))[0].startswith("Lisbon in June")
+    monkeypatch.setattr(resident, "MAX_BYTES", 2 * one_user + one_user // 2)
+    search(alice, "u2", "Lisbon")
+    search(alice, "u1", "Lisbon")  # searched again, nothing changed: now the most recent
+    search(alice, "u3", "Lisbon")  # makes room: u2 goes
+    assert list(resident._held) == [(alice.product.pk, "u1"), (alice.product.pk, "u3")]
+    assert contents(search(alice, "u2", "Lisbon tram", "keyword"))[0].startswith("Lisbon in June")
 
 
 def test_created_before_a_time_filter_compares_the_instant(alice):
