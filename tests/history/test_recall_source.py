@@ -56,6 +56,17 @@ def turn(api, conversation: str, text: str, reply: str | None = "ok", **extra) -
     return body
 
 
+def play_quay_scene(api) -> None:
+    """A group scene in conversation "quay": Oderic was away for round 2 (witness scopes, docs/roleplay.md)."""
+    scene = [
+        ("Mara", ["Mara", "Oderic"], "Well met at the quay, both of you.", "Mara: Climb aboard."),
+        ("Mara", ["Mara"], "The Salt Guild knows you are the heir, Mara.", "Mara: Then we leave tonight."),
+        ("Oderic", ["Mara", "Oderic"], "Oderic is back with bread.", "Oderic: Bread for the crossing."),
+    ]
+    for name, present, text, reply in scene:
+        turn(api, "quay", text, reply, name=name, userName="Rowan", present=present)
+
+
 def vectors_done(api) -> None:
     """Embedding is background work (the real worker on PostgreSQL): wait until every message has its vector."""
     wait_for(lambda: api.get("/v1/users/u1/history").json()["pending"] == 0, message="the message vectors")
@@ -154,13 +165,7 @@ def test_a_character_recalls_only_the_messages_it_witnessed(alice, mode):
     """A group scene (witness scopes, docs/roleplay.md): Oderic was away for round 2 of the quay scene."""
     imported(alice, "u1", "old", OLD[:1])  # an imported message has no `present`: everyone witnessed it
     scenario(alice, mode=mode, topK=20, maxChars=20000)
-    scene = [
-        ("Mara", ["Mara", "Oderic"], "Well met at the quay, both of you.", "Mara: Climb aboard."),
-        ("Mara", ["Mara"], "The Salt Guild knows you are the heir, Mara.", "Mara: Then we leave tonight."),
-        ("Oderic", ["Mara", "Oderic"], "Oderic is back with bread.", "Oderic: Bread for the crossing."),
-    ]
-    for name, present, text, reply in scene:
-        turn(alice, "quay", text, reply, name=name, userName="Rowan", present=present)
+    play_quay_scene(alice)
     question = "Who is the heir the Salt Guild wants? And Lena's violin?"
     recalled = {}
     for who in ("Mara", "Oderic"):

@@ -19,7 +19,7 @@ from memories.history.text import keyword_text
 from memoryhub.addresses import UserAddress
 from tests.history.support import contents, imported, search
 from tests.history.test_import_search import TRIP, ZH
-from tests.history.test_recall_source import OLD, regenerate_lighthouse_reply, scenario, turn
+from tests.history.test_recall_source import OLD, play_quay_scene, regenerate_lighthouse_reply, scenario, turn
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.requires_postgres]
 
@@ -52,13 +52,7 @@ def fill(api) -> None:
     scenario(api)
     first = turn(api, "c", "Tell me about lighthouses", reply="Lighthouses guide ships with a flashing beam.")
     regenerate_lighthouse_reply(api, first)
-    scene = [
-        ("Mara", ["Mara", "Oderic"], "Well met at the quay, both of you.", "Mara: Climb aboard."),
-        ("Mara", ["Mara"], "The Salt Guild knows you are the heir, Mara.", "Mara: Then we leave tonight."),
-        ("Oderic", ["Mara", "Oderic"], "Oderic is back with bread.", "Oderic: Bread for the crossing."),
-    ]
-    for name, present, text, reply in scene:
-        turn(api, "quay", text, reply, name=name, userName="Rowan", present=present)
+    play_quay_scene(api)
 
 
 def answer(hits) -> list[tuple]:
