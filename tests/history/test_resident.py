@@ -177,3 +177,11 @@ def test_created_before_a_time_filter_compares_the_instant(alice):
         scope, query="vet", mode="keyword", limit=10, filters=HistoryFilters(after=plus_two - timedelta(hours=1))
     )
     assert [h.entry.client_id for h in found] == ["t3"]
+
+
+def test_the_bound_keeps_the_sql_path_exact():
+    """At most MAX_ROWS rows, the SQL path's BM25 reads them all (statistics and candidates) and its vector
+    ranking is the exact scan: what the held rows compute. A lower SQL bound would make the two differ."""
+    from memories.history import selectors
+
+    assert 0 < resident.MAX_ROWS <= min(selectors.SAMPLE, selectors.CANDIDATES, selectors.EXACT_SCAN_MAX_ROWS)
