@@ -87,11 +87,11 @@ class Columns:
         return np.array(at, dtype=np.int64), index_ids, matrix, norms
 
     @cached_property
-    def windows(self) -> dict[tuple[str, int], list[int]]:
-        """(conversation, round) -> positions of its rows."""
-        out: dict[tuple[str, int], list[int]] = {}
+    def windows(self) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        """(conversation, round) -> (position, id) of its rows."""
+        out: dict[tuple[str, int], list[tuple[int, int]]] = {}
         for position, row in enumerate(self.rows):
-            out.setdefault((row.conversation_id, row.round), []).append(position)
+            out.setdefault((row.conversation_id, row.round), []).append((position, row.id))
         return out
 
 
@@ -150,7 +150,12 @@ def keyword_hits(loaded: Loaded, cols: Columns, mask: np.ndarray, depth: int) ->
         matched[at] = True
     chosen = np.flatnonzero(matched & mask)
     order = chosen[np.lexsort((-cols.ids[chosen], -scores[chosen]))][:depth]
-    return [SignalHit(int(cols.ids[i]), float(scores[i])) for i in order]
+    return _hits(cols.ids[order], scores[order])
+
+
+def _hits(ids: np.ndarray, scores: np.ndarray) -> list[SignalHit[int]]:
+    """As Python ints and floats (numpy scalars are slow to make one at a time, and are not JSON)."""
+    return [SignalHit(pk, score) for pk, score in zip(ids.tolist(), scores.tolist())]
 
 
 def semantic_hits(
@@ -166,21 +171,21 @@ def semantic_hits(
     distance = 1.0 - np.clip(similarity, -1.0, 1.0)
     positions = at[keep]
     order = np.lexsort((-cols.ids[positions], distance))[:depth]
-    return [SignalHit(int(cols.ids[positions[i]]), 1.0 - float(distance[i])) for i in order]
+    return _hits(cols.ids[positions[order]], 1.0 - distance[order])
 
 
 def adjacent(cols: Columns, mask: np.ndarray, hits: list[FusedHit[int]], rows: dict) -> dict[int, list[int]]:
     """Each hit's nearest smaller and larger id among the selected rows within a round of its own
     (selectors.neighbours and _adjacent, over the held rows)."""
     out: dict[int, list[int]] = {}
+    selected = mask.tolist()
     for hit in hits:
         conversation, round_ = rows[hit.key][0], rows[hit.key][1]
         before, after = None, None
         for near in (round_ - 1, round_, round_ + 1):
-            for position in cols.windows.get((conversation, near), ()):
-                if not mask[position]:
+            for position, pk in cols.windows.get((conversation, near), ()):
+                if not selected[position]:
                     continue
-                pk = cols.rows[position].id
                 if pk < hit.key and (before is None or pk > before):
                     before = pk
                 elif pk > hit.key and (after is None or pk < after):
