@@ -119,7 +119,9 @@ def _statement(term_count: int, since: bool) -> str:
         "SELECT total.n, pg_current_snapshot()::text, "
         "(SELECT e.id FROM memories_embeddingindex e WHERE e.status = 'active' ORDER BY e.id LIMIT 1), "
         f"ARRAY[{lexemes}]::text[], changed.* FROM total LEFT JOIN LATERAL (SELECT {_COLUMNS} "
-        "FROM history_entry c LEFT JOIN memories_message m ON m.id = c.message_id "
+        # The message by its key for each changed row (LATERAL: never a scan of every message to hash them)
+        "FROM history_entry c LEFT JOIN LATERAL (SELECT w.superseded, w.name, w.present FROM memories_message w "
+        "WHERE w.id = c.message_id) m ON true "
         # A subquery, not total.n: a one-time filter, so a user with too many rows has none read
         f"WHERE (SELECT n FROM total) <= {MAX_ROWS} AND c.product_id = %s AND c.user_id = %s"
         f"{_SINCE if since else ''}) changed ON true"
