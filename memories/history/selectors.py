@@ -20,8 +20,8 @@ from django.db import connection
 
 from memories.history import resident, resident_search, vector_cache
 from memories.history.models import HistoryEntry
-from memories.history.services.forget import EPOCH_TABLE  # SQLite only: vector_cache.py
 from memories.history.text import query_terms
+from memories.history.vector_cache import EPOCH_TABLE  # SQLite only
 from memories.longterm.keyword import BM25_B, BM25_K1  # one choice of BM25's constants for every ranking
 from memories.longterm.models import EmbeddingIndex
 from memories.longterm.services.embedding_index import (

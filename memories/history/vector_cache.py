@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+EPOCH_TABLE = "history_vector_epoch"  # the change counter (migration 0003): one row per (product, user)
 # 64 MB holds ~40,000 messages at 384 dimensions per process.
 MAX_BYTES = 64 * 1024 * 1024
 

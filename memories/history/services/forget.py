@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.db import connection
 
 from memories.history import resident, vector_cache
-
-EPOCH_TABLE = "history_vector_epoch"  # SQLite only (migration 0003): one row per (product, user), naming the user
+from memories.history.vector_cache import EPOCH_TABLE  # SQLite only: its rows name the user
 
 
 def forget_user(product_pk: str, user_id: str) -> None:
