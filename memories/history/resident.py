@@ -29,6 +29,7 @@ import numpy as np
 from django.db import connection
 
 from memories.history import vector_cache
+from memories.history.text import TS_CONFIG
 from memoryhub.addresses import UserAddress
 from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import script
@@ -38,7 +39,6 @@ from memoryhub.ranking import script
 MAX_ROWS = 1000
 # Held rows per process, all users together (least recently searched out first): ~14 users of 1,000 messages.
 MAX_BYTES = 64 * 1024 * 1024
-TS_CONFIG = "english"  # selectors.TS_CONFIG: the generated tsvector column's configuration (migration 0001)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SINGLE_LEXEME = re.compile(r"^'([^'\\]+)'$")
 

@@ -20,7 +20,7 @@ from django.db import connection
 
 from memories.history import resident, resident_search, vector_cache
 from memories.history.models import HistoryEntry
-from memories.history.text import query_terms
+from memories.history.text import TS_CONFIG, query_terms
 from memories.history.vector_cache import EPOCH_TABLE  # SQLite only
 from memories.longterm.keyword import BM25_B, BM25_K1  # one choice of BM25's constants for every ranking
 from memories.longterm.models import EmbeddingIndex
@@ -37,7 +37,6 @@ from memoryhub.ranking import FusedHit, SignalHit, fuse, keep_places, script, sp
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
 FTS_TABLE = "history_entry_fts"
-TS_CONFIG = "english"  # must match migration 0001's generated tsvector column
 MODES = ("hybrid", "keyword", "semantic")
 # Fusion weights, RRF constant and how deep each signal is read: measured on LoCoMo (bench/locomo.py) and the
 # bilingual paraphrase set (docs/recall.md). Dialog questions carry names and rare words: keyword counts fully.

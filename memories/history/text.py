@@ -14,6 +14,8 @@ from datetime import datetime
 from memories.longterm.keyword import QUESTION_WORDS, STOPWORDS, segment
 
 MAX_QUERY_TERMS = 32
+# PostgreSQL's text-search configuration of the keyword text: must match migration 0001's generated tsvector column.
+TS_CONFIG = "english"
 
 
 def speaker(role: str, name: str) -> str:
