@@ -207,11 +207,11 @@ def fill(product: Product, start: int, stop: int) -> float:
     return time.perf_counter() - began
 
 
-def queries_of(client: APIClient) -> dict:
+def queries_of(client: APIClient, slug: str = "bench") -> dict:
     out = {}
     for name, call in (
         ("GET memory", lambda: client.get(f"{BASE}/memory")),
-        ("prepare", lambda: client.post(f"{BASE}/turns", {"scenarioId": "bench", "userMessage": "x"}, format="json")),
+        ("prepare", lambda: client.post(f"{BASE}/turns", {"scenarioId": slug, "userMessage": "x"}, format="json")),
     ):
         with CaptureQueriesContext(connection) as captured:
             call()
@@ -219,15 +219,16 @@ def queries_of(client: APIClient) -> dict:
     return out
 
 
-def profile(client: APIClient, count: int = 200) -> str:
+def profile(client: APIClient, count: int = 200, slug: str = "bench") -> str:
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(count):
-        client.post(f"{BASE}/turns", {"scenarioId": "bench", "userMessage": "x"}, format="json")
+        client.post(f"{BASE}/turns", {"scenarioId": slug, "userMessage": "谁拿着钥匙?"}, format="json")
     profiler.disable()
     stream = io.StringIO()
     only = os.environ.get("BENCH_PROFILE_FILTER", "")  # e.g. "memories|memoryhub": our own functions only
-    pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(only, 35)
+    order = os.environ.get("BENCH_PROFILE_SORT", "cumulative")  # or "tottime"
+    pstats.Stats(profiler, stream=stream).sort_stats(order).print_stats(only, 35)
     return stream.getvalue()
 
 
@@ -269,7 +270,7 @@ def report(args, product: Product, key: str, filler: Product) -> None:
         history_report(client, product, args.iterations)
         return
     if args.recall_only:
-        recall_report(client, product, args.iterations, args.recall_messages)
+        recall_report(client, product, args.iterations, args.recall_messages, args.profile)
         return
     expect(client.post("/v1/scenarios", scenario_body(), format="json"), 201)
     seed(client, product)
@@ -442,7 +443,7 @@ def explain(filler: Product) -> None:
 # --- history-search: the user's past turns recalled into the prompt (issue 25) ---------------------------------
 
 
-def recall_report(client: APIClient, product: Product, iterations: int, messages: int) -> None:
+def recall_report(client: APIClient, product: Product, iterations: int, messages: int, profiled: bool = False) -> None:
     """A prepare whose only source is `history-search`, over `messages` past messages of the user."""
     from bench.history import seed as seed_past_messages
     from memories.history.services.vectors import prepare_hnsw
@@ -467,6 +468,11 @@ def recall_report(client: APIClient, product: Product, iterations: int, messages
         f" | prepare {figures['prepare_ms']:.2f} ms"
     )
     print(f"TURN history-search prepare/GET p50 ratio={figures['prepare_ms'] / figures['get_ms']:.2f} (target ≤ 2)")
+    if profiled:
+        for name, sqls in queries_of(client, "bench-recall").items():
+            print(f"\n{name}: {len(sqls)} queries")
+            print("\n".join(f"  {sql}" for sql in sqls))
+        print(profile(client, slug="bench-recall"))
 
 
 def _row(label: str, stored: int, figures: dict, base: dict) -> str:

@@ -7,7 +7,8 @@ instead, from their rows held in this process, with the same formulas as the SQL
 BM25 over all their rows is then exact, as the SQL statement's sample and candidates are, and the vector
 ranking is the exact scan the SQL function does below its bound.
 
-Never trusted alone: every search runs one statement (`_REFRESH`) that reads the user's row count, the
+Never trusted alone: every search runs one statement (the PL/pgSQL function `memoryhub_history_refresh`,
+migration 0007, so that it is not planned again each time) that reads the user's row count, the
 database snapshot, the active embedding index, the query terms' lexemes and every row changed since the
 snapshot this process last read them in (`history_entry.change_xid`, migration 0005: set by any insert or
 update of the row and by a change to its turn message's `superseded`, `present` or `name`). Changed rows
@@ -29,7 +30,6 @@ import numpy as np
 from django.db import connection
 
 from memories.history import vector_cache
-from memories.history.text import TS_CONFIG
 from memoryhub.addresses import UserAddress
 from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import script
@@ -97,35 +97,8 @@ _held: OrderedDict[tuple[str, str], Resident] = OrderedDict()
 _lock = threading.Lock()
 
 
-_COLUMNS = (
-    "c.id, c.conversation_id, c.client_id, c.round, c.role, c.name, c.content, c.created_at, c.message_id, "
-    "m.superseded, m.name, m.present, c.embedding_index_id, c.embedding::text, "
-    "(SELECT array_agg(u.lexeme ORDER BY u.lexeme) FROM unnest(c.search_tsv) u), "
-    "(SELECT array_agg(coalesce(array_length(u.positions, 1), 1) ORDER BY u.lexeme) FROM unnest(c.search_tsv) u)"
-)
-# Changed since the held snapshot: from its xmin on (history_entry_change_idx), and not visible to it.
-_SINCE = (
-    " AND c.change_xid >= pg_snapshot_xmin(%s::pg_snapshot)"
-    " AND NOT pg_visible_in_snapshot(c.change_xid, %s::pg_snapshot)"
-)
-
-
-def _statement(term_count: int, since: bool) -> str:
-    """The count, the snapshot, the active index, the terms' tsquery texts and the rows changed (or all)."""
-    lexemes = ", ".join([f"plainto_tsquery('{TS_CONFIG}', %s)::text"] * term_count)
-    return (
-        "WITH total AS MATERIALIZED (SELECT count(*) AS n FROM (SELECT 1 FROM history_entry t "
-        f"WHERE t.product_id = %s AND t.user_id = %s LIMIT {MAX_ROWS + 1}) c) "
-        "SELECT total.n, pg_current_snapshot()::text, "
-        "(SELECT e.id FROM memories_embeddingindex e WHERE e.status = 'active' ORDER BY e.id LIMIT 1), "
-        f"ARRAY[{lexemes}]::text[], changed.* FROM total LEFT JOIN LATERAL (SELECT {_COLUMNS} "
-        # The message by its key for each changed row (LATERAL: never a scan of every message to hash them)
-        "FROM history_entry c LEFT JOIN LATERAL (SELECT w.superseded, w.name, w.present FROM memories_message w "
-        "WHERE w.id = c.message_id) m ON true "
-        # A subquery, not total.n: a one-time filter, so a user with too many rows has none read
-        f"WHERE (SELECT n FROM total) <= {MAX_ROWS} AND c.product_id = %s AND c.user_id = %s"
-        f"{_SINCE if since else ''}) changed ON true"
-    )
+# A snapshot that sees no transaction: "changed since" it is every row.
+_NOTHING_SEEN = "1:1:"
 
 
 def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
@@ -155,10 +128,12 @@ def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
 
 def _read(scope: UserAddress, terms: list[str], held: Resident | None) -> Loaded | None:
     """`held` brought up to date (None: read whole); None: `held` holds rows deleted since."""
-    since = [held.snapshot, held.snapshot] if held is not None else []
-    owner = [scope.product.pk, scope.user_id]
+    since = held.snapshot if held is not None else _NOTHING_SEEN
     with binding_cursor(connection) as cursor:
-        cursor.execute(_statement(len(terms), held is not None), [*owner, *terms, *owner, *since])
+        cursor.execute(
+            "SELECT * FROM memoryhub_history_refresh(%s, %s, %s::text[], %s::pg_snapshot, %s)",
+            [scope.product.pk, scope.user_id, terms, since, MAX_ROWS],
+        )
         found = cursor.fetchall()
     count, snapshot, active_index_id, term_texts = found[0][:4]
     if count > MAX_ROWS:
