@@ -49,7 +49,10 @@ def postgres_rankers(url: str, texts: list[str]):
     import psycopg
 
     conn = psycopg.connect(url, autocommit=True)
-    conn.execute("CREATE TEMPORARY TABLE IF NOT EXISTS kw (id int, search_text text)")
+    conn.execute(
+        "CREATE TEMPORARY TABLE IF NOT EXISTS kw (id int, search_text text, search_tsv tsvector "
+        "GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, search_text)) STORED)"  # as memoryhub stores it
+    )
     conn.execute("TRUNCATE kw")
     with conn.cursor().copy("COPY kw (id, search_text) FROM STDIN") as copy:
         for i, text in enumerate(texts):

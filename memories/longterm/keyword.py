@@ -18,8 +18,8 @@ import jieba
 
 jieba.setLogLevel(logging.WARNING)  # its dictionary-loading chatter is not an operator's concern
 
-# Must stay identical to the expression of the GIN index in migration 0003 (the planner compares text).
-TSVECTOR_SQL = "to_tsvector('simple'::regconfig, search_text)"
+# The stored tsvector of search_text ('simple' configuration; migration longterm 0007), never parsed per search.
+TSVECTOR_SQL = "search_tsv"
 MAX_QUERY_TERMS = 32
 
 _WORDLIKE = re.compile(r"[0-9A-Za-z\u00C0-\u024F\u0400-\u04FF\u3040-\u30FF\u3400-\u9FFF\uAC00-\uD7AF]")

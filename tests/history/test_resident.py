@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from memories.history import resident
 from memories.history.models import HistoryEntry
 from memories.history.selectors import HistoryFilters, history_search
-from memories.history.text import keyword_text
+from memories.history.text import TS_CONFIG, keyword_text
 from memoryhub.addresses import UserAddress
 from tests.history.support import contents, imported, search
 from tests.history.test_import_search import TRIP, ZH
@@ -92,8 +92,17 @@ def test_a_held_user_is_searched_with_one_statement(alice):
     with CaptureQueriesContext(connection) as queries:
         found = contents(search(alice, "u1", "my cat hates the vet"))
     assert found[0] == "My cat Mochi hates the vet, any tips?"
-    statements = [q["sql"] for q in queries.captured_queries if "history_entry" in q["sql"]]
-    assert len(statements) == 1 and "pg_visible_in_snapshot" in statements[0], statements
+    statements = [q["sql"] for q in queries.captured_queries if "history" in q["sql"]]
+    assert len(statements) == 1 and "memoryhub_history_refresh(" in statements[0], statements
+
+
+def test_the_refresh_function_reads_query_terms_with_the_keyword_texts_configuration():
+    """The function (migration history 0007) spells the text-search configuration itself: it must be TS_CONFIG."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_functiondef('memoryhub_history_refresh'::regproc)")
+        definition = cursor.fetchone()[0]
+    assert f"plainto_tsquery('{TS_CONFIG}'" in definition
+    assert definition.count("plainto_tsquery(") == 1
 
 
 def test_changes_through_the_api_are_seen_by_the_next_search(alice):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memories.longterm.models import LongTermMemory
 from memoryhub.clients.embeddings import embed_queries, get_embedder
@@ -235,11 +236,29 @@ def test_bad_search_requests_are_400(alice, body):
 
 
 @pytest.mark.requires_postgres
-def test_postgres_keeps_an_hnsw_cosine_index_and_a_gin_keyword_index(alice):
+def test_postgres_keyword_search_reads_the_ranking_and_its_rows_in_one_statement(alice):
+    zh = create(alice, ZH_LANGUAGE)
+    search(alice, "中文回答", "keyword")  # the product's kinds are in the working set from here on
+    with CaptureQueriesContext(connection) as sent:
+        response = search(alice, "中文回答", "keyword")
+    assert ids(response) == [zh["id"]] and response.json()["results"][0]["content"] == zh["content"]
+    statements = [q["sql"] for q in sent.captured_queries if "memories_longtermmemory" in q["sql"]]
+    assert len(statements) == 1 and "search_tsv" in statements[0], statements
+
+
+@pytest.mark.requires_postgres
+def test_postgres_keeps_an_hnsw_cosine_index_and_a_stored_keyword_vector_under_gin(alice):
     create(alice)
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories_longtermmemory'")
         indexes = dict(cursor.fetchall())
     hnsw = [d for d in indexes.values() if "USING hnsw" in d]
     assert len(hnsw) == 1 and "vector_cosine_ops" in hnsw[0] and "embedding_index_id" in hnsw[0]
-    assert "USING gin (to_tsvector('simple'::regconfig, search_text))" in indexes["longterm_keyword_gin"]
+    assert "USING gin (search_tsv)" in indexes["longterm_keyword_tsv_gin"]
+    assert "longterm_keyword_gin" not in indexes  # the expression index the stored column replaced
+    with connection.cursor() as cursor:  # the stored keyword vector: the 'simple' configuration of search_text
+        cursor.execute(
+            "SELECT bool_and(search_tsv = to_tsvector('simple'::regconfig, search_text)), count(*) "
+            "FROM memories_longtermmemory"
+        )
+        assert cursor.fetchone() == (True, 1)

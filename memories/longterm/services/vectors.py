@@ -258,13 +258,23 @@ def _converters() -> list[tuple[int, list]]:
     return _row_converters
 
 
-def _pair(row: Sequence) -> tuple[LongTermMemory, float]:
-    """(memory, cosine similarity) from a row of distance then the answered columns, converted as the ORM would."""
-    values = list(row[1:])
+def answered_columns(alias: str) -> str:
+    """The columns a search answers of a row (`memory_of` reads them in this order), qualified by `alias`."""
+    return ", ".join(f"{alias}.{column}" for column in _ROW_COLUMNS)
+
+
+def memory_of(columns: Sequence) -> LongTermMemory:
+    """The memory from its answered columns (`answered_columns`), converted as the ORM would."""
+    values = list(columns)
     for i, converters in _converters():
         for function, col in converters:
             values[i] = function(values[i], col, connection)
-    return _instance(values), 1.0 - float(row[0])
+    return _instance(values)
+
+
+def _pair(row: Sequence) -> tuple[LongTermMemory, float]:
+    """(memory, cosine similarity) from a row of distance then the answered columns."""
+    return memory_of(row[1:]), 1.0 - float(row[0])
 
 
 def _instance(values: list) -> LongTermMemory:
