@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from memories.longterm import admission, keyword
+from memories.longterm import admission, hybrid_postgres, keyword
 from memories.longterm.kinds import KindSpec, builtin_spec, single_valued_of
 from memories.longterm.models import (
     LongTermMemory,
@@ -230,31 +230,50 @@ def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: floa
     A semantic hit below the floor does not count as semantic; a hit neither signal keeps is not returned.
     """
     depth = min(MAX_RESULTS, max(HYBRID_DEPTH, offset + limit + 1))
-    keyword_page = _keyword(scope, query, depth, 0)
-    semantic_page = _semantic(scope, query, depth, 0)
-    rows = {row.pk: row for row, _ in [*keyword_page.results, *semantic_page.results]}
+    ranked, rows_of, identity = _hybrid_rankings(scope, query, depth)
     rankings = {
-        KEYWORD: [SignalHit(row.pk, score) for row, score in keyword_page.results],
-        SEMANTIC: [SignalHit(row.pk, score) for row, score in semantic_page.results if score >= floor],
+        KEYWORD: [SignalHit(pk, score) for pk, score in ranked.keyword],
+        SEMANTIC: [SignalHit(pk, score) for pk, score in ranked.semantic if score >= floor],
     }
-    fused = fuse(rankings, hybrid_weights(), limit=len(rows), rrf_k=hybrid_rrf_k())
-    fused = keep_places(fused, rankings[SEMANTIC], cross_script(query, rows), limit=offset + limit + 1)
+    fused = fuse(rankings, hybrid_weights(), limit=len(ranked.scripts), rrf_k=hybrid_rrf_k())
+    # Another script than the query's: the keyword signal cannot read it, so it keeps its semantic place.
+    wanted = script(query)
+    unreadable = {pk for pk, written_in in ranked.scripts.items() if written_in != wanted}
+    fused = keep_places(fused, rankings[SEMANTIC], unreadable, limit=offset + limit + 1)
     window = fused[offset : offset + limit]
-    more = len(fused) > offset + limit
+    rows = rows_of([hit.key for hit in window])
+    shown = [hit for hit in window if hit.key in rows]  # a row gone since the ranking is not shown
     return SearchPage(
         HYBRID,
-        [(rows[hit.key], hit.score) for hit in window],
-        _next(tag, query, offset, limit, more),
-        semantic_page.embedding_identity,
-        [hit.why() for hit in window],
+        [(rows[hit.key], hit.score) for hit in shown],
+        _next(tag, query, offset, limit, len(fused) > offset + limit),
+        identity,
+        [hit.why() for hit in shown],
     )
 
 
-def cross_script(query: str, rows: dict) -> set:
-    """The keys of `rows` (memories) written in another script than `query`: the keyword signal cannot read them,
-    so they keep their semantic place in a hybrid ranking (memoryhub.ranking.keep_places)."""
-    wanted = script(query)
-    return {pk for pk, row in rows.items() if script(" ".join(keyword.keyword_strings(row.content))) != wanted}
+def _hybrid_rankings(scope: UserAddress, query: str, depth: int):
+    """Both rankings with each ranked row's content, how to read the page's rows, and the index's identity.
+
+    PostgreSQL with pgvector: one statement, and the page's rows read afterwards (hybrid_postgres). Otherwise,
+    or when that statement cannot read the semantic half: a keyword and a semantic search, rows included.
+    """
+    if connection.vendor == "postgresql" and isinstance(configured_backend(), PgvectorBackend):
+        in_use, now = index_last_seen(), timezone.now()
+        vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
+        kinds = searchable_kinds(scope.product)
+        found = hybrid_postgres.rankings(scope, keyword.query_terms(query), kinds, in_use, vector, depth, now)
+        if found is not None:
+            return found, lambda ids: hybrid_postgres.page_rows(scope, ids, now), in_use.index.identity_key
+    keyword_page = _keyword(scope, query, depth, 0)
+    semantic_page = _semantic(scope, query, depth, 0)
+    rows = {row.pk: row for row, _ in [*keyword_page.results, *semantic_page.results]}
+    found = hybrid_postgres.Rankings(
+        keyword=[(row.pk, score) for row, score in keyword_page.results],
+        semantic=[(row.pk, score) for row, score in semantic_page.results],
+        scripts={pk: hybrid_postgres.content_script(row.content) for pk, row in rows.items()},
+    )
+    return found, lambda ids: rows, semantic_page.embedding_identity
 
 
 def _keyword(scope: UserAddress, query: str, limit: int, offset: int, tag: str = KEYWORD) -> SearchPage:
@@ -277,12 +296,7 @@ def _keyword_postgres(
     scope: UserAddress, terms: list[str], limit: int, offset: int, now: datetime
 ) -> list[tuple[LongTermMemory, float]]:
     """The BM25 ranking with each ranked row's answered columns: one statement, no second read of the rows."""
-    kinds = searchable_kinds(scope.product)
-    where = (
-        f"product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
-        "AND superseded_by = '' AND rolled_back_at IS NULL AND (expires_at IS NULL OR expires_at > %s)"
-    )
-    params = [scope.product.pk, scope.user_id, *kinds, now]
+    where, params = hybrid_postgres.keyword_selection(scope, searchable_kinds(scope.product), now)
     ranking, params = keyword.bm25_statement(TABLE, where, params, terms, limit, offset)
     sql = (
         f"SELECT k.score, {answered_columns('m')} FROM ({ranking}) k JOIN {TABLE} m ON m.id = k.id "

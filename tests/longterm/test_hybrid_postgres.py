@@ -1,0 +1,74 @@
+"""PostgreSQL: hybrid search reads both rankings in one statement (memories/longterm/hybrid_postgres.py) and
+answers exactly what the keyword and semantic searches fused would answer."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memories.longterm import hybrid_postgres
+from memories.longterm.services import vectors
+from tests.longterm.support import create, proposal, search
+
+pytestmark = [pytest.mark.django_db, pytest.mark.requires_postgres]
+
+TEXTS = [
+    "用户喜欢简短的中文回答",
+    "回答时先给结论，再用中文解释",
+    "用户希望用中文讨论咖啡和茶",
+    "用户喜欢分点列出的中文总结",
+    "Please always answer me in detailed English",
+    "Short English answers about coffee, please",
+    "Explain databases with examples, in English",
+    "I like bullet-point summaries of my running plans",
+]
+QUERIES = ["中文回答", "请用简洁的中文回复我", "coffee", "answers in English please", "总结 summaries", "天气"]
+
+
+@pytest.fixture
+def memories(alice):
+    return [create(alice, proposal(content={"language": "zh", "text": text}))["id"] for text in TEXTS]
+
+
+def pages(api, query: str, **extra) -> list[dict]:
+    """Every page of a hybrid search, two results at a time, following the cursor."""
+    found, cursor = [], None
+    while True:
+        body = search(api, query, "hybrid", limit=2, **extra, **({"cursor": cursor} if cursor else {})).json()
+        found.append({k: body[k] for k in ("results", "next", "embeddingIdentity")})
+        cursor = body["next"]
+        if not cursor:
+            return found
+
+
+def test_one_statement_answers_what_two_searches_fused_answer(alice, memories, monkeypatch):
+    compared = 0
+    for query in QUERIES:
+        for floor in ({}, {"minScore": -1.0}):
+            one_statement = pages(alice, query, **floor)
+            with monkeypatch.context() as two_searches:
+                two_searches.setattr(hybrid_postgres, "rankings", lambda *args, **kwargs: None)
+                assert pages(alice, query, **floor) == one_statement, (query, floor)
+            compared += sum(len(page["results"]) for page in one_statement)
+    assert compared > 40  # most queries find several memories: the comparison is not of empty pages
+
+
+def test_both_rankings_are_one_statement_and_only_the_page_is_read_whole(alice, memories):
+    search(alice, "中文回答", "hybrid")  # the query's vector and the product's kinds are in the working set now
+    with CaptureQueriesContext(connection) as sent:
+        body = search(alice, "中文回答", "hybrid", limit=3).json()
+    assert len(body["results"]) == 3 and body["results"][0]["id"] in memories
+    statements = [q["sql"] for q in sent.captured_queries if "memories_longtermmemory" in q["sql"]]
+    assert len(statements) == 2, statements
+    assert "search_tsv" in statements[0] and "memoryhub_search_exact(" in statements[0]
+    assert "= ANY(" in statements[1]
+
+
+def test_a_user_over_the_exact_scan_bound_is_searched_as_two_searches(alice, memories, monkeypatch):
+    expected = search(alice, "中文回答", "hybrid").json()["results"]
+    monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 3)  # this user's 8 rows now take the HNSW branch
+    with CaptureQueriesContext(connection) as sent:
+        found = search(alice, "中文回答", "hybrid").json()["results"]
+    assert any("embedding::vector(" in q["sql"] for q in sent.captured_queries)  # the HNSW statement ran
+    assert [r["id"] for r in found] == [r["id"] for r in expected]
