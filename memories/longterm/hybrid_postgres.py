@@ -49,7 +49,7 @@ def content_script(content: object) -> str:
     return script(" ".join(keyword.keyword_strings(content)))
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=16384)  # a few MB of content texts per process
 def _script_of_json(text: str) -> str:
     """content_script of a content as jsonb's text: a pure function of the text, so remembered (~2 µs a hit)."""
     return content_script(json.loads(text))
