@@ -287,7 +287,8 @@ def _keyword(scope: UserAddress, query: str, limit: int, offset: int, tag: str =
     else:
         ranked = _keyword_portable(scope, terms, limit + 1, offset, now)
         rows = _scoped(scope).filter(current(now)).in_bulk([pk for pk, _ in ranked])
-        found = [(rows[pk], score) for pk, score in ranked if pk in rows]
+        # A row gone since the ranking leaves its place empty: the next page starts after the places shown.
+        found = [(rows[pk], score) for pk, score in ranked[:limit] if pk in rows]
         more = len(ranked) > limit
     return SearchPage(KEYWORD, found[:limit], _next(tag, query, offset, limit, more))
 
