@@ -4,8 +4,8 @@ The hybrid search fuses up to 100 hits of each signal (selectors.HYBRID_DEPTH) t
 two searches, every one of those hits came back whole and was built as a memory: 5.3 ms per search for a
 user of 100 memories, against 1.0 ms for the semantic search alone (docs/performance.md). Here one statement
 answers both rankings with each ranked row's id, score and content (the script rule reads the content's
-words), and a second one reads the page's rows. The ranking is the same: the BM25 statement and `memoryhub_search_exact`
-are the ones the keyword and semantic searches run, each asked for the same depth.
+words), and a second one reads the page's rows. The ranking is the same: the BM25 statement and
+`memoryhub_search_exact` are the ones the keyword and semantic searches run, each asked for the same depth.
 
 `rankings` answers None when the semantic half cannot be read here — the index this process last saw is not
 the active one any more, or the user has more rows than the exact scan takes (the HNSW branch): the caller
@@ -35,6 +35,9 @@ from memories.longterm.services.vectors import (
 from memoryhub.addresses import UserAddress
 from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import script
+
+# A current memory (models.current): not superseded, not rolled back, not expired at the search's time.
+_CURRENT = "superseded_by = '' AND rolled_back_at IS NULL AND (expires_at IS NULL OR expires_at > %s)"
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,8 @@ def page_rows(scope: UserAddress, ids: list[int], now: datetime) -> dict[int, Lo
     if not ids:
         return {}
     sql = (
-        f"SELECT {answered_columns('m')} FROM {TABLE} m WHERE m.id = ANY(%s) AND m.product_id = %s "
-        "AND m.user_id = %s AND m.superseded_by = '' AND m.rolled_back_at IS NULL "
-        "AND (m.expires_at IS NULL OR m.expires_at > %s)"
+        f"SELECT {answered_columns('m')} FROM {TABLE} m "
+        f"WHERE id = ANY(%s) AND product_id = %s AND user_id = %s AND {_CURRENT}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [ids, scope.product.pk, scope.user_id, now])
@@ -110,10 +112,7 @@ def page_rows(scope: UserAddress, ids: list[int], now: datetime) -> dict[int, Lo
 
 def keyword_selection(scope: UserAddress, kinds: list[str], now: datetime) -> tuple[str, list]:
     """The keyword ranking's rows (the BM25 statement's `where`): the user's current rows of searchable kinds."""
-    where = (
-        f"product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) "
-        "AND superseded_by = '' AND rolled_back_at IS NULL AND (expires_at IS NULL OR expires_at > %s)"
-    )
+    where = f"product_id = %s AND user_id = %s AND kind IN ({', '.join(['%s'] * len(kinds))}) AND {_CURRENT}"
     return where, [scope.product.pk, scope.user_id, *kinds, now]
 
 

@@ -10,6 +10,7 @@ memory is filtered out by the query itself, on every path. Task checkpoints are 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
@@ -252,7 +253,9 @@ def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: floa
     )
 
 
-def _hybrid_rankings(scope: UserAddress, query: str, depth: int):
+def _hybrid_rankings(
+    scope: UserAddress, query: str, depth: int
+) -> tuple[hybrid_postgres.Rankings, Callable[[list[int]], dict[int, LongTermMemory]], str | None]:
     """Both rankings with each ranked row's content, how to read the page's rows, and the index's identity.
 
     PostgreSQL with pgvector: one statement, and the page's rows read afterwards (hybrid_postgres). Otherwise,
