@@ -8,13 +8,15 @@ BM25 over all their rows is then exact, as the SQL statement's sample and candid
 ranking is the exact scan the SQL function does below its bound.
 
 Never trusted alone: every search runs one statement (the PL/pgSQL function `memoryhub_history_refresh`,
-migration 0007, so that it is not planned again each time) that reads the user's row count, the
-database snapshot, the active embedding index, the query terms' lexemes and every row changed since the
-snapshot this process last read them in (`history_entry.change_xid`, migration 0005: set by any insert or
-update of the row and by a change to its turn message's `superseded`, `present` or `name`). Changed rows
-replace or join the held ones; a held row that was deleted leaves more rows held than the count, and all are
-read again. More than MAX_ROWS rows, a term PostgreSQL splits into several lexemes, or an index that is not
-the active one: the SQL path searches instead (`load` answers None).
+migrations 0007-0009, so that it is not planned again each time) that reads the database snapshot, the
+active embedding index, the query terms' lexemes, every row changed since the snapshot this process last read
+them in (`history_entry.change_xid`, migration 0005: set by any insert or update of the row and by a change
+to its turn message's `superseded`, `present` or `name`), and the product's deletion marker (migration 0009:
+a new value at every deletion of a history row of the product). Changed rows replace or join the held ones.
+When the marker differs from the one the held rows were read with, the function also counts the user's rows:
+a held row that was deleted leaves more rows held than the count, and all are read again. More than MAX_ROWS
+rows, a term PostgreSQL splits into several lexemes, or an index that is not the active one: the SQL path
+searches instead (`load` answers None).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -65,6 +67,10 @@ class Row:
     micros: int  # created_at in microseconds since 1970 (UTC), for the time filters
 
     @property
+    def pk(self) -> int:  # as a HistoryEntry's: a search hit is either
+        return self.id
+
+    @property
     def nbytes(self) -> int:
         vector = self.vector.nbytes if self.vector is not None else 0
         # The vector twice: its own array and its row of the user's stacked matrix (resident_search.Columns).
@@ -78,6 +84,7 @@ class Resident:
     snapshot: str
     rows: dict[int, Row]
     nbytes: int  # the rows' estimated size
+    marker: int  # the product's deletion marker read with the rows (migration 0009)
 
 
 @dataclass(frozen=True)
@@ -128,32 +135,37 @@ def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
 
 def _read(scope: UserAddress, terms: list[str], held: Resident | None) -> Loaded | None:
     """`held` brought up to date (None: read whole); None: `held` holds rows deleted since."""
-    since = held.snapshot if held is not None else _NOTHING_SEEN
+    since, marker = (held.snapshot, held.marker) if held is not None else (_NOTHING_SEEN, None)
     with binding_cursor(connection) as cursor:
         cursor.execute(
-            "SELECT * FROM memoryhub_history_refresh(%s, %s, %s::text[], %s::pg_snapshot, %s)",
-            [scope.product.pk, scope.user_id, terms, since, MAX_ROWS],
+            "SELECT * FROM memoryhub_history_refresh(%s, %s, %s::text[], %s::pg_snapshot, %s, %s)",
+            [scope.product.pk, scope.user_id, terms, since, MAX_ROWS, marker],
         )
         found = cursor.fetchall()
-    count, snapshot, active_index_id, term_texts = found[0][:4]
-    if count > MAX_ROWS:
+    count, snapshot, marker, active_index_id, term_texts = found[0][:5]
+    if count is not None and count > MAX_ROWS:
         raise _TooMany
     lexemes = [_lexeme(text) for text in term_texts or []]
-    changed = [_row(values[4:]) for values in found if values[4] is not None]
-    resident = held if held is not None and not changed else _updated(held, changed, snapshot)
-    if len(resident.rows) != count:
+    changed = [_row(values[5:]) for values in found if values[5] is not None]
+    resident = _updated(held, changed, snapshot, marker)
+    if count is None:  # not counted: no row of the product was deleted since `held` was read
+        if len(resident.rows) > MAX_ROWS:
+            raise _TooMany
+    elif len(resident.rows) != count:
         return None
     return Loaded(resident, active_index_id, lexemes)  # type: ignore[arg-type]
 
 
-def _updated(held: Resident | None, changed: list[Row], snapshot: str) -> Resident:
+def _updated(held: Resident | None, changed: list[Row], snapshot: str, marker: int) -> Resident:
+    if held is not None and not changed:
+        return held if held.marker == marker else replace(held, marker=marker)  # recounted: the same rows
     rows = dict(held.rows) if held is not None else {}
     size = held.nbytes if held is not None else 0
     for row in changed:
         replaced = rows.get(row.id)
         size += row.nbytes - (replaced.nbytes if replaced is not None else 0)
         rows[row.id] = row
-    return Resident(snapshot, rows, size)
+    return Resident(snapshot, rows, size, marker)
 
 
 def _lexeme(text: str) -> str | None | bool:

@@ -17,10 +17,8 @@ from functools import cached_property
 
 import numpy as np
 
-from memories.history.models import HistoryEntry
 from memories.history.resident import Loaded, Resident, Row, micros
 from memories.longterm.keyword import BM25_B, BM25_K1
-from memoryhub.addresses import UserAddress
 from memoryhub.ranking import FusedHit, SignalHit
 
 
@@ -170,17 +168,20 @@ def semantic_hits(
     similarity = products.astype(np.float64) / (norms[keep] * float(np.linalg.norm(query)) + 1e-300)
     distance = 1.0 - np.clip(similarity, -1.0, 1.0)
     positions = at[keep]
+    if len(distance) > depth:  # only the `depth` nearest, and any tied with the last of them, need sorting
+        near = np.flatnonzero(distance <= np.partition(distance, depth - 1)[depth - 1])
+        positions, distance = positions[near], distance[near]
     order = np.lexsort((-cols.ids[positions], distance))[:depth]
     return _hits(cols.ids[positions[order]], 1.0 - distance[order])
 
 
-def adjacent(cols: Columns, mask: np.ndarray, hits: list[FusedHit[int]], rows: dict) -> dict[int, list[int]]:
+def adjacent(cols: Columns, mask: np.ndarray, hits: list[FusedHit[int]], rows: dict[int, Row]) -> dict[int, list[int]]:
     """Each hit's nearest smaller and larger id among the selected rows within a round of its own
     (selectors.neighbours and _adjacent, over the held rows)."""
     out: dict[int, list[int]] = {}
     selected = mask.tolist()
     for hit in hits:
-        conversation, round_ = rows[hit.key][0], rows[hit.key][1]
+        conversation, round_ = rows[hit.key].conversation_id, rows[hit.key].round
         before, after = None, None
         for near in (round_ - 1, round_, round_ + 1):
             for position, pk in cols.windows.get((conversation, near), ()):
@@ -192,21 +193,3 @@ def adjacent(cols: Columns, mask: np.ndarray, hits: list[FusedHit[int]], rows: d
                     after = pk
         out[hit.key] = [pk for pk in (before, after) if pk is not None]
     return out
-
-
-def entry(scope: UserAddress, row: Row) -> HistoryEntry:
-    """The row as the unsaved HistoryEntry the search answers with (no vector, no search text)."""
-    return HistoryEntry(
-        pk=row.id,
-        product_id=scope.product.pk,
-        user_id=scope.user_id,
-        conversation_id=row.conversation_id,
-        message_id=row.message_id,
-        client_id=row.client_id,
-        round=row.round,
-        role=row.role,
-        name=row.name,
-        content=row.content,
-        created_at=row.created_at,
-        embedding_index_id=row.index_id,
-    )

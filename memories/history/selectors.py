@@ -121,7 +121,7 @@ def _witness_sql() -> str:
 
 @dataclass
 class HistoryHit:
-    entry: HistoryEntry
+    entry: HistoryEntry | resident.Row  # a held row (resident.py) has the columns a hit shows, and `pk`
     score: float
     why: dict = field(default_factory=dict)
 
@@ -371,7 +371,8 @@ def history_search(
     if mode == "hybrid":
         rankings, rows = _hybrid_rankings(scope, query, filters, max(MIN_DEPTH, limit * 4))
         adjacent = lambda hits: neighbours(scope, filters, hits, rows)  # noqa: E731
-        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(query, rankings, rows, adjacent, limit)]
+        scripts = {pk: script(content) for pk, (_, _, content) in rows.items()}
+        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(query, rankings, adjacent, limit, scripts)]
     else:
         ranking = keyword_ranking if mode == "keyword" else semantic_ranking
         ranked = _single(ranking(scope, query, filters, limit), mode, limit)
@@ -410,18 +411,13 @@ def _resident_search(
         vector = in_use.embed_query(scope.product.pk, query)
         rankings["semantic"] = resident_search.semantic_hits(cols, mask, vector, in_use.index.pk, depth)
     if mode == "hybrid":
-        rows = {hit.key: _resident_row(held.rows[hit.key]) for hits in rankings.values() for hit in hits}
-        scripts = {pk: held.rows[pk].script for pk in rows}
-        adjacent = lambda hits: resident_search.adjacent(cols, mask, hits, rows)  # noqa: E731
-        fused = _hybrid(query, rankings, rows, adjacent, limit, scripts)
+        scripts = {hit.key: held.rows[hit.key].script for hits in rankings.values() for hit in hits}
+        adjacent = lambda hits: resident_search.adjacent(cols, mask, hits, held.rows)  # noqa: E731
+        fused = _hybrid(query, rankings, adjacent, limit, scripts)
         ranked = [(hit.key, hit.score, hit.why()) for hit in fused]
     else:
         ranked = _single(rankings[mode], mode, limit)
-    return [HistoryHit(resident_search.entry(scope, held.rows[pk]), score, why) for pk, score, why in ranked]
-
-
-def _resident_row(row: resident.Row) -> Row:
-    return row.conversation_id, row.round, row.content
+    return [HistoryHit(held.rows[pk], score, why) for pk, score, why in ranked]
 
 
 Row = tuple[str, int, str]  # a ranked message's conversation, round and content
@@ -471,19 +467,18 @@ def _hybrid_rankings_postgres(
 def _hybrid(
     query: str,
     rankings: dict[str, list[SignalHit[int]]],
-    rows: dict[int, Row],
     adjacent: Callable[[list[FusedHit[int]]], dict[int, list[int]]],
     limit: int,
-    scripts: dict[int, str] | None = None,
+    scripts: dict[int, str],
 ) -> list[FusedHit[int]]:
     """Fused, spread to neighbours, and every message in another script than the query at its semantic place.
 
-    `adjacent` gives each of the best hits its neighbours; `scripts` each row's script, when known already."""
+    `adjacent` gives each of the best hits its neighbours; `scripts` the script of each ranked message whose
+    row was read (one deleted since its ranking gives no share to its neighbours)."""
     fused = fuse(rankings, WEIGHTS, limit=sum(len(hits) for hits in rankings.values()), rrf_k=RRF_K)
-    givers = [hit for hit in fused[:NEIGHBOUR_FROM] if hit.key in rows]
+    givers = [hit for hit in fused[:NEIGHBOUR_FROM] if hit.key in scripts]
     fused = spread_to_neighbours(fused, adjacent(givers) if givers else {}, NEIGHBOUR_SHARE, limit=len(fused))
     query_script = script(query)
-    scripts = scripts or {pk: script(content) for pk, (_, _, content) in rows.items()}
     unreadable = {pk for pk, written_in in scripts.items() if written_in != query_script}
     return keep_places(fused, rankings["semantic"], unreadable, limit=limit)
 

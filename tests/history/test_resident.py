@@ -194,3 +194,61 @@ def test_the_bound_keeps_the_sql_path_exact():
     from memories.history import selectors
 
     assert 0 < resident.MAX_ROWS <= min(selectors.SAMPLE, selectors.CANDIDATES, selectors.EXACT_SCAN_MAX_ROWS)
+
+
+def refresh(product_pk: str, user: str, held: resident.Resident) -> tuple:
+    """The function's header for a search of `held`'s user: (count or None, marker)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT total, marker FROM memoryhub_history_refresh(%s, %s, %s::text[], %s::pg_snapshot, %s, %s)",
+            [product_pk, user, [], held.snapshot, resident.MAX_ROWS, held.marker],
+        )
+        return cursor.fetchone()
+
+
+def test_the_rows_are_counted_only_after_a_deletion_in_the_product(alice):
+    """The count that finds deleted rows runs only when the product's deletion marker moved (migration 0009)."""
+    imported(alice, "u1", "c1", TRIP)
+    imported(alice, "u2", "c1", OLD)
+    search(alice, "u1", "cat vet")
+    held = resident._held[(alice.product.pk, "u1")]
+    assert refresh(alice.product.pk, "u1", held) == (None, held.marker)  # nothing deleted: not counted
+    HistoryEntry.objects.filter(product=alice.product, user_id="u2", client_id="o3").delete()  # another user's
+    counted, marker = refresh(alice.product.pk, "u1", held)
+    assert counted == len(TRIP) and marker != held.marker
+    assert contents(search(alice, "u1", "cat vet", limit=100))  # recounted: the held rows are still all of u1's
+    assert resident._held[(alice.product.pk, "u1")].marker == marker
+    assert refresh(alice.product.pk, "u1", resident._held[(alice.product.pk, "u1")])[0] is None
+
+
+def test_a_deletion_by_sql_and_a_truncate_are_seen_by_the_next_search(alice):
+    imported(alice, "u1", "c1", TRIP)
+    assert "My cat Mochi hates the vet, any tips?" in contents(search(alice, "u1", "cat vet", limit=100))
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM history_entry WHERE product_id = %s AND client_id = 't3'", [alice.product.pk])
+    assert "My cat Mochi hates the vet, any tips?" not in contents(search(alice, "u1", "cat vet", limit=100))
+    assert contents(search(alice, "u1", "Lisbon tram", limit=100))
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE history_entry CASCADE")
+    assert contents(search(alice, "u1", "Lisbon tram", limit=100)) == []
+
+
+def test_a_held_user_growing_over_the_bound_is_searched_by_the_sql_statements(alice, monkeypatch):
+    monkeypatch.setattr(resident, "MAX_ROWS", 4)
+    imported(alice, "u1", "c1", TRIP)  # four messages: held
+    search(alice, "u1", "cat vet")
+    assert (alice.product.pk, "u1") in resident._held
+    imported(alice, "u1", "c2", ZH)  # six, with no deletion: not counted, the held and changed rows say so
+    assert "杭州的西湖很美，记得去断桥。" in contents(search(alice, "u1", "西湖", limit=100))
+    assert (alice.product.pk, "u1") not in resident._held
+
+
+def test_a_products_deletion_marker_goes_with_the_product(alice):
+    imported(alice, "u1", "c1", TRIP)
+    HistoryEntry.objects.filter(product=alice.product, client_id="t1").delete()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM history_deletion WHERE product_id = %s", [alice.product.pk])
+        assert cursor.fetchone()[0] == 1
+        alice.product.delete()
+        cursor.execute("SELECT count(*) FROM history_deletion WHERE product_id = %s", [alice.product.pk])
+        assert cursor.fetchone()[0] == 0
