@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memories.longterm import keyword  # noqa: E402  (jieba only; no Django)
-from memoryhub.ranking import SignalHit, fuse, keep_places, script, spread_to_neighbours  # noqa: E402
+from memoryhub.ranking import SignalHit, fuse, fuse_with_neighbours, keep_places, script  # noqa: E402
 
 DEFAULT_LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10-dev.json"
 PARAPHRASES = ROOT / "bench" / "data" / "paraphrase_pairs.jsonl"
@@ -172,9 +172,15 @@ def fused_rank(
         "semantic": [SignalHit(i, s) for i, s in sem],
     }
     rrf_k, weight = fusion
-    fused = fuse(rankings, {"keyword": weight, "semantic": 1.0}, limit=2 * DEPTH, rrf_k=rrf_k)
-    if neighbours is not None:
-        fused = spread_to_neighbours(fused, neighbours([h.key for h in fused[:50]]), 0.3, limit=len(fused))
+    weights = {"keyword": weight, "semantic": 1.0}
+    if neighbours is not None:  # as history search does (memories/history/selectors.py)
+        every = {i for i, _ in kw} | {i for i, _ in sem}
+        spread = fuse_with_neighbours(
+            rankings, weights, neighbours, rrf_k=rrf_k, givers=50, may_give=every, share=0.3, anchor="semantic",
+            unreadable=other_script, limit=DEPTH,
+        )  # fmt: skip
+        return [hit.key for hit in spread]
+    fused = fuse(rankings, weights, limit=2 * DEPTH, rrf_k=rrf_k)
     return [hit.key for hit in keep_places(fused, rankings["semantic"], other_script, limit=DEPTH)]
 
 

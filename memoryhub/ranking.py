@@ -12,14 +12,14 @@ Two corrections on top of the fusion (docs/recall.md, measured in docs/performan
   script (a Chinese record for an English query) can never be a keyword hit, so fusing would push it below
   every same-script record sharing a word with the query. Such a record keeps the place the semantic signal
   gave it; the keyword signal reorders the others around it.
-- `spread_to_neighbours` (dialog): an answer often only makes sense with the turn before or after it, so a
+- `fuse_with_neighbours` (dialog): an answer often only makes sense with the turn before or after it, so a
   hit's adjacent turns earn a share of its fused score.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
@@ -48,7 +48,7 @@ class FusedHit(Generic[Key]):
     # signal name -> (rank, raw score), for the signals that ranked it; `why` rounds them for the hits shown
     ranked: dict[str, tuple[int, float]] = field(default_factory=dict)
     names: tuple[str, ...] = ()  # every fused signal, in order: `why` lists each, None where it did not rank
-    # What spread_to_neighbours gave it (None: not spread).
+    # What fuse_with_neighbours gave it from its neighbours (None: not spread).
     from_neighbours: float | None = None
 
     def why(self) -> dict[str, object]:
@@ -74,23 +74,28 @@ def fuse(
     A signal missing from `weights` counts with weight 1. Ties on the fused score keep the order of the
     first signal that ranked the items, then the key's first appearance, so the result is deterministic.
     """
-    fused: dict[Key, FusedHit[Key]] = {}  # in order of first appearance
+    scores, ranks = _rrf(rankings, weights, rrf_k)
     names = tuple(rankings)
+    # sorted() is stable: equal scores keep the order of first appearance.
+    order = sorted(scores, key=scores.__getitem__, reverse=True)[:limit]
+    return [FusedHit(key, scores[key], {n: ranks[n][key] for n in names if key in ranks[n]}, names) for key in order]
+
+
+def _rrf(
+    rankings: Mapping[str, Sequence[SignalHit[Key]]], weights: Mapping[str, float], rrf_k: int
+) -> tuple[dict[Key, float], dict[str, dict[Key, tuple[int, float]]]]:
+    """Each key's fused score (in order of first appearance) and, per signal, its (rank, raw score)."""
+    scores: dict[Key, float] = {}
+    ranks: dict[str, dict[Key, tuple[int, float]]] = {}
     for name, hits in rankings.items():
         weight = weights.get(name, 1.0)
+        ranked = ranks[name] = {}
         for rank, hit in enumerate(hits, start=1):
-            entry = fused.get(hit.key)
-            if entry is None:
-                fused[hit.key] = FusedHit(hit.key, weight / (rrf_k + rank), {name: (rank, float(hit.score))}, names)
-            elif name not in entry.ranked:  # a signal listing a key twice: its best rank counts
-                entry.ranked[name] = (rank, float(hit.score))
-                entry.score += weight / (rrf_k + rank)
-    # sorted() is stable: equal scores keep the order of first appearance.
-    return sorted(fused.values(), key=_by_score)[:limit]
-
-
-def _by_score(hit: FusedHit) -> float:
-    return -hit.score
+            if hit.key in ranked:  # a signal listing a key twice: its best rank counts
+                continue
+            ranked[hit.key] = (rank, float(hit.score))
+            scores[hit.key] = scores.get(hit.key, 0.0) + weight / (rrf_k + rank)
+    return scores, ranks
 
 
 def script(text: str) -> str:
@@ -114,44 +119,68 @@ def keep_places(
     For the keys the other signals could not read (not "did not match": could not), only `anchor` has an
     opinion; the readable keys keep their fused order in the remaining places. Fused scores are untouched.
     """
-    if not unreadable:
-        return list(fused[:limit])
     by_key = {hit.key: hit for hit in fused}
-    placed = {
-        rank: by_key[hit.key] for rank, hit in enumerate(anchor, start=1) if hit.key in unreadable and hit.key in by_key
-    }
-    kept = {hit.key for hit in placed.values()}
-    rest = iter([hit for hit in fused if hit.key not in kept])
-    out: list[FusedHit[Key]] = []
+    return [by_key[key] for key in _placed(list(by_key), [hit.key for hit in anchor], unreadable, limit)]
+
+
+def _placed(ordered: list[Key], anchor: list[Key], unreadable: Collection[Key], limit: int) -> list[Key]:
+    """The first `limit` of `ordered`, each key of `unreadable` in it at its 1-based rank in `anchor`."""
+    if not unreadable:
+        return ordered[:limit]
+    present = set(ordered)
+    placed = {rank: key for rank, key in enumerate(anchor, start=1) if key in unreadable and key in present}
+    kept = set(placed.values())
+    rest = iter([key for key in ordered if key not in kept])
+    out: list[Key] = []
     while len(out) < limit:
-        hit = placed.pop(len(out) + 1, None) or next(rest, None)
-        if hit is None:
+        key = placed.pop(len(out) + 1, None)
+        if key is None:
+            key = next(rest, None)
+        if key is None:
             if not placed:
                 break
-            hit = placed.pop(min(placed))
-        out.append(hit)
+            key = placed.pop(min(placed))
+        out.append(key)
     return out
 
 
-def spread_to_neighbours(
-    fused: Sequence[FusedHit[Key]], neighbours: Mapping[Key, Sequence[Key]], share: float, *, limit: int
+def fuse_with_neighbours(
+    rankings: Mapping[str, Sequence[SignalHit[Key]]],
+    weights: Mapping[str, float],
+    neighbours_of: Callable[[list[Key]], Mapping[Key, Sequence[Key]]],
+    *,
+    rrf_k: int,
+    givers: int,
+    may_give: Container[Key],
+    share: float,
+    anchor: str,
+    unreadable: Collection[Key],
+    limit: int,
 ) -> list[FusedHit[Key]]:
-    """Each hit's neighbours (its adjacent turns) earn `share` × its fused score; re-sorted, at most `limit`.
+    """`fuse` of every hit, then neighbours, then `keep_places` on `rankings[anchor]`: the page, best first.
 
-    A neighbour not among the hits joins them with no signal of its own. `why` records what each hit got
-    from its neighbours under "neighbours" ({"score": the sum, 0 for none}); "fused" is the final score.
+    Neighbours (dialog): an answer often only makes sense with the turn before or after it, so the first
+    `givers` fused hits that are in `may_give` give `share` × their fused score to each of their neighbours
+    (`neighbours_of(keys)`); a neighbour not among the hits joins them with no signal of its own. `why`
+    records what each hit got under "neighbours" ({"score": the sum, 0 for none}); "fused" is the final score.
+
+    Scores and orders are those of the three steps one after the other; only the page's hits are built.
     """
-    hits = {hit.key: hit for hit in fused}  # in fused order; a neighbour that joins comes after them
-    names = fused[0].names if fused else ()
+    scores, ranks = _rrf(rankings, weights, rrf_k)
+    order = sorted(scores, key=scores.__getitem__, reverse=True)  # stable, so ties keep first appearance
+    giving = [key for key in order[:givers] if key in may_give]
+    neighbours = neighbours_of(giving) if giving else {}
     gained: dict[Key, float] = {}
-    for hit in fused:
-        for key in neighbours.get(hit.key, ()):
-            gained[key] = gained.get(key, 0.0) + share * hit.score
-    for key, entry in hits.items():
-        extra = gained.get(key, 0.0)
-        entry.score += extra
-        entry.from_neighbours = extra
-    for key, extra in gained.items():
-        if key not in hits:
-            hits[key] = FusedHit(key, extra, {}, names, extra)
-    return sorted(hits.values(), key=_by_score)[:limit]  # stable: ties keep that order
+    for key in giving:
+        for near in neighbours.get(key, ()):
+            gained[near] = gained.get(near, 0.0) + share * scores[key]
+    final = {key: scores[key] + gained.get(key, 0.0) for key in order}
+    for near, extra in gained.items():
+        final.setdefault(near, extra)  # joins after the hits, in the order it first gained
+    spread = sorted(final, key=final.__getitem__, reverse=True)[: len(order)]  # as many as were fused
+    page = _placed(spread, [hit.key for hit in rankings[anchor]], unreadable, limit)
+    names = tuple(rankings)
+    return [
+        FusedHit(key, final[key], {n: ranks[n][key] for n in names if key in ranks[n]}, names, gained.get(key, 0.0))
+        for key in page
+    ]

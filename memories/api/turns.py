@@ -71,7 +71,7 @@ def plan_turn_prepare(request, url: Mapping[str, Any]) -> Planned[PrepareInput]:
     )
     slug = turn_request.scenario_slug
     # A slug that is not an id names no scenario (and would not even make a cache key): the prepare refuses it.
-    scopes = turn_prepare_scopes(address, slug) if ID_PATTERN.fullmatch(slug) else []
+    scopes = turn_prepare_scopes(address, slug, turn_request.user_message) if ID_PATTERN.fullmatch(slug) else []
     return Planned(PrepareInput(address, turn_request, (address, slug, scopes)), prefetch=tuple(scopes))
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from memories.history.resident import Loaded, Resident, Row, micros
 from memories.longterm.keyword import BM25_B, BM25_K1
-from memoryhub.ranking import FusedHit, SignalHit
+from memoryhub.ranking import SignalHit
 
 
 @dataclass
@@ -175,21 +175,21 @@ def semantic_hits(
     return _hits(cols.ids[positions[order]], 1.0 - distance[order])
 
 
-def adjacent(cols: Columns, mask: np.ndarray, hits: list[FusedHit[int]], rows: dict[int, Row]) -> dict[int, list[int]]:
+def adjacent(cols: Columns, mask: np.ndarray, hits: list[int], rows: dict[int, Row]) -> dict[int, list[int]]:
     """Each hit's nearest smaller and larger id among the selected rows within a round of its own
     (selectors.neighbours and _adjacent, over the held rows)."""
     out: dict[int, list[int]] = {}
     selected = mask.tolist()
     for hit in hits:
-        conversation, round_ = rows[hit.key].conversation_id, rows[hit.key].round
+        conversation, round_ = rows[hit].conversation_id, rows[hit].round
         before, after = None, None
         for near in (round_ - 1, round_, round_ + 1):
             for position, pk in cols.windows.get((conversation, near), ()):
                 if not selected[position]:
                     continue
-                if pk < hit.key and (before is None or pk > before):
+                if pk < hit and (before is None or pk > before):
                     before = pk
-                elif pk > hit.key and (after is None or pk < after):
+                elif pk > hit and (after is None or pk < after):
                     after = pk
-        out[hit.key] = [pk for pk in (before, after) if pk is not None]
+        out[hit] = [pk for pk in (before, after) if pk is not None]
     return out

@@ -33,7 +33,7 @@ from memories.longterm.services.embedding_index import (
 from memories.models import Message
 from memoryhub.addresses import UserAddress
 from memoryhub.prepared import binding_cursor
-from memoryhub.ranking import FusedHit, SignalHit, fuse, keep_places, script, spread_to_neighbours
+from memoryhub.ranking import FusedHit, SignalHit, fuse_with_neighbours, script
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
 FTS_TABLE = "history_entry_fts"
@@ -467,7 +467,7 @@ def _hybrid_rankings_postgres(
 def _hybrid(
     query: str,
     rankings: dict[str, list[SignalHit[int]]],
-    adjacent: Callable[[list[FusedHit[int]]], dict[int, list[int]]],
+    adjacent: Callable[[list[int]], dict[int, list[int]]],
     limit: int,
     scripts: dict[int, str],
 ) -> list[FusedHit[int]]:
@@ -475,12 +475,19 @@ def _hybrid(
 
     `adjacent` gives each of the best hits its neighbours; `scripts` the script of each ranked message whose
     row was read (one deleted since its ranking gives no share to its neighbours)."""
-    fused = fuse(rankings, WEIGHTS, limit=sum(len(hits) for hits in rankings.values()), rrf_k=RRF_K)
-    givers = [hit for hit in fused[:NEIGHBOUR_FROM] if hit.key in scripts]
-    fused = spread_to_neighbours(fused, adjacent(givers) if givers else {}, NEIGHBOUR_SHARE, limit=len(fused))
     query_script = script(query)
-    unreadable = {pk for pk, written_in in scripts.items() if written_in != query_script}
-    return keep_places(fused, rankings["semantic"], unreadable, limit=limit)
+    return fuse_with_neighbours(
+        rankings,
+        WEIGHTS,
+        adjacent,
+        rrf_k=RRF_K,
+        givers=NEIGHBOUR_FROM,
+        may_give=scripts,
+        share=NEIGHBOUR_SHARE,
+        anchor="semantic",
+        unreadable={pk for pk, written_in in scripts.items() if written_in != query_script},
+        limit=limit,
+    )
 
 
 def _candidates(pks: list[int]) -> dict[int, Row]:
@@ -490,14 +497,14 @@ def _candidates(pks: list[int]) -> dict[int, Row]:
 
 
 def neighbours(
-    scope: UserAddress, filters: HistoryFilters, hits: list[FusedHit[int]], rows: dict[int, Row]
+    scope: UserAddress, filters: HistoryFilters, hits: list[int], rows: dict[int, Row]
 ) -> dict[int, list[int]]:
     """Each hit's previous and next message in its conversation (by id, within the rounds around its own),
     among the messages the search may return. One statement over the (conversation, round) index."""
     if not hits:
         return {}
     where, params = _scope_sql(scope, filters)
-    windows = [(rows[hit.key][0], rows[hit.key][1]) for hit in hits]
+    windows = [(rows[pk][0], rows[pk][1]) for pk in hits]
     if connection.vendor == "postgresql":  # one statement text for every search (arrays, not a clause per hit)
         around = (
             "(h.conversation_id, h.round) IN (SELECT w.c, w.r + d.d FROM unnest(%s::text[], %s::int[]) w(c, r) "
@@ -514,7 +521,7 @@ def neighbours(
 
 
 def _adjacent(
-    hits: list[FusedHit[int]], windows: list[tuple[str, int]], found: list[tuple[int, str, int]]
+    hits: list[int], windows: list[tuple[str, int]], found: list[tuple[int, str, int]]
 ) -> dict[int, list[int]]:
     """Each hit's nearest smaller and larger id among the found rows within a round of its own."""
     by_round: dict[tuple[str, int], list[int]] = {}
@@ -523,9 +530,9 @@ def _adjacent(
     out: dict[int, list[int]] = {}
     for hit, (conversation, round_) in zip(hits, windows):
         near = [pk for r in (round_ - 1, round_, round_ + 1) for pk in by_round.get((conversation, r), ())]
-        before = max((pk for pk in near if pk < hit.key), default=None)
-        after = min((pk for pk in near if pk > hit.key), default=None)
-        out[hit.key] = [pk for pk in (before, after) if pk is not None]
+        before = max((pk for pk in near if pk < hit), default=None)
+        after = min((pk for pk in near if pk > hit), default=None)
+        out[hit] = [pk for pk in (before, after) if pk is not None]
     return out
 
 

@@ -63,10 +63,14 @@ def witness_names(present: object) -> tuple[str, ...]:
 
 
 def turn_prepare(*, address: ConversationAddress, request: TurnRequest, scopes: tuple | None = None) -> Turn:
-    """`scopes`: (address, slug, turn_prepare_scopes(address, slug)) computed earlier in this request, if any."""
+    """`scopes`: (address, slug, turn_prepare_scopes(address, slug, message)) computed earlier in this request."""
     category = _category(request.subscription_category)
     if scopes is None or scopes[:2] != (address, request.scenario_slug):
-        scopes = (address, request.scenario_slug, turn_prepare_scopes(address, request.scenario_slug))
+        scopes = (
+            address,
+            request.scenario_slug,
+            turn_prepare_scopes(address, request.scenario_slug, request.user_message),
+        )
     with working_set.batch(scopes[2]):  # one cache round trip, see turn_prepare_scopes
         scenario = scenario_for_turn(product=address.product, slug=request.scenario_slug)
         _seen_scenarios[(address.product.pk, scenario.slug)] = scenario
@@ -80,8 +84,9 @@ _seen_scenarios: dict[tuple[str, str], Scenario] = {}
 _SEEN_SCENARIOS_MAX = 1000
 
 
-def turn_prepare_scopes(address: ConversationAddress, slug: str) -> list[working_set.Scope]:
-    """The scenario, the round counter and, predicted from the scenario as last seen, every source's entries.
+def turn_prepare_scopes(address: ConversationAddress, slug: str, user_message: str = "") -> list[working_set.Scope]:
+    """The scenario, the round counter and, predicted from the scenario as last seen, every source's entries
+    (with the user message: the query vectors of the sources that search with it).
 
     A prediction that is wrong (the scenario changed) costs nothing but a second MGET in the recall for the
     entries not fetched here; a value is never taken from a prediction without being its entry's own.
@@ -95,7 +100,9 @@ def turn_prepare_scopes(address: ConversationAddress, slug: str) -> list[working
         if len(_seen_scenarios) >= _SEEN_SCENARIOS_MAX:
             _seen_scenarios.clear()
         return scopes
-    requests = [RecallRequest(address, source, scenario=seen) for source in scenario_sources(seen)]
+    requests = [
+        RecallRequest(address, source, scenario=seen, user_message=user_message) for source in scenario_sources(seen)
+    ]
     return scopes + registry.declared_scopes(requests)
 
 

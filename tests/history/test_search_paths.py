@@ -18,7 +18,6 @@ from memories.history import selectors
 from memories.history.models import HistoryEntry
 from memories.history.selectors import HistoryFilters, history_search, neighbours
 from memoryhub.addresses import UserAddress
-from memoryhub.ranking import FusedHit
 from tests.history.support import imported, search
 from tests.history.test_import_search import TRIP, ZH
 from tests.history.test_recall_source import OLD
@@ -137,15 +136,15 @@ def entry(product, conversation: str, round_: int, n: int) -> HistoryEntry:
     )
 
 
-def clause_per_hit_neighbours(hits: list[FusedHit[int]], rows: dict) -> dict[int, list[int]]:
+def clause_per_hit_neighbours(hits: list[int], rows: dict) -> dict[int, list[int]]:
     """The former lookup, over every row of the user: the nearest smaller and larger id within a round."""
     every = list(HistoryEntry.objects.filter(user_id="u1").values_list("pk", "conversation_id", "round"))
     out = {}
     for hit in hits:
-        conversation, round_, _ = rows[hit.key]
+        conversation, round_, _ = rows[hit]
         near = sorted(pk for pk, c, r in every if c == conversation and max(round_ - 1, 0) <= r <= round_ + 1)
-        before, after = [pk for pk in near if pk < hit.key], [pk for pk in near if pk > hit.key]
-        out[hit.key] = ([before[-1]] if before else []) + ([after[0]] if after else [])
+        before, after = [pk for pk in near if pk < hit], [pk for pk in near if pk > hit]
+        out[hit] = ([before[-1]] if before else []) + ([after[0]] if after else [])
     return out
 
 
@@ -157,7 +156,7 @@ def test_neighbours_are_the_nearest_ids_within_a_round_as_before(alice):
         pk: (c, r, text)
         for pk, c, r, text in HistoryEntry.objects.values_list("pk", "conversation_id", "round", "content")
     }
-    hits = [FusedHit(key=pk, score=1.0) for pk in sorted(rows)[::2]]
+    hits = sorted(rows)[::2]
     found = neighbours(UserAddress(alice.product, "u1"), HistoryFilters(), hits, rows)
     assert found == clause_per_hit_neighbours(hits, rows)
     assert any(len(pks) == 2 for pks in found.values()) and any(len(pks) == 1 for pks in found.values())
