@@ -8,8 +8,10 @@ from django.db import connection
 from memories.history.models import HistoryEntry
 from memoryhub import outbox
 from tests.history.support import contents, imported, message, search
+from tests.memories.test_working_set import redis_trips
 from tests.support.api import assert_envelope
 from tests.support.processes import wait_for
+from tests.support.turns import prepare
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -183,3 +185,19 @@ def test_a_character_recalls_only_the_messages_it_witnessed(alice, mode):
     everyone = turn(alice, "inn", question, reply=None)["sources"][0]["details"]
     assert ("quay", 2) in {(m["conversationId"], m["round"]) for m in everyone["messages"]}
     assert "witness" not in everyone
+
+
+@pytest.mark.requires_redis
+def test_on_redis_a_prepare_reads_its_query_vector_in_the_rate_limiters_round_trip(alice, monkeypatch):
+    """The history-search source searches with the user message: its vector's entry is predicted with the rest."""
+    past = {"id": "past", "agentRef": "history-search", "variable": "recalledHistory"}
+    template = "{{recalledHistory}} {{userMessage}}"
+    body = {"id": "recall", "name": "Recall", "memorySources": [past], "template": template}
+    assert alice.post("/v1/scenarios", body).status_code == 201
+    imported(alice, "u1", "old", [message("o1", "user", "The gate key hangs in the tower.", "2024-03-01T18:00:00Z")])
+    for _ in range(2):  # the first embeds the message and remembers the scenario's sources
+        prepare(alice, "recall", "where is the gate key?")
+    trips = redis_trips(monkeypatch)
+    turn = prepare(alice, "recall", "where is the gate key?")
+    assert "The gate key hangs in the tower." in turn["prompt"]
+    assert trips == ["pipeline INCRBY EXPIRE GET INCRBY EXPIRE GET MGET"], trips
