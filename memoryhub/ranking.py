@@ -123,12 +123,12 @@ def keep_places(
     return [by_key[key] for key in _placed(list(by_key), [hit.key for hit in anchor], unreadable, limit)]
 
 
-def _placed(ordered: list[Key], anchor: list[Key], unreadable: Collection[Key], limit: int) -> list[Key]:
+def _placed(ordered: list[Key], anchor: list[Key], unreadable: Container[Key], limit: int) -> list[Key]:
     """The first `limit` of `ordered`, each key of `unreadable` in it at its 1-based rank in `anchor`."""
-    if not unreadable:
-        return ordered[:limit]
     present = set(ordered)
     placed = {rank: key for rank, key in enumerate(anchor, start=1) if key in unreadable and key in present}
+    if not placed:
+        return ordered[:limit]
     kept = set(placed.values())
     rest = iter([key for key in ordered if key not in kept])
     out: list[Key] = []
@@ -154,7 +154,7 @@ def fuse_with_neighbours(
     may_give: Container[Key],
     share: float,
     anchor: str,
-    unreadable: Collection[Key],
+    unreadable: Container[Key],
     limit: int,
 ) -> list[FusedHit[Key]]:
     """`fuse` of every hit, then neighbours, then `keep_places` on `rankings[anchor]`: the page, best first.

@@ -33,7 +33,6 @@ from django.db import connection
 
 from memories.history import vector_cache
 from memoryhub.addresses import UserAddress
-from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import script
 
 # BM25's statistics sample and its candidate bound (selectors.SAMPLE, CANDIDATES): at most this many rows,
@@ -136,7 +135,9 @@ def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
 def _read(scope: UserAddress, terms: list[str], held: Resident | None) -> Loaded | None:
     """`held` brought up to date (None: read whole); None: `held` holds rows deleted since."""
     since, marker = (held.snapshot, held.marker) if held is not None else (_NOTHING_SEEN, None)
-    with binding_cursor(connection) as cursor:
+    # Django's cursor (parameters bound on the client, one simple-protocol message): the arguments are small,
+    # and it saves ~0.04 ms of the call against binding them on the server (docs/performance.md).
+    with connection.cursor() as cursor:
         cursor.execute(
             "SELECT * FROM memoryhub_history_refresh(%s, %s, %s::text[], %s::pg_snapshot, %s, %s)",
             [scope.product.pk, scope.user_id, terms, since, MAX_ROWS, marker],

@@ -61,17 +61,36 @@ class Columns:
         return np.array([len(row.lexemes) for row in self.rows], dtype=np.float64)
 
     @cached_property
-    def _occurrences(self) -> dict[str, np.ndarray]:
+    def _occurrences(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return {}
 
-    def occurrences(self, lexeme: str) -> np.ndarray:
-        """How often each row holds `lexeme`: a lookup per row the first time a search asks for it, cheaper than
-        an index of every lexeme built after every change (a turn adds two messages)."""
+    def occurring(self, lexeme: str) -> tuple[np.ndarray, np.ndarray]:
+        """How often each row holds `lexeme`, and the positions of the rows that do: a lookup per row the first
+        time a search asks for it, cheaper than an index of every lexeme built after every change (a turn adds
+        two messages)."""
         found = self._occurrences.get(lexeme)
         if found is None:
-            counts = (row.lexemes.get(lexeme, 0) for row in self.rows)
-            found = self._occurrences[lexeme] = np.fromiter(counts, dtype=np.float64, count=len(self.rows))
+            counts = np.fromiter((row.lexemes.get(lexeme, 0) for row in self.rows), np.float64, len(self.rows))
+            found = self._occurrences[lexeme] = (counts, np.flatnonzero(counts))
         return found
+
+    @cached_property
+    def bm25_norm(self) -> np.ndarray:
+        """BM25's length normalisation of each row: k1 × (1 − b + b × length / average length)."""
+        average = max(float(self.lengths.sum()) / len(self.rows), 1.0)
+        return BM25_K1 * (1 - BM25_B + BM25_B * self.lengths / average)
+
+    @cached_property
+    def _by_script(self) -> dict[str, frozenset[int]]:
+        ids: dict[str, set[int]] = {}
+        for row in self.rows:
+            ids.setdefault(row.script, set()).add(row.id)
+        return {written_in: frozenset(pks) for written_in, pks in ids.items()}
+
+    def written_in_another_script(self, query_script: str) -> frozenset[int]:
+        """The ids of the rows a query in `query_script` cannot read by keyword (memoryhub.ranking.script)."""
+        others = [pks for written_in, pks in self._by_script.items() if written_in != query_script]
+        return others[0] if len(others) == 1 else frozenset().union(*others)
 
     @cached_property
     def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -129,19 +148,13 @@ def _witnessed(row: Row, character: str) -> bool:
 
 def keyword_hits(loaded: Loaded, cols: Columns, mask: np.ndarray, depth: int) -> list[SignalHit[int]]:
     count = len(cols.rows)
-    if not count or all(lexeme is None for lexeme in loaded.lexemes):
+    found = [(counts, at) for counts, at in map(cols.occurring, filter(None, loaded.lexemes)) if len(at)]
+    if not count or not found:
         return []
-    average = max(float(cols.lengths.sum()) / count, 1.0)
-    norm = BM25_K1 * (1 - BM25_B + BM25_B * cols.lengths / average)
+    norm = cols.bm25_norm
     scores = np.zeros(count)
     matched = np.zeros(count, dtype=bool)
-    for lexeme in loaded.lexemes:
-        if lexeme is None:
-            continue
-        counts = cols.occurrences(lexeme)
-        at = np.flatnonzero(counts)
-        if not len(at):
-            continue
+    for counts, at in found:
         occurrences = counts[at]
         idf = math.log(1 + (count - len(at) + 0.5) / (len(at) + 0.5))
         scores[at] += idf * occurrences * (BM25_K1 + 1) / (occurrences + norm[at])

@@ -11,7 +11,7 @@ a reply (a regeneration, a rollback) takes it out of search at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -371,8 +371,9 @@ def history_search(
     if mode == "hybrid":
         rankings, rows = _hybrid_rankings(scope, query, filters, max(MIN_DEPTH, limit * 4))
         adjacent = lambda hits: neighbours(scope, filters, hits, rows)  # noqa: E731
-        scripts = {pk: script(content) for pk, (_, _, content) in rows.items()}
-        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(query, rankings, adjacent, limit, scripts)]
+        query_script = script(query)
+        unreadable = {pk for pk, (_, _, content) in rows.items() if script(content) != query_script}
+        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(rankings, adjacent, limit, rows, unreadable)]
     else:
         ranking = keyword_ranking if mode == "keyword" else semantic_ranking
         ranked = _single(ranking(scope, query, filters, limit), mode, limit)
@@ -411,9 +412,9 @@ def _resident_search(
         vector = in_use.embed_query(scope.product.pk, query)
         rankings["semantic"] = resident_search.semantic_hits(cols, mask, vector, in_use.index.pk, depth)
     if mode == "hybrid":
-        scripts = {hit.key: held.rows[hit.key].script for hits in rankings.values() for hit in hits}
+        unreadable = cols.written_in_another_script(script(query))
         adjacent = lambda hits: resident_search.adjacent(cols, mask, hits, held.rows)  # noqa: E731
-        fused = _hybrid(query, rankings, adjacent, limit, scripts)
+        fused = _hybrid(rankings, adjacent, limit, held.rows, unreadable)
         ranked = [(hit.key, hit.score, hit.why()) for hit in fused]
     else:
         ranked = _single(rankings[mode], mode, limit)
@@ -465,27 +466,26 @@ def _hybrid_rankings_postgres(
 
 
 def _hybrid(
-    query: str,
     rankings: dict[str, list[SignalHit[int]]],
     adjacent: Callable[[list[int]], dict[int, list[int]]],
     limit: int,
-    scripts: dict[int, str],
+    read: Container[int],
+    unreadable: Container[int],
 ) -> list[FusedHit[int]]:
     """Fused, spread to neighbours, and every message in another script than the query at its semantic place.
 
-    `adjacent` gives each of the best hits its neighbours; `scripts` the script of each ranked message whose
-    row was read (one deleted since its ranking gives no share to its neighbours)."""
-    query_script = script(query)
+    `adjacent` gives each of the best hits its neighbours; only a ranked message whose row was `read` gives
+    (one deleted since its ranking does not); `unreadable`: the messages in another script than the query."""
     return fuse_with_neighbours(
         rankings,
         WEIGHTS,
         adjacent,
         rrf_k=RRF_K,
         givers=NEIGHBOUR_FROM,
-        may_give=scripts,
+        may_give=read,
         share=NEIGHBOUR_SHARE,
         anchor="semantic",
-        unreadable={pk for pk, written_in in scripts.items() if written_in != query_script},
+        unreadable=unreadable,
         limit=limit,
     )
 
