@@ -41,6 +41,10 @@ class SignalHit(NamedTuple, Generic[Key]):
     score: float
 
 
+# A signal's entry as (key, score): a SignalHit, or a plain pair where a caller makes hundreds of them.
+Ranked = tuple[Key, float]
+
+
 @dataclass(slots=True)
 class FusedHit(Generic[Key]):
     key: Key
@@ -82,7 +86,7 @@ def fuse(
 
 
 def _rrf(
-    rankings: Mapping[str, Sequence[SignalHit[Key]]], weights: Mapping[str, float], rrf_k: int
+    rankings: Mapping[str, Sequence[Ranked[Key]]], weights: Mapping[str, float], rrf_k: int
 ) -> tuple[dict[Key, float], dict[str, dict[Key, tuple[int, float]]]]:
     """Each key's fused score (in order of first appearance) and, per signal, its (rank, raw score)."""
     scores: dict[Key, float] = {}
@@ -90,11 +94,11 @@ def _rrf(
     for name, hits in rankings.items():
         weight = weights.get(name, 1.0)
         ranked = ranks[name] = {}
-        for rank, hit in enumerate(hits, start=1):
-            if hit.key in ranked:  # a signal listing a key twice: its best rank counts
+        for rank, (key, score) in enumerate(hits, start=1):
+            if key in ranked:  # a signal listing a key twice: its best rank counts
                 continue
-            ranked[hit.key] = (rank, float(hit.score))
-            scores[hit.key] = scores.get(hit.key, 0.0) + weight / (rrf_k + rank)
+            ranked[key] = (rank, float(score))
+            scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
     return scores, ranks
 
 
@@ -145,7 +149,7 @@ def _placed(ordered: list[Key], anchor: list[Key], unreadable: Container[Key], l
 
 
 def fuse_with_neighbours(
-    rankings: Mapping[str, Sequence[SignalHit[Key]]],
+    rankings: Mapping[str, Sequence[Ranked[Key]]],
     weights: Mapping[str, float],
     neighbours_of: Callable[[list[Key]], Mapping[Key, Sequence[Key]]],
     *,
@@ -178,7 +182,7 @@ def fuse_with_neighbours(
     for near, extra in gained.items():
         final.setdefault(near, extra)  # joins after the hits, in the order it first gained
     spread = sorted(final, key=final.__getitem__, reverse=True)[: len(order)]  # as many as were fused
-    page = _placed(spread, [hit.key for hit in rankings[anchor]], unreadable, limit)
+    page = _placed(spread, [key for key, _ in rankings[anchor]], unreadable, limit)
     names = tuple(rankings)
     return [
         FusedHit(key, final[key], {n: ranks[n][key] for n in names if key in ranks[n]}, names, gained.get(key, 0.0))

@@ -19,7 +19,7 @@ import numpy as np
 
 from memories.history.resident import Loaded, Resident, Row, micros
 from memories.longterm.keyword import BM25_B, BM25_K1
-from memoryhub.ranking import SignalHit
+from memoryhub.ranking import Ranked
 
 
 @dataclass
@@ -146,7 +146,7 @@ def _witnessed(row: Row, character: str) -> bool:
     return row.message_id is None or not row.present or row.speaker == character or character in row.present
 
 
-def keyword_hits(loaded: Loaded, cols: Columns, mask: np.ndarray, depth: int) -> list[SignalHit[int]]:
+def keyword_hits(loaded: Loaded, cols: Columns, mask: np.ndarray, depth: int) -> list[Ranked[int]]:
     count = len(cols.rows)
     found = [(counts, at) for counts, at in map(cols.occurring, filter(None, loaded.lexemes)) if len(at)]
     if not count or not found:
@@ -164,14 +164,12 @@ def keyword_hits(loaded: Loaded, cols: Columns, mask: np.ndarray, depth: int) ->
     return _hits(cols.ids[order], scores[order])
 
 
-def _hits(ids: np.ndarray, scores: np.ndarray) -> list[SignalHit[int]]:
-    """As Python ints and floats (numpy scalars are slow to make one at a time, and are not JSON)."""
-    return [SignalHit(pk, score) for pk, score in zip(ids.tolist(), scores.tolist())]
+def _hits(ids: np.ndarray, scores: np.ndarray) -> list[Ranked[int]]:
+    """(id, score) pairs of Python ints and floats (numpy scalars are slow to make one at a time, and are not JSON)."""
+    return list(zip(ids.tolist(), scores.tolist(), strict=True))
 
 
-def semantic_hits(
-    cols: Columns, mask: np.ndarray, vector: list[float], index_id: int, depth: int
-) -> list[SignalHit[int]]:
+def semantic_hits(cols: Columns, mask: np.ndarray, vector: np.ndarray, index_id: int, depth: int) -> list[Ranked[int]]:
     at, index_ids, matrix, norms = cols.embedded
     keep = (index_ids == index_id) & mask[at] if len(at) else np.zeros(0, dtype=bool)
     if not keep.any():

@@ -11,7 +11,7 @@ a reply (a regeneration, a rollback) takes it out of search at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -33,7 +33,7 @@ from memories.longterm.services.embedding_index import (
 from memories.models import Message
 from memoryhub.addresses import UserAddress
 from memoryhub.prepared import binding_cursor
-from memoryhub.ranking import FusedHit, SignalHit, fuse_with_neighbours, script
+from memoryhub.ranking import FusedHit, Ranked, SignalHit, fuse_with_neighbours, script
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
 FTS_TABLE = "history_entry_fts"
@@ -381,10 +381,10 @@ def history_search(
     return [HistoryHit(entries[pk], score, why) for pk, score, why in ranked if pk in entries]
 
 
-def _single(hits: list[SignalHit[int]], mode: str, limit: int) -> list[tuple[int, float, dict]]:
+def _single(hits: Sequence[Ranked[int]], mode: str, limit: int) -> list[tuple[int, float, dict]]:
     return [
-        (hit.key, hit.score, {mode: {"rank": rank, "score": round(hit.score, 6)}})
-        for rank, hit in enumerate(hits[:limit], start=1)
+        (key, score, {mode: {"rank": rank, "score": round(score, 6)}})
+        for rank, (key, score) in enumerate(hits[:limit], start=1)
     ]
 
 
@@ -405,11 +405,11 @@ def _resident_search(
     cols = resident_search.columns(held)
     mask = resident_search.selected(cols, filters)
     depth = max(MIN_DEPTH, limit * 4) if mode == "hybrid" else limit
-    rankings: dict[str, list[SignalHit[int]]] = {}
+    rankings: dict[str, Sequence[Ranked[int]]] = {}
     if mode != "semantic":
         rankings["keyword"] = resident_search.keyword_hits(loaded, cols, mask, depth)
     if in_use is not None:
-        vector = in_use.embed_query(scope.product.pk, query)
+        vector = in_use.embed_query_array(scope.product.pk, query)
         rankings["semantic"] = resident_search.semantic_hits(cols, mask, vector, in_use.index.pk, depth)
     if mode == "hybrid":
         unreadable = cols.written_in_another_script(script(query))
@@ -466,7 +466,7 @@ def _hybrid_rankings_postgres(
 
 
 def _hybrid(
-    rankings: dict[str, list[SignalHit[int]]],
+    rankings: Mapping[str, Sequence[Ranked[int]]],
     adjacent: Callable[[list[int]], dict[int, list[int]]],
     limit: int,
     read: Container[int],

@@ -41,9 +41,13 @@ class IndexInUse:
         so a new identity never reads another's vectors; stored as float64 bytes, the exact vector the
         embedder returned. A cache outage propagates (503), like every working-set read.
         """
+        return self.embed_query_array(product_id, text).tolist()
+
+    def embed_query_array(self, product_id: str, text: str) -> np.ndarray:
+        """`embed_query` as the float64 array it is stored as (read-only: it views the cached bytes)."""
         entry = query_embedding_scope(product_id, self.embedder.identity, text)
         cached, _ = working_set.get_or_build(entry, lambda: _packed(embed_queries(self.embedder, [text])[0]))
-        return np.frombuffer(cached, dtype=np.float64).tolist()
+        return np.frombuffer(cached, dtype=np.float64)
 
 
 def query_embedding_scope(product_id: str, identity: EmbeddingIdentity, text: str) -> working_set.Scope:
