@@ -8,8 +8,8 @@ from django.db import connection
 from memories.history.models import HistoryEntry
 from memoryhub import outbox
 from tests.history.support import contents, imported, message, search
-from tests.memories.test_working_set import redis_trips
 from tests.support.api import assert_envelope
+from tests.support.cache_trips import redis_trips
 from tests.support.processes import wait_for
 from tests.support.turns import prepare
 

@@ -16,6 +16,7 @@ from memoryhub import working_set
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
 from tests.support.api import assert_envelope, client_for
+from tests.support.cache_trips import redis_trips
 from tests.support.turns import prepare
 
 CONV = "/v1/users/u1/conversations/c1"
@@ -232,26 +233,6 @@ def test_a_warm_prepare_reads_the_working_set_in_one_round_trip(alice, gate, mon
     turn = prepare(alice, "gate", "hi")
     assert json_source(turn)["cached"] is True
     assert reads == (["get_many 1"] if on_redis else ["get_many 2", "get_many 1"]), reads
-
-
-def redis_trips(monkeypatch) -> list[str]:
-    """Every round trip to Redis from now on: a command's name, or a pipeline's commands."""
-    import redis.client
-
-    trips: list[str] = []
-    command, execute = redis.client.Redis.execute_command, redis.client.Pipeline.execute
-
-    def counting_command(self, *args, **kwargs):
-        trips.append(str(args[0]))
-        return command(self, *args, **kwargs)
-
-    def counting_execute(self, *args, **kwargs):
-        trips.append("pipeline " + " ".join(str(c[0][0]) for c in self.command_stack))
-        return execute(self, *args, **kwargs)
-
-    monkeypatch.setattr(redis.client.Redis, "execute_command", counting_command)
-    monkeypatch.setattr(redis.client.Pipeline, "execute", counting_execute)
-    return trips
 
 
 @pytest.mark.requires_redis
