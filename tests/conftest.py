@@ -110,8 +110,11 @@ def _background_threads_only_with_committed_data(request):
 
 @pytest.fixture(autouse=True)
 def _clear_cache():
+    from memories.longterm import resident as held_memories
+
     cache.clear()
     auth_failures.reset()  # this process's blocked addresses and verified keys
+    held_memories.clear()  # long-term memories this process holds (ids repeat once tables are flushed)
     yield
 
 

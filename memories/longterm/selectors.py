@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from memories.longterm import admission, hybrid_postgres, keyword
+from memories.longterm import admission, hybrid_postgres, keyword, resident, resident_rank
 from memories.longterm.kinds import KindSpec, builtin_spec, single_valued_of
 from memories.longterm.models import (
     LongTermMemory,
@@ -263,9 +263,15 @@ def _hybrid_rankings(
     """
     if connection.vendor == "postgresql" and isinstance(configured_backend(), PgvectorBackend):
         in_use, now = index_last_seen(), timezone.now()
-        vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
+        vector = in_use.embed_query_array(scope.product.pk, query)  # cached; 503/502 when the embedder fails
+        terms = keyword.query_terms(query)
+        held = resident.load(scope, terms, in_use)
+        if held is not None:  # the user's memories held in this process, up to date (resident.py)
+            kinds = sorted({*builtin_searchable_kinds(), *held.own_kinds})
+            found, cols = resident_rank.rankings(held, kinds, int(in_use.index.pk), vector, depth, now)
+            return found, lambda ids: {pk: cols.by_id[pk].answer() for pk in ids}, in_use.index.identity_key
         kinds = searchable_kinds(scope.product)
-        found = hybrid_postgres.rankings(scope, keyword.query_terms(query), kinds, in_use, vector, depth, now)
+        found = hybrid_postgres.rankings(scope, terms, kinds, in_use, vector, depth, now)
         if found is not None:
             return found, lambda ids: hybrid_postgres.page_rows(scope, ids, now), in_use.index.identity_key
     keyword_page = _keyword(scope, query, depth, 0)

@@ -1,5 +1,6 @@
-"""PostgreSQL: hybrid search reads both rankings in one statement (memories/longterm/hybrid_postgres.py) and
-answers exactly what the keyword and semantic searches fused would answer."""
+"""PostgreSQL: hybrid search reads both rankings in one statement (memories/longterm/hybrid_postgres.py), or
+ranks the user's memories held in this process (memories/longterm/resident.py), and either answers exactly what
+the keyword and semantic searches fused would answer."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories.longterm import hybrid_postgres
+from memories.longterm import hybrid_postgres, resident
 from memories.longterm.services import vectors
 from tests.longterm.support import create, proposal, search
 
@@ -42,19 +43,27 @@ def pages(api, query: str, **extra) -> list[dict]:
             return found
 
 
-def test_one_statement_answers_what_two_searches_fused_answer(alice, memories, monkeypatch):
+@pytest.fixture
+def sql_path(monkeypatch):
+    """No user is held in this process: the hybrid search ranks in SQL."""
+    monkeypatch.setattr(resident, "MAX_ROWS", 0)
+
+
+def test_one_statement_and_held_rows_answer_what_two_searches_fused_answer(alice, memories, monkeypatch):
     compared = 0
     for query in QUERIES:
         for floor in ({}, {"minScore": -1.0}):
-            one_statement = pages(alice, query, **floor)
-            with monkeypatch.context() as two_searches:
-                two_searches.setattr(hybrid_postgres, "rankings", lambda *args, **kwargs: None)
-                assert pages(alice, query, **floor) == one_statement, (query, floor)
-            compared += sum(len(page["results"]) for page in one_statement)
+            held = pages(alice, query, **floor)
+            with monkeypatch.context() as one_statement:
+                one_statement.setattr(resident, "MAX_ROWS", 0)
+                assert pages(alice, query, **floor) == held, (query, floor)
+                one_statement.setattr(hybrid_postgres, "rankings", lambda *args, **kwargs: None)  # two searches
+                assert pages(alice, query, **floor) == held, (query, floor)
+            compared += sum(len(page["results"]) for page in held)
     assert compared > 40  # most queries find several memories: the comparison is not of empty pages
 
 
-def test_both_rankings_are_one_statement_and_only_the_page_is_read_whole(alice, memories):
+def test_both_rankings_are_one_statement_and_only_the_page_is_read_whole(alice, memories, sql_path):
     search(alice, "中文回答", "hybrid")  # the query's vector and the product's kinds are in the working set now
     with CaptureQueriesContext(connection) as sent:
         body = search(alice, "中文回答", "hybrid", limit=3).json()
@@ -65,7 +74,7 @@ def test_both_rankings_are_one_statement_and_only_the_page_is_read_whole(alice, 
     assert "= ANY(" in statements[1]
 
 
-def test_a_user_over_the_exact_scan_bound_is_searched_as_two_searches(alice, memories, monkeypatch):
+def test_a_user_over_the_exact_scan_bound_is_searched_as_two_searches(alice, memories, monkeypatch, sql_path):
     expected = search(alice, "中文回答", "hybrid").json()["results"]
     monkeypatch.setattr(vectors, "EXACT_SCAN_MAX_ROWS", 3)  # this user's 8 rows now take the HNSW branch
     with CaptureQueriesContext(connection) as sent:

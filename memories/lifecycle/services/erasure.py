@@ -18,6 +18,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from memories.history.services.forget import forget_user
+from memories.longterm import resident as held_memories
 from memories.models import Product
 from memoryhub import outbox
 from memoryhub.errors import Conflict, NotFound
@@ -154,6 +155,7 @@ def _erase(product: Any, user_id: str, conversation_id: str | None) -> dict[str,
         counts.update({label: n for label, n in per_model.items() if n})
         if conversation_id is None:
             forget_user(product.pk, user_id)
+        held_memories.forget(product.pk, user_id)  # this process's copy; other processes' go at their next search
         if points:
             counts["vectorPoints"] = points
     counts["workingSetKeys"] = delete_working_set(product.pk, user_id, conversation_id)

@@ -1,0 +1,242 @@
+"""PostgreSQL: a user's long-term memories held in this process for hybrid search, checked on every search.
+
+A hybrid search ran BM25 and the exact vector scan in one statement and read its page's rows in a second:
+~3.9 ms for a user of 100 memories, twice mem0's semantic search (docs/performance.md). A user with at most
+MAX_ROWS memories (nearly every user) is now ranked here, from their rows held in this process, with the SQL
+path's formulas (resident_rank.py): with that few rows the BM25 statement's sample and candidates are all the
+user's rows, and the semantic ranking is `memoryhub_search_exact`'s exact scan.
+
+Never trusted alone: every search runs one statement, `memoryhub_longterm_refresh` (migration 0008), which
+reads the database snapshot, whether this process's embedding index is still the active one, the product's own
+searchable kinds, the query terms' lexemes, every row of the user changed since the snapshot the held rows
+were read in (`change_xid`, set by any insert or update), and the product's deletion marker (a new value at
+every deletion of a long-term memory of the product). Changed rows replace or join the held ones; when the
+marker moved, the user's rows are counted too, and a count below what is held (a row deleted) reads them all
+again. More than MAX_ROWS rows, a term PostgreSQL splits into several lexemes, or an index that is not the
+active one: the SQL path searches instead (`load` answers None). The design is history's (memories/history/
+resident.py); the held rows are memories, what a search answers.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from django.db import connection
+
+from memories.history.vector_cache import decode
+from memories.longterm.hybrid_postgres import content_script
+from memories.longterm.models import LongTermMemory
+from memories.longterm.services.embedding_index import IndexInUse
+from memories.longterm import keyword
+from memories.longterm.services import vectors
+from memories.longterm.services.vectors import memory_of
+from memoryhub.addresses import UserAddress
+
+# A user with at most this many rows (every kind, current or not) is held. The SQL ranking then reads all of
+# the user's rows too: `bound` keeps it under BM25's sample and candidates (keyword.SAMPLE, CANDIDATES) and the
+# exact scan's bound (vectors.EXACT_SCAN_MAX_ROWS). 0: no user is held.
+MAX_ROWS = 1000
+# Held rows per process, all users together (least recently searched out first): ~20,000 memories.
+MAX_BYTES = 64 * 1024 * 1024
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FOREVER = 2**62  # an expiry that never comes, in microseconds
+_SINGLE_LEXEME = re.compile(r"^'([^'\\]+)'$")
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    memory: LongTermMemory  # as a search answers it (never handed out: `answer` copies it)
+    vector: np.ndarray | None  # float32
+    norm: float  # the vector's L2 norm (0 without one)
+    lexemes: frozenset[str]  # of the stored tsvector (`search_tsv`)
+    script: str  # memoryhub.ranking.script of the content's words (the script rule's input)
+    expires: int  # expires_at in microseconds since 1970, _FOREVER without one
+    retired: bool  # superseded or rolled back: never current again unless the row changes
+
+    @property
+    def nbytes(self) -> int:
+        vector = self.vector.nbytes if self.vector is not None else 0
+        # The vector twice: its own array and its row of the user's stacked matrix (resident_rank.Columns).
+        return 1500 + 3 * len(str(self.memory.content)) + 2 * vector + 80 * len(self.lexemes)
+
+    def answer(self) -> LongTermMemory:
+        return copy.copy(self.memory)
+
+
+@dataclass(frozen=True)
+class Resident:
+    """One user's memories as of `snapshot` (a pg_snapshot's text); the same object while none changes."""
+
+    snapshot: str
+    rows: dict[int, Held]
+    nbytes: int
+    marker: int  # the product's deletion marker read with the rows (migration 0008)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A search's view: the user's memories, the product's own searchable kinds and the terms' lexemes."""
+
+    resident: Resident
+    own_kinds: list[str]
+    lexemes: list[str | None]  # per query term: its one lexeme, None for a term without one
+    uncommitted: bool  # read by a transaction that has written: may be rolled back, so never held
+
+
+class _TooMany(Exception):
+    """The user has more rows than a process holds: the SQL path searches them."""
+
+
+class _NotLive(Exception):
+    """The embedding index this process uses is not the active one any more: the SQL path finds out why."""
+
+
+_held: OrderedDict[tuple[str, str], Resident] = OrderedDict()
+_held_bytes = 0  # the sum of the held residents' nbytes
+_lock = threading.Lock()
+
+
+def bound() -> int:
+    """The most rows a held user may have: MAX_ROWS, and never more than the SQL ranking reads whole."""
+    return min(MAX_ROWS, keyword.SAMPLE, keyword.CANDIDATES, vectors.EXACT_SCAN_MAX_ROWS)
+
+
+def load(scope: UserAddress, terms: list[str], in_use: IndexInUse) -> Loaded | None:
+    """The user's memories brought up to date in one statement, with the terms' lexemes; None: search in SQL."""
+    if bound() <= 0:
+        return None
+    key = (scope.product.pk, scope.user_id)
+    with _lock:
+        held = _held.get(key)
+    try:
+        loaded = _read(scope, terms, held, in_use)
+        if loaded is None and held is not None:  # rows were deleted since it was read: read them all again
+            loaded = _read(scope, terms, None, in_use)
+    except _TooMany:
+        _forget(key)
+        return None
+    except _NotLive:
+        return None
+    if loaded is None or loaded.uncommitted:
+        _forget(key)
+    elif loaded.resident is not held:
+        _keep(key, loaded.resident)
+    else:
+        _touch(key)
+    if loaded is None or any(lexeme is False for lexeme in loaded.lexemes):
+        return None
+    return loaded
+
+
+def _read(scope: UserAddress, terms: list[str], held: Resident | None, in_use: IndexInUse) -> Loaded | None:
+    """`held` brought up to date (None: read whole); None: `held` holds rows deleted since."""
+    since, marker = (held.snapshot, held.marker) if held is not None else (None, None)
+    index = in_use.index
+    with connection.cursor() as cursor:  # small arguments: bound on the client, one simple-protocol message
+        cursor.execute(
+            "SELECT * FROM memoryhub_longterm_refresh(%s, %s, %s::text[], %s::pg_snapshot, %s, %s, %s, %s, %s)",
+            [scope.product.pk, scope.user_id, terms, since, bound(), marker, int(index.pk), index.identity_key,
+             index.backend],
+        )  # fmt: skip
+        found = cursor.fetchall()
+    count, snapshot, marker, live, own_kinds, term_texts, own_writes = found[0][:7]
+    if count is not None and count > bound():
+        raise _TooMany
+    if not live:
+        raise _NotLive
+    changed = [_held_row(values[7:]) for values in found if values[9] is not None]
+    resident = _updated(held, changed, snapshot, marker)
+    if count is None:  # not counted: no memory of the product was deleted since `held` was read
+        if len(resident.rows) > bound():
+            raise _TooMany
+    elif len(resident.rows) != count:
+        return None
+    lexemes = [_lexeme(text) for text in term_texts or []]
+    return Loaded(resident, list(own_kinds or []), lexemes, bool(own_writes))  # type: ignore[arg-type]
+
+
+def _updated(held: Resident | None, changed: list[Held], snapshot: str, marker: int) -> Resident:
+    if held is not None and not changed:
+        return held if held.marker == marker else replace(held, marker=marker)  # recounted: the same rows
+    rows = dict(held.rows) if held is not None else {}
+    size = held.nbytes if held is not None else 0
+    for row in changed:
+        replaced = rows.get(row.memory.pk)
+        size += row.nbytes - (replaced.nbytes if replaced is not None else 0)
+        rows[row.memory.pk] = row
+    return Resident(snapshot, rows, size, marker)
+
+
+def _lexeme(text: str) -> str | None | bool:
+    """A term's tsquery text: its one lexeme, None (no lexeme), or False (several lexemes: not held)."""
+    if not text:
+        return None
+    single = _SINGLE_LEXEME.match(text)
+    return single.group(1) if single else False
+
+
+def _held_row(values: tuple) -> Held:
+    vector_text, lexemes, *columns = values
+    memory = memory_of(columns)
+    vector = decode([vector_text], vector_text.count(",") + 1)[0] if vector_text else None
+    return Held(
+        memory=memory,
+        vector=vector,
+        norm=float(np.linalg.norm(vector.astype(np.float64))) if vector is not None else 0.0,
+        lexemes=frozenset(lexemes or ()),
+        script=content_script(memory.content),
+        expires=micros(memory.expires_at) if memory.expires_at is not None else _FOREVER,
+        retired=bool(memory.superseded_by) or memory.rolled_back_at is not None,
+    )
+
+
+def micros(when: datetime) -> int:
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+def _keep(key: tuple[str, str], resident: Resident) -> None:
+    global _held_bytes
+    with _lock:
+        _drop(key)
+        if resident.nbytes > MAX_BYTES:
+            return
+        _held[key] = resident
+        _held_bytes += resident.nbytes
+        while _held_bytes > MAX_BYTES:
+            _drop(next(iter(_held)))
+
+
+def _drop(key: tuple[str, str]) -> None:
+    """Under _lock."""
+    global _held_bytes
+    dropped = _held.pop(key, None)
+    if dropped is not None:
+        _held_bytes -= dropped.nbytes
+
+
+def _touch(key: tuple[str, str]) -> None:
+    with _lock:
+        if key in _held:
+            _held.move_to_end(key)  # least recently searched out first
+
+
+def _forget(key: tuple[str, str]) -> None:
+    with _lock:
+        _drop(key)
+
+
+def forget(product_pk: str, user_id: str) -> None:
+    _forget((product_pk, user_id))
+
+
+def clear() -> None:
+    global _held_bytes
+    with _lock:
+        _held.clear()
+        _held_bytes = 0

@@ -1,0 +1,149 @@
+"""A hybrid search's two rankings over a user's held memories (resident.py): the SQL path's formulas, in numpy.
+
+- keyword: keyword.bm25_statement — statistics over the user's current rows of the searchable kinds (all of
+  them: a held user has fewer than its sample and candidate bounds), a term's frequency 0 or 1 (a record's
+  tokens are unique), idf summed term by term in the query's order and times the length factor, each in the
+  statement's order of operations, so the scores are the statement's; best first, ties by the newer id;
+- semantic: `memoryhub_search_exact`'s exact scan — cosine distance over the same rows embedded in the active
+  index, nearest first, ties by the older id (pgvector sums in float4 and numpy in its own order: similarities
+  agree to ~1e-6);
+- a current row: not superseded, not rolled back, not expired at the search's time (hybrid_postgres._CURRENT).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+
+import numpy as np
+
+from memories.longterm.hybrid_postgres import Rankings
+from memories.longterm.keyword import BM25_B, BM25_K1
+from memories.longterm.resident import Held, Loaded, Resident, micros
+
+Ranked = tuple[int, float]
+
+
+@dataclass
+class Columns:
+    """A held user's rows as arrays (ascending id), built once per state of the rows."""
+
+    rows: list[Held]
+
+    @cached_property
+    def ids(self) -> np.ndarray:
+        return np.fromiter((row.memory.pk for row in self.rows), dtype=np.int64, count=len(self.rows))
+
+    @cached_property
+    def by_id(self) -> dict[int, Held]:
+        return {row.memory.pk: row for row in self.rows}
+
+    @cached_property
+    def expires(self) -> np.ndarray:
+        return np.fromiter((row.expires for row in self.rows), dtype=np.int64, count=len(self.rows))
+
+    @cached_property
+    def retired(self) -> np.ndarray:
+        return np.fromiter((row.retired for row in self.rows), dtype=bool, count=len(self.rows))
+
+    @cached_property
+    def kinds(self) -> np.ndarray:
+        return np.array([row.memory.kind for row in self.rows], dtype=object)
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        return np.fromiter((len(row.lexemes) for row in self.rows), dtype=np.float64, count=len(self.rows))
+
+    @cached_property
+    def _occurrences(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def holding(self, lexeme: str) -> np.ndarray:
+        """Which rows hold `lexeme`: computed the first time a search asks for it, then kept with the columns."""
+        found = self._occurrences.get(lexeme)
+        if found is None:
+            found = self._occurrences[lexeme] = np.fromiter(
+                (lexeme in row.lexemes for row in self.rows), dtype=bool, count=len(self.rows)
+            )
+        return found
+
+    @cached_property
+    def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(positions of the rows with a vector, their index ids, the vectors, their norms)."""
+        at = [position for position, row in enumerate(self.rows) if row.vector is not None]
+        if not at:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 0), np.float32), np.zeros(0)
+        matrix = np.stack([self.rows[position].vector for position in at])  # type: ignore[misc]
+        index_ids = np.array([self.rows[position].memory.embedding_index_id or 0 for position in at], dtype=np.int64)
+        norms = np.array([self.rows[position].norm for position in at])
+        return np.array(at, dtype=np.int64), index_ids, matrix, norms
+
+
+def columns(resident: Resident) -> Columns:
+    """The resident's columns, built at its first search (a Resident never changes: a change makes a new one)."""
+    held = resident.__dict__.get("_columns")
+    if held is None:
+        held = Columns(sorted(resident.rows.values(), key=lambda row: row.memory.pk))
+        object.__setattr__(resident, "_columns", held)
+    return held
+
+
+def rankings(
+    loaded: Loaded, kinds: list[str], index_id: int, vector, depth: int, now: datetime
+) -> tuple[Rankings, Columns]:
+    """Both rankings, `depth` hits each, over the user's current rows of `kinds`; and the columns they came from."""
+    cols = columns(loaded.resident)
+    searched = ~cols.retired & (cols.expires > micros(now)) & np.isin(cols.kinds, kinds)
+    by_keyword = keyword_hits(loaded, cols, searched, depth)
+    by_meaning = semantic_hits(cols, searched, vector, index_id, depth)
+    scripts = {pk: cols.by_id[pk].script for pk, _ in [*by_keyword, *by_meaning]}
+    return Rankings(keyword=by_keyword, semantic=by_meaning, scripts=scripts), cols
+
+
+def keyword_hits(loaded: Loaded, cols: Columns, searched: np.ndarray, depth: int) -> list[Ranked]:
+    """keyword.bm25_statement over the searched rows."""
+    if not loaded.lexemes or not searched.any():
+        return []
+    count = float(np.count_nonzero(searched))
+    average = float(cols.lengths[searched].sum()) / count or 1.0  # coalesce(nullif(avg(length), 0), 1)
+    idf_sum = np.zeros(len(cols.rows))
+    matched = np.zeros(len(cols.rows), dtype=bool)
+    for lexeme in loaded.lexemes:  # in the query's order: the statement adds them in that order
+        if lexeme is None:
+            continue  # a term without a lexeme matches nothing
+        holds = cols.holding(lexeme) & searched
+        frequency = float(np.count_nonzero(holds))
+        idf_sum[holds] += math.log(1 + (count - frequency + 0.5) / (frequency + 0.5))
+        matched |= holds
+    chosen = np.flatnonzero(matched)
+    if not len(chosen):
+        return []
+    factor = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + (BM25_B * cols.lengths[chosen]) / average))
+    scores = idf_sum[chosen] * factor
+    order = np.lexsort((-cols.ids[chosen], -scores))[:depth]
+    return _hits(cols.ids[chosen[order]], scores[order])
+
+
+def semantic_hits(cols: Columns, searched: np.ndarray, vector, index_id: int, depth: int) -> list[Ranked]:
+    """memoryhub_search_exact over the searched rows embedded in `index_id`: (id, 1 − cosine distance)."""
+    at, index_ids, matrix, norms = cols.embedded
+    keep = (index_ids == index_id) & searched[at] if len(at) else np.zeros(0, dtype=bool)
+    if not keep.any():
+        return []
+    query = np.asarray(vector, dtype=np.float32)  # what pgvector is sent (vectors.vector_param)
+    products = (matrix @ query)[keep].astype(np.float64)
+    query_norm = float(np.linalg.norm(query.astype(np.float64)))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero vector: NaN, last, as pgvector orders it
+        similarity = products / (norms[keep] * query_norm)
+    distance = 1.0 - np.clip(similarity, -1.0, 1.0)
+    distance[np.isnan(distance)] = np.inf
+    positions = at[keep]
+    order = np.lexsort((cols.ids[positions], distance))[:depth]
+    return _hits(cols.ids[positions[order]], 1.0 - distance[order])
+
+
+def _hits(ids: np.ndarray, scores: np.ndarray) -> list[Ranked]:
+    """(id, score) pairs of Python ints and floats (numpy scalars are slow to make one at a time, and are not JSON)."""
+    return list(zip(ids.tolist(), scores.tolist(), strict=True))

@@ -1,0 +1,196 @@
+"""PostgreSQL: a user's long-term memories held in this process for hybrid search (memories/longterm/resident.py).
+
+The held path must answer what the SQL path answers, take one statement per search, and see every change made
+by any means — the API, SQL, another user's move, a deletion, a rollback — at the next search.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from memories.lifecycle.services.erasure import erasure_run, erasure_start
+from memories.longterm import resident
+from memories.longterm.models import LongTermMemory
+from memories.longterm.services import vectors
+from tests.longterm.kind_support import DIET_KIND, KINDS_URL, VEGAN
+from tests.longterm.support import PREFERENCE_ZH, create, memories_url, proposal, search, update_body
+
+pytestmark = [pytest.mark.requires_postgres]
+
+TEXTS = [
+    "用户喜欢简短的中文回答",
+    "回答时先给结论，再用中文解释",
+    "用户希望用中文讨论咖啡和茶",
+    "Short English answers about coffee, please",
+    "Explain databases with examples, in English",
+    "I like bullet-point summaries of my running plans",
+]
+QUERIES = ["中文回答", "coffee", "answers in English please", "总结 summaries", "vegan recipes", "天气"]
+
+
+def write(api, texts=TEXTS, user: str = "u1") -> list[str]:
+    return [create(api, proposal(content={"language": "zh", "text": text}), user=user)["id"] for text in texts]
+
+
+def results(api, query: str, user: str = "u1", **extra) -> list[tuple[str, float, dict]]:
+    response = search(api, query, "hybrid", user=user, limit=50, minScore=-1.0, **extra)
+    assert response.status_code == 200, response.json()
+    return [(r["id"], r["score"], r["why"]) for r in response.json()["results"]]
+
+
+def held_rows(api, user: str = "u1") -> dict[int, resident.Held] | None:
+    found = resident._held.get((api.product.pk, user))
+    return None if found is None else found.rows
+
+
+def sql_results(api, monkeypatch, query: str, user: str = "u1") -> list:
+    with monkeypatch.context() as patched:
+        patched.setattr(resident, "MAX_ROWS", 0)
+        return results(api, query, user)
+
+
+def assert_same(held: list, sql: list) -> None:
+    """The same memories in the same order; scores equal but for pgvector's float4 sums (~1e-6)."""
+    assert [pk for pk, _, _ in held] == [pk for pk, _, _ in sql]
+    for (_, score, why), (_, sql_score, sql_why) in zip(held, sql, strict=True):
+        assert score == pytest.approx(sql_score, abs=1e-9)
+        assert why.keys() == sql_why.keys()
+        for signal in ("keyword", "semantic"):
+            if signal in why:
+                assert why[signal]["rank"] == sql_why[signal]["rank"]
+                assert why[signal]["score"] == pytest.approx(sql_why[signal]["score"], abs=2e-6)
+
+
+@pytest.mark.django_db
+def test_the_refresh_function_answers_a_memorys_columns():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM memoryhub_longterm_refresh('', '', '{}', NULL, 1, NULL, 0, '', '')")
+        names = [column.name for column in cursor.description]
+    header = ["total", "snapshot", "marker", "live", "own_kinds", "term_lexemes", "own_writes"]
+    assert names == [*header, "embedding", "lexemes", *vectors._ROW_COLUMNS]
+
+
+@pytest.mark.django_db
+def test_held_rows_rank_as_sql_does_with_every_kind_of_row_that_is_not_current(alice, monkeypatch):
+    ids = write(alice)
+    assert alice.post(KINDS_URL, DIET_KIND).status_code == 201
+    vegan = create(alice, VEGAN)["id"]
+    write(alice, ["Short English answers about coffee from the other user"], user="u2")
+    now = timezone.now()
+    LongTermMemory.objects.filter(memory_id=ids[0]).update(expires_at=now - timedelta(minutes=1))
+    LongTermMemory.objects.filter(memory_id=ids[1]).update(expires_at=now + timedelta(days=1))
+    LongTermMemory.objects.filter(memory_id=ids[2]).update(superseded_by=ids[3], superseded_at=now)
+    LongTermMemory.objects.filter(memory_id=ids[4]).update(rolled_back_at=now)
+    compared = 0
+    for query in QUERIES:
+        held = results(alice, query)
+        assert not {ids[0], ids[2], ids[4]} & {pk for pk, _, _ in held}
+        assert_same(held, sql_results(alice, monkeypatch, query))
+        compared += len(held)
+    assert compared >= 12
+    assert results(alice, "vegan")[0][0] == vegan  # the product's own searchable kind is searched
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_products_searchable_kinds_are_read_at_every_search(alice):
+    assert alice.post(KINDS_URL, DIET_KIND).status_code == 201
+    vegan = create(alice, VEGAN)["id"]
+    assert vegan in [pk for pk, _, _ in results(alice, "vegan")]
+    with connection.cursor() as cursor:  # the API keeps `searchable` fixed: only SQL could change it
+        cursor.execute("UPDATE longterm_memorykind SET searchable = false WHERE name = 'diet'")
+    assert vegan not in [pk for pk, _, _ in results(alice, "vegan")]
+    assert held_rows(alice) is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_warm_search_is_one_statement_and_keeps_the_same_rows(alice):
+    write(alice)
+    first = results(alice, "coffee")
+    rows = held_rows(alice)
+    assert rows is not None and len(rows) == len(TEXTS)
+    with CaptureQueriesContext(connection) as sent:
+        assert results(alice, "coffee") == first
+    assert [q["sql"] for q in sent.captured_queries if "memoryhub_longterm_refresh" in q["sql"]]
+    assert not [q["sql"] for q in sent.captured_queries if LongTermMemory._meta.db_table in q["sql"]]
+    assert held_rows(alice) is rows  # nothing changed: the same object, nothing read again
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_by_the_api_are_seen_at_the_next_search_without_reading_everything_again(alice, monkeypatch):
+    ids = write(alice)
+    results(alice, "coffee")
+    added = create(alice, proposal(content={"language": "zh", "text": "Coffee with oat milk every morning"}))["id"]
+    found = results(alice, "coffee")
+    assert added in [pk for pk, _, _ in found]
+    assert_same(found, sql_results(alice, monkeypatch, "coffee"))
+    record = alice.get(f"{memories_url()}/{ids[3]}").json()
+    changed = update_body(PREFERENCE_ZH, expected=record["version"], content={"language": "zh", "text": "Tea, never coffee"})
+    assert alice.patch(f"{memories_url()}/{ids[3]}", changed).status_code == 200
+    after = results(alice, "tea")
+    assert after and after[0][0] == ids[3]
+    assert alice.get(f"{memories_url()}/{ids[3]}").json()["content"]["text"] == "Tea, never coffee"
+    assert_same(after, sql_results(alice, monkeypatch, "tea"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deletions_by_the_api_or_by_sql_and_moved_rows_are_seen_at_the_next_search(alice, monkeypatch):
+    ids = write(alice)
+    results(alice, "coffee")
+    assert alice.delete(f"{memories_url()}/{ids[3]}").status_code == 204
+    assert ids[3] not in [pk for pk, _, _ in results(alice, "coffee")]
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memories_longtermmemory WHERE memory_id = %s", [ids[2]])
+        cursor.execute("UPDATE memories_longtermmemory SET user_id = 'u9' WHERE memory_id = %s", [ids[0]])
+    found = results(alice, "中文回答")
+    assert not {ids[0], ids[2], ids[3]} & {pk for pk, _, _ in found}
+    assert len(held_rows(alice) or {}) == len(TEXTS) - 3
+    assert_same(found, sql_results(alice, monkeypatch, "中文回答"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_read_by_a_transaction_that_wrote_and_rolled_back_are_never_served(alice):
+    write(alice)
+    results(alice, "coffee")
+
+    class Abandoned(Exception):
+        pass
+
+    with pytest.raises(Abandoned), transaction.atomic():
+        ghost = create(alice, proposal(content={"language": "zh", "text": "Ghost coffee that never was"}))["id"]
+        assert ghost in [pk for pk, _, _ in results(alice, "ghost coffee")]  # its own write, in its transaction
+        raise Abandoned
+    assert ghost not in [pk for pk, _, _ in results(alice, "ghost coffee")]
+    assert all(row.memory.memory_id != ghost for row in (held_rows(alice) or {}).values())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_user_over_the_bound_is_ranked_in_sql_and_not_held(alice, monkeypatch):
+    write(alice)
+    expected = results(alice, "coffee")
+    monkeypatch.setattr(resident, "MAX_ROWS", len(TEXTS) - 1)
+    with CaptureQueriesContext(connection) as sent:
+        assert_same(results(alice, "coffee"), expected)
+    assert any("search_tsv" in q["sql"] for q in sent.captured_queries)  # the BM25 statement ran
+    assert held_rows(alice) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_erased_user_is_no_longer_held(alice):
+    write(alice)
+    results(alice, "coffee")
+    assert held_rows(alice) is not None
+    started = erasure_start(product=alice.product, user_id="u1", requested_by="test", schedule=False)
+    assert erasure_run(erasure_id=started.pk).status == "done"  # in this process, as the command runs it
+    assert held_rows(alice) is None  # this process's copy went with the rows
+    assert results(alice, "coffee") == []
+
+
+def test_a_term_of_several_lexemes_is_not_ranked_from_held_rows():
+    assert resident._lexeme("'coffee'") == "coffee"
+    assert resident._lexeme("") is None
+    assert resident._lexeme("'e' <-> 'mail'") is False
