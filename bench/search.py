@@ -486,9 +486,10 @@ class Memoryhub:
         from memories.longterm.services.embedding_index import IndexInUse
 
         if not hasattr(self, "_embed_query"):
-            self._embed_query = IndexInUse.embed_query
-        table = {q: v.tolist() for q, v in zip(load.queries, query_vectors)}
-        IndexInUse.embed_query = (lambda _self, product_id, text: table[text]) if on else self._embed_query
+            self._embed_query, self._embed_query_array = IndexInUse.embed_query, IndexInUse.embed_query_array
+        table = {q: v.astype(np.float64) for q, v in zip(load.queries, query_vectors)}
+        IndexInUse.embed_query = (lambda _self, product_id, text: table[text].tolist()) if on else self._embed_query
+        IndexInUse.embed_query_array = (lambda _self, product_id, text: table[text]) if on else self._embed_query_array
 
     def explain(self, user: str, vector: np.ndarray) -> str:
         """The plan of every statement one search of this user ran (auto_explain: the function's inner ones too)."""
