@@ -148,6 +148,26 @@ def _placed(ordered: list[Key], anchor: list[Key], unreadable: Container[Key], l
     return out
 
 
+def fuse_and_place(
+    rankings: Mapping[str, Sequence[Ranked[Key]]],
+    weights: Mapping[str, float],
+    *,
+    rrf_k: int,
+    anchor: str,
+    unreadable: Container[Key],
+    limit: int,
+) -> list[FusedHit[Key]]:
+    """`fuse` of every hit, then `keep_places` on `rankings[anchor]`: the first `limit`, best first.
+
+    Scores and order are those of the two steps one after the other; only the hits answered are built.
+    """
+    scores, ranks = _rrf(rankings, weights, rrf_k)
+    order = sorted(scores, key=scores.__getitem__, reverse=True)  # stable, so ties keep first appearance
+    page = _placed(order, [key for key, _ in rankings[anchor]], unreadable, limit)
+    names = tuple(rankings)
+    return [FusedHit(key, scores[key], {n: ranks[n][key] for n in names if key in ranks[n]}, names) for key in page]
+
+
 def fuse_with_neighbours(
     rankings: Mapping[str, Sequence[Ranked[Key]]],
     weights: Mapping[str, float],

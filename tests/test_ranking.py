@@ -2,7 +2,7 @@
 
 import random
 
-from memoryhub.ranking import FusedHit, SignalHit, fuse, fuse_with_neighbours, keep_places, script
+from memoryhub.ranking import FusedHit, SignalHit, fuse, fuse_and_place, fuse_with_neighbours, keep_places, script
 
 
 def hits(*keys: str) -> list[SignalHit[str]]:
@@ -111,6 +111,22 @@ def test_fusing_with_neighbours_answers_as_the_three_steps_one_after_the_other()
             rankings, {"keyword": 1.0, "semantic": 1.0}, lambda hits, near=neighbours: {k: near[k] for k in hits},
             rrf_k=5, givers=givers, may_give=may_give, share=0.3, anchor="semantic", unreadable=unreadable, limit=limit,
         )  # fmt: skip
+        assert [(h.key, h.score, h.why()) for h in found] == [(h.key, h.score, h.why()) for h in expected]
+
+
+def test_fusing_and_placing_answers_as_fuse_then_keep_places():
+    generator = random.Random(11)
+    keys = [f"k{n}" for n in range(40)]
+    for _ in range(300):
+        rankings = {
+            "keyword": [(k, generator.choice([1.0, 2.0, 3.5])) for k in generator.sample(keys, 12)],
+            "semantic": [(k, generator.random()) for k in generator.sample(keys, generator.randint(0, 15))],
+        }
+        unreadable, limit = set(generator.sample(keys, 8)), generator.randint(1, 30)
+        weights = {"keyword": generator.choice([0.1, 1.0]), "semantic": 1.0}
+        fused = fuse({n: [SignalHit(*hit) for hit in hits] for n, hits in rankings.items()}, weights, limit=99, rrf_k=5)
+        expected = keep_places(fused, [SignalHit(*hit) for hit in rankings["semantic"]], unreadable, limit=limit)
+        found = fuse_and_place(rankings, weights, rrf_k=5, anchor="semantic", unreadable=unreadable, limit=limit)
         assert [(h.key, h.score, h.why()) for h in found] == [(h.key, h.score, h.why()) for h in expected]
 
 

@@ -44,7 +44,9 @@ _CURRENT = "superseded_by = '' AND rolled_back_at IS NULL AND (expires_at IS NUL
 class Rankings:
     keyword: list[tuple[int, float]]  # (id, BM25 score), best first
     semantic: list[tuple[int, float]]  # (id, cosine similarity), nearest first
-    scripts: dict[int, str]  # each ranked row's script (memoryhub.ranking.script of its content's words)
+    # The script (memoryhub.ranking.script of its content's words) of each semantic hit at least: the script
+    # rule places only those.
+    scripts: dict[int, str]
 
 
 def content_script(content: object) -> str:

@@ -151,10 +151,12 @@ def _read(scope: UserAddress, terms: list[str], held: Resident | None, in_use: I
     """`held` brought up to date (None: read whole); None: `held` holds rows deleted since."""
     since, marker = (held.snapshot, held.marker) if held is not None else (None, None)
     index = in_use.index
+    known = {term: _term_lexemes[term] for term in terms if term in _term_lexemes}
+    unknown = [term for term in terms if term not in known]
     with connection.cursor() as cursor:  # small arguments: bound on the client, one simple-protocol message
         cursor.execute(
             "SELECT * FROM memoryhub_longterm_refresh(%s, %s, %s::text[], %s::pg_snapshot, %s, %s, %s, %s, %s)",
-            [scope.product.pk, scope.user_id, terms, since, bound(), marker, int(index.pk), index.identity_key,
+            [scope.product.pk, scope.user_id, unknown, since, bound(), marker, int(index.pk), index.identity_key,
              index.backend],
         )  # fmt: skip
         found = cursor.fetchall()
@@ -170,7 +172,8 @@ def _read(scope: UserAddress, terms: list[str], held: Resident | None, in_use: I
             raise _TooMany
     elif len(resident.rows) != count:
         return None
-    lexemes = [_lexeme(text) for text in term_texts or []]
+    known.update(_learn(unknown, term_texts or []))
+    lexemes = [known[term] for term in terms]
     return Loaded(resident, list(own_kinds or []), lexemes, bool(own_writes))  # type: ignore[arg-type]
 
 
@@ -184,6 +187,19 @@ def _updated(held: Resident | None, changed: list[Held], snapshot: str, marker: 
         size += row.nbytes - (replaced.nbytes if replaced is not None else 0)
         rows[row.memory.pk] = row
     return Resident(snapshot, rows, size, marker)
+
+
+# A term's lexeme: `plainto_tsquery('simple', term)` depends on the term alone, so it is asked once per process.
+_term_lexemes: dict[str, str | None | bool] = {}
+_MAX_TERMS = 100_000
+
+
+def _learn(terms: list[str], texts: list[str]) -> dict[str, str | None | bool]:
+    learned = dict(zip(terms, map(_lexeme, texts), strict=True))
+    if len(_term_lexemes) + len(learned) > _MAX_TERMS:
+        _term_lexemes.clear()
+    _term_lexemes.update(learned)
+    return learned
 
 
 def _lexeme(text: str) -> str | None | bool:

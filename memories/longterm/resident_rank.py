@@ -49,8 +49,18 @@ class Columns:
         return np.fromiter((row.retired for row in self.rows), dtype=bool, count=len(self.rows))
 
     @cached_property
-    def kinds(self) -> np.ndarray:
-        return np.array([row.memory.kind for row in self.rows], dtype=object)
+    def _kinds(self) -> dict[tuple[str, ...], np.ndarray]:
+        return {}
+
+    def of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
+        """Which rows are of one of `kinds` (a product's searchable kinds rarely change: kept per tuple)."""
+        found = self._kinds.get(kinds)
+        if found is None:
+            wanted = frozenset(kinds)
+            found = self._kinds[kinds] = np.fromiter(
+                (row.memory.kind in wanted for row in self.rows), dtype=bool, count=len(self.rows)
+            )
+        return found
 
     @cached_property
     def lengths(self) -> np.ndarray:
@@ -95,10 +105,10 @@ def rankings(
 ) -> tuple[Rankings, Columns]:
     """Both rankings, `depth` hits each, over the user's current rows of `kinds`; and the columns they came from."""
     cols = columns(loaded.resident)
-    searched = ~cols.retired & (cols.expires > micros(now)) & np.isin(cols.kinds, kinds)
+    searched = ~cols.retired & (cols.expires > micros(now)) & cols.of_kinds(tuple(kinds))
     by_keyword = keyword_hits(loaded, cols, searched, depth)
     by_meaning = semantic_hits(cols, searched, vector, index_id, depth)
-    scripts = {pk: cols.by_id[pk].script for pk, _ in [*by_keyword, *by_meaning]}
+    scripts = {pk: cols.by_id[pk].script for pk, _ in by_meaning}  # the script rule places semantic hits only
     return Rankings(keyword=by_keyword, semantic=by_meaning, scripts=scripts), cols
 
 

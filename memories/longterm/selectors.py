@@ -50,7 +50,7 @@ from memoryhub import working_set
 from memoryhub.addresses import UserAddress
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
-from memoryhub.ranking import SignalHit, fuse, keep_places, script
+from memoryhub.ranking import fuse_and_place, script
 
 KEYWORD, SEMANTIC, HYBRID = "keyword", "semantic", "hybrid"
 MAX_RESULTS = 1000  # deepest position a search cursor may reach
@@ -232,15 +232,14 @@ def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: floa
     """
     depth = min(MAX_RESULTS, max(HYBRID_DEPTH, offset + limit + 1))
     ranked, rows_of, identity = _hybrid_rankings(scope, query, depth)
-    rankings = {
-        KEYWORD: [SignalHit(pk, score) for pk, score in ranked.keyword],
-        SEMANTIC: [SignalHit(pk, score) for pk, score in ranked.semantic if score >= floor],
-    }
-    fused = fuse(rankings, hybrid_weights(), limit=len(ranked.scripts), rrf_k=hybrid_rrf_k())
+    rankings = {KEYWORD: ranked.keyword, SEMANTIC: [(pk, score) for pk, score in ranked.semantic if score >= floor]}
     # Another script than the query's: the keyword signal cannot read it, so it keeps its semantic place.
     wanted = script(query)
     unreadable = {pk for pk, written_in in ranked.scripts.items() if written_in != wanted}
-    fused = keep_places(fused, rankings[SEMANTIC], unreadable, limit=offset + limit + 1)
+    fused = fuse_and_place(
+        rankings, hybrid_weights(), rrf_k=hybrid_rrf_k(), anchor=SEMANTIC, unreadable=unreadable,
+        limit=offset + limit + 1,
+    )  # fmt: skip
     window = fused[offset : offset + limit]
     rows = rows_of([hit.key for hit in window])
     shown = [hit for hit in window if hit.key in rows]  # a row gone since the ranking is not shown
