@@ -13,7 +13,9 @@ were read in (`change_xid`, set by any insert or update), and the product's dele
 every deletion of a long-term memory of the product). Changed rows replace or join the held ones; when the
 marker moved, the user's rows are counted too, and a count below what is held (a row deleted) reads them all
 again. More than MAX_ROWS rows, a term PostgreSQL splits into several lexemes, or an index that is not the
-active one: the SQL path searches instead (`load` answers None). The design is history's (memories/history/
+active one: the SQL path searches instead (`load` answers None). So does a user's first search since the process
+last held them: a user is read whole at their second (ADMIT_AT_SEARCH), which keeps one-off searchers from
+paying for a read they never use again. The design is history's (memories/history/
 resident.py); the held rows are memories, what a search answers.
 """
 
@@ -30,12 +32,11 @@ from django.conf import settings
 from django.db import connection
 from django.db.models.base import ModelState
 
-from memories.history.vector_cache import decode
+from memories.longterm import keyword
 from memories.longterm.hybrid_postgres import content_script
 from memories.longterm.models import LongTermMemory
-from memories.longterm.services.embedding_index import IndexInUse
-from memories.longterm import keyword
 from memories.longterm.services import vectors
+from memories.longterm.services.embedding_index import IndexInUse
 from memories.longterm.services.vectors import memory_of
 from memoryhub.addresses import UserAddress
 
@@ -52,7 +53,6 @@ _SINGLE_LEXEME = re.compile(r"^'([^'\\]+)'$")
 class Held:
     memory: LongTermMemory  # as a search answers it (never handed out: `answer` makes a new instance of it)
     vector: np.ndarray | None  # float32
-    norm: float  # the vector's L2 norm (0 without one)
     lexemes: frozenset[str]  # of the stored tsvector (`search_tsv`)
     script: str  # memoryhub.ranking.script of the content's words (the script rule's input)
     expires: int  # expires_at in microseconds since 1970, _FOREVER without one
@@ -121,12 +121,18 @@ def max_bytes() -> int:
 
 
 def load(scope: UserAddress, terms: list[str], in_use: IndexInUse) -> Loaded | None:
-    """The user's memories brought up to date in one statement, with the terms' lexemes; None: search in SQL."""
+    """The user's memories brought up to date in one statement, with the terms' lexemes; None: search in SQL.
+
+    A user is read whole only at their second search since this process last held them (the first is searched
+    in SQL): reading a user whole costs about two SQL searches, which a user who searches once never repays.
+    """
     if bound() <= 0:
         return None
     key = (scope.product.pk, scope.user_id)
     with _lock:
         held = _held.get(key)
+        if held is None and not _admitted(key):
+            return None
     try:
         loaded = _read(scope, terms, held, in_use)
         if loaded is None and held is not None:  # rows were deleted since it was read: read them all again
@@ -211,13 +217,13 @@ def _lexeme(text: str) -> str | None | bool:
 
 
 def _held_row(values: tuple) -> Held:
-    vector_text, lexemes, *columns = values
+    sent, lexemes, *columns = values
     memory = memory_of(columns)
-    vector = decode([vector_text], vector_text.count(",") + 1)[0] if vector_text else None
+    # vector_send's form: dimension and a reserved int16, then big-endian float4s.
+    vector = np.frombuffer(sent, dtype=">f4", offset=4).astype(np.float32) if sent is not None else None
     return Held(
         memory=memory,
         vector=vector,
-        norm=float(np.linalg.norm(vector.astype(np.float64))) if vector is not None else 0.0,
         lexemes=frozenset(lexemes or ()),
         script=content_script(memory.content),
         expires=micros(memory.expires_at) if memory.expires_at is not None else _FOREVER,
@@ -227,6 +233,23 @@ def _held_row(values: tuple) -> Held:
 
 def micros(when: datetime) -> int:
     return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+# Users searched once and not held: the next search of one of them reads them whole (least recent out first).
+ADMIT_AT_SEARCH = 2
+_SEEN_MAX = 50_000
+_seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+
+def _admitted(key: tuple[str, str]) -> bool:
+    """Under _lock: whether a user not held is read whole now (ADMIT_AT_SEARCH 1: at once)."""
+    if ADMIT_AT_SEARCH <= 1 or key in _seen:
+        _seen.pop(key, None)
+        return True
+    _seen[key] = None
+    if len(_seen) > _SEEN_MAX:
+        _seen.popitem(last=False)
+    return False
 
 
 def _keep(key: tuple[str, str], resident: Resident) -> None:
@@ -261,11 +284,14 @@ def _forget(key: tuple[str, str]) -> None:
 
 
 def forget(product_pk: str, user_id: str) -> None:
-    _forget((product_pk, user_id))
+    with _lock:
+        _drop((product_pk, user_id))
+        _seen.pop((product_pk, user_id), None)
 
 
 def clear() -> None:
     global _held_bytes
     with _lock:
         _held.clear()
+        _seen.clear()
         _held_bytes = 0

@@ -87,7 +87,7 @@ class Columns:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 0), np.float32), np.zeros(0)
         matrix = np.stack([self.rows[position].vector for position in at])  # type: ignore[misc]
         index_ids = np.array([self.rows[position].memory.embedding_index_id or 0 for position in at], dtype=np.int64)
-        norms = np.array([self.rows[position].norm for position in at])
+        norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
         return np.array(at, dtype=np.int64), index_ids, matrix, norms
 
 

@@ -257,8 +257,9 @@ def _hybrid_rankings(
 ) -> tuple[hybrid_postgres.Rankings, Callable[[list[int]], dict[int, LongTermMemory]], str | None]:
     """Both rankings with each ranked row's content, how to read the page's rows, and the index's identity.
 
-    PostgreSQL with pgvector: one statement, and the page's rows read afterwards (hybrid_postgres). Otherwise,
-    or when that statement cannot read the semantic half: a keyword and a semantic search, rows included.
+    PostgreSQL with pgvector: the user's memories held in this process, brought up to date by one statement
+    (resident.py); or one statement, and the page's rows read afterwards (hybrid_postgres). Otherwise, or when
+    that statement cannot read the semantic half: a keyword and a semantic search, rows included.
     """
     if connection.vendor == "postgresql" and isinstance(configured_backend(), PgvectorBackend):
         in_use, now = index_last_seen(), timezone.now()
@@ -267,12 +268,12 @@ def _hybrid_rankings(
         held = resident.load(scope, terms, in_use)
         if held is not None:  # the user's memories held in this process, up to date (resident.py)
             kinds = sorted({*builtin_searchable_kinds(), *held.own_kinds})
-            found, cols = resident_rank.rankings(held, kinds, int(in_use.index.pk), vector, depth, now)
-            return found, lambda ids: {pk: cols.by_id[pk].answer() for pk in ids}, in_use.index.identity_key
+            ranked, cols = resident_rank.rankings(held, kinds, int(in_use.index.pk), vector, depth, now)
+            return ranked, lambda ids: {pk: cols.by_id[pk].answer() for pk in ids}, in_use.index.identity_key
         kinds = searchable_kinds(scope.product)
-        found = hybrid_postgres.rankings(scope, terms, kinds, in_use, vector, depth, now)
-        if found is not None:
-            return found, lambda ids: hybrid_postgres.page_rows(scope, ids, now), in_use.index.identity_key
+        in_sql = hybrid_postgres.rankings(scope, terms, kinds, in_use, vector, depth, now)
+        if in_sql is not None:
+            return in_sql, lambda ids: hybrid_postgres.page_rows(scope, ids, now), in_use.index.identity_key
     keyword_page = _keyword(scope, query, depth, 0)
     semantic_page = _semantic(scope, query, depth, 0)
     rows = {row.pk: row for row, _ in [*keyword_page.results, *semantic_page.results]}

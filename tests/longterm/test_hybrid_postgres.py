@@ -50,6 +50,7 @@ def sql_path(monkeypatch):
 
 
 def test_one_statement_and_held_rows_answer_what_two_searches_fused_answer(alice, memories, monkeypatch):
+    monkeypatch.setattr(resident, "ADMIT_AT_SEARCH", 1)  # held from the first search
     compared = 0
     for query in QUERIES:
         for floor in ({}, {"minScore": -1.0}):

@@ -33,6 +33,12 @@ TEXTS = [
 QUERIES = ["中文回答", "coffee", "answers in English please", "总结 summaries", "vegan recipes", "天气"]
 
 
+@pytest.fixture(autouse=True)
+def admitted_at_once(monkeypatch):
+    """A user is held from their first search here (the admission at the second has its own test)."""
+    monkeypatch.setattr(resident, "ADMIT_AT_SEARCH", 1)
+
+
 def write(api, texts=TEXTS, user: str = "u1") -> list[str]:
     return [create(api, proposal(content={"language": "zh", "text": text}), user=user)["id"] for text in texts]
 
@@ -129,7 +135,8 @@ def test_writes_by_the_api_are_seen_at_the_next_search_without_reading_everythin
     assert added in [pk for pk, _, _ in found]
     assert_same(found, sql_results(alice, monkeypatch, "coffee"))
     record = alice.get(f"{memories_url()}/{ids[3]}").json()
-    changed = update_body(PREFERENCE_ZH, expected=record["version"], content={"language": "zh", "text": "Tea, never coffee"})
+    tea = {"language": "zh", "text": "Tea, never coffee"}
+    changed = update_body(PREFERENCE_ZH, expected=record["version"], content=tea)
     assert alice.patch(f"{memories_url()}/{ids[3]}", changed).status_code == 200
     after = results(alice, "tea")
     assert after and after[0][0] == ids[3]
@@ -194,3 +201,17 @@ def test_a_term_of_several_lexemes_is_not_ranked_from_held_rows():
     assert resident._lexeme("'coffee'") == "coffee"
     assert resident._lexeme("") is None
     assert resident._lexeme("'e' <-> 'mail'") is False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_user_is_read_whole_at_their_second_search_and_the_first_is_ranked_in_sql(alice, monkeypatch):
+    monkeypatch.setattr(resident, "ADMIT_AT_SEARCH", 2)
+    write(alice)
+    with CaptureQueriesContext(connection) as first:
+        expected = results(alice, "coffee")
+    assert any("search_tsv" in q["sql"] for q in first.captured_queries)  # the BM25 statement: the SQL path
+    assert held_rows(alice) is None
+    with CaptureQueriesContext(connection) as second:
+        assert_same(results(alice, "coffee"), expected)
+    assert not any("search_tsv" in q["sql"] for q in second.captured_queries)
+    assert len(held_rows(alice) or {}) == len(TEXTS)

@@ -85,7 +85,7 @@ FORWARD = [
         p_index bigint, p_identity text, p_backend text
     ) RETURNS TABLE (
         total bigint, snapshot text, marker bigint, live boolean, own_kinds text[], term_lexemes text[],
-        own_writes boolean, embedding text, lexemes text[],
+        own_writes boolean, embedding bytea, lexemes text[],
         -- a memory's answered columns (vectors._ROW_COLUMNS; a test compares them)
         id bigint, product_id text, user_id text, memory_id text, kind text, content jsonb, evidence text,
         source text, version integer, embedding_index_id bigint, expires_at timestamptz, superseded_by text,
@@ -134,14 +134,15 @@ FORWARD = [
             );
         END IF;
         IF coalesce(cardinality(v_changed), 0) = 0 THEN  -- not held, or nothing changed: the header alone
-            RETURN QUERY SELECT v_total, v_snapshot, v_marker, v_live, v_kinds, v_lexemes, v_own_writes, NULL::text,
+            RETURN QUERY SELECT v_total, v_snapshot, v_marker, v_live, v_kinds, v_lexemes, v_own_writes, NULL::bytea,
                 NULL::text[], NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text,
                 NULL::text, NULL::integer, NULL::bigint, NULL::timestamptz, NULL::text, NULL::timestamptz,
                 NULL::bigint, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz;
             RETURN;
         END IF;
         RETURN QUERY SELECT v_total, v_snapshot, v_marker, v_live, v_kinds, v_lexemes, v_own_writes,
-                m.embedding::text, (SELECT array_agg(u.lexeme) FROM unnest(m.search_tsv) u),
+                -- pgvector's binary form (vector_send): no float text to parse, ~0.15 ms a vector
+                vector_send(m.embedding), (SELECT array_agg(u.lexeme) FROM unnest(m.search_tsv) u),
                 m.id, m.product_id::text, m.user_id::text, m.memory_id::text, m.kind::text, m.content,
                 m.evidence, m.source, m.version, m.embedding_index_id, m.expires_at, m.superseded_by::text,
                 m.superseded_at, m.turn_id, m.rolled_back_at, m.created_at, m.updated_at
