@@ -116,22 +116,20 @@ def keyword_hits(loaded: Loaded, cols: Columns, searched: np.ndarray, depth: int
     """keyword.bm25_statement over the searched rows."""
     if not loaded.lexemes or not searched.any():
         return []
+    lexemes = [lexeme for lexeme in loaded.lexemes if lexeme is not None]  # one without a lexeme matches nothing
+    if not lexemes:
+        return []
     count = float(np.count_nonzero(searched))
     average = float(cols.lengths[searched].sum()) / count or 1.0  # coalesce(nullif(avg(length), 0), 1)
-    idf_sum = np.zeros(len(cols.rows))
-    matched = np.zeros(len(cols.rows), dtype=bool)
-    for lexeme in loaded.lexemes:  # in the query's order: the statement adds them in that order
-        if lexeme is None:
-            continue  # a term without a lexeme matches nothing
-        holds = cols.holding(lexeme) & searched
-        frequency = float(np.count_nonzero(holds))
-        idf_sum[holds] += math.log(1 + (count - frequency + 0.5) / (frequency + 0.5))
-        matched |= holds
-    chosen = np.flatnonzero(matched)
+    holds = np.stack([cols.holding(lexeme) for lexeme in lexemes]) & searched  # term × row, in the query's order
+    chosen = np.flatnonzero(holds.any(axis=0))
     if not len(chosen):
         return []
+    idf = [math.log(1 + (count - df + 0.5) / (df + 0.5)) for df in holds.sum(axis=1, dtype=np.float64).tolist()]
+    # Summed over axis 0, term after term (numpy adds the rows in order): the statement's order of additions.
+    idf_sum = (holds[:, chosen] * np.array(idf)[:, None]).sum(axis=0)
     factor = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + (BM25_B * cols.lengths[chosen]) / average))
-    scores = idf_sum[chosen] * factor
+    scores = idf_sum * factor
     order = np.lexsort((-cols.ids[chosen], -scores))[:depth]
     return _hits(cols.ids[chosen[order]], scores[order])
 

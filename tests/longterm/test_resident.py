@@ -14,9 +14,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories.lifecycle.services.erasure import erasure_run, erasure_start
-from memories.longterm import resident
+from memories.longterm import hybrid_postgres, keyword, resident, resident_rank, selectors
 from memories.longterm.models import LongTermMemory
 from memories.longterm.services import vectors
+from memories.longterm.services.embedding_index import index_last_seen
+from memoryhub.addresses import UserAddress
 from tests.longterm.kind_support import DIET_KIND, KINDS_URL, VEGAN
 from tests.longterm.support import PREFERENCE_ZH, create, memories_url, proposal, search, update_body
 
@@ -215,3 +217,25 @@ def test_a_user_is_read_whole_at_their_second_search_and_the_first_is_ranked_in_
         assert_same(results(alice, "coffee"), expected)
     assert not any("search_tsv" in q["sql"] for q in second.captured_queries)
     assert len(held_rows(alice) or {}) == len(TEXTS)
+
+
+@pytest.mark.django_db
+def test_both_rankings_of_held_rows_are_the_statements_own(alice):
+    """Below the API: each signal's ranking, id by id, against `hybrid_postgres.rankings` (the SQL path)."""
+    write(alice)
+    write(alice, ["Coffee and tea answers", "回答 中文 咖啡"])
+    scope = UserAddress(alice.product, "u1")
+    in_use, now = index_last_seen(), timezone.now()
+    kinds = selectors.searchable_kinds(alice.product)
+    for query in QUERIES:
+        terms = keyword.query_terms(query)
+        vector = in_use.embed_query_array(alice.product.pk, query)
+        in_sql = hybrid_postgres.rankings(scope, terms, kinds, in_use, vector, 100, now)
+        loaded = resident.load(scope, terms, in_use)
+        assert in_sql is not None and loaded is not None
+        held, _ = resident_rank.rankings(loaded, kinds, int(in_use.index.pk), vector, 100, now)
+        assert [pk for pk, _ in held.keyword] == [pk for pk, _ in in_sql.keyword], query
+        assert [score for _, score in held.keyword] == pytest.approx([s for _, s in in_sql.keyword], rel=1e-12)
+        assert [pk for pk, _ in held.semantic] == [pk for pk, _ in in_sql.semantic], query
+        assert [score for _, score in held.semantic] == pytest.approx([s for _, s in in_sql.semantic], abs=2e-6)
+        assert all(in_sql.scripts[pk] == written_in for pk, written_in in held.scripts.items())

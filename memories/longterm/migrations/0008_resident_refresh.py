@@ -106,24 +106,26 @@ FORWARD = [
         -- This transaction has written: what it reads may be rolled back, and a rollback leaves no trace to see.
         v_own_writes boolean := pg_current_xact_id_if_assigned() IS NOT NULL;
     BEGIN
-        SELECT coalesce(max(d.marker), 0) INTO v_marker FROM longterm_deletion d WHERE d.product_id IN (p_product, '');
+        -- One statement for the three small reads (each statement of a function costs an executor start).
+        SELECT coalesce((SELECT max(d.marker) FROM longterm_deletion d WHERE d.product_id IN (p_product, '')), 0),
+            EXISTS (
+                SELECT 1 FROM memories_embeddingindex e
+                WHERE e.id = p_index AND e.status = 'active' AND e.identity_key = p_identity AND e.backend = p_backend
+            ),
+            ARRAY(SELECT k.name::text FROM longterm_memorykind k WHERE k.product_id = p_product AND k.searchable)
+        INTO v_marker, v_live, v_kinds;
         IF p_marker IS NULL OR p_marker <> v_marker THEN  -- a full read, or a deletion since: count the rows
             SELECT count(*) INTO v_total FROM (
                 SELECT 1 FROM memories_longtermmemory t
                 WHERE t.product_id = p_product AND t.user_id = p_user LIMIT p_max + 1
             ) c;
         END IF;
-        v_live := EXISTS (
-            SELECT 1 FROM memories_embeddingindex e
-            WHERE e.id = p_index AND e.status = 'active' AND e.identity_key = p_identity AND e.backend = p_backend
-        );
-        v_kinds := ARRAY(
-            SELECT k.name::text FROM longterm_memorykind k WHERE k.product_id = p_product AND k.searchable
-        );
-        v_lexemes := ARRAY(
-            SELECT plainto_tsquery('simple'::regconfig, u.term)::text
-            FROM unnest(p_terms) WITH ORDINALITY u(term, n) ORDER BY u.n
-        );
+        IF cardinality(p_terms) > 0 THEN  -- terms whose lexemes the process has not learnt yet
+            v_lexemes := ARRAY(
+                SELECT plainto_tsquery('simple'::regconfig, u.term)::text
+                FROM unnest(p_terms) WITH ORDINALITY u(term, n) ORDER BY u.n
+            );
+        END IF;
         IF v_total IS NULL OR v_total <= p_max THEN
             -- Changed since p_since (every row when NULL: a full read, the only one that reads a row not
             -- changed since this migration, whose change_xid is NULL).
