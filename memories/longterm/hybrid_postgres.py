@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Container
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -47,6 +48,10 @@ class Rankings:
     # The script (memoryhub.ranking.script of its content's words) of each semantic hit at least: the script
     # rule places only those.
     scripts: dict[int, str]
+
+    def unreadable(self, query_script: str) -> Container[int]:
+        """The ids written in another script than the query's (the keyword signal cannot read them)."""
+        return {pk for pk, written_in in self.scripts.items() if written_in != query_script}
 
 
 def content_script(content: object) -> str:

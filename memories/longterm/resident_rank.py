@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -80,6 +81,18 @@ class Columns:
         return found
 
     @cached_property
+    def _by_script(self) -> dict[str, frozenset[int]]:
+        ids: dict[str, set[int]] = {}
+        for row in self.rows:
+            ids.setdefault(row.script, set()).add(row.memory.pk)
+        return {written_in: frozenset(pks) for written_in, pks in ids.items()}
+
+    def written_in_another_script(self, query_script: str) -> frozenset[int]:
+        """The ids of the rows a query in `query_script` cannot read by keyword (memoryhub.ranking.script)."""
+        others = [pks for written_in, pks in self._by_script.items() if written_in != query_script]
+        return others[0] if len(others) == 1 else frozenset().union(*others)
+
+    @cached_property
     def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(positions of the rows with a vector, their index ids, the vectors, their norms)."""
         at = [position for position, row in enumerate(self.rows) if row.vector is not None]
@@ -108,8 +121,18 @@ def rankings(
     searched = ~cols.retired & (cols.expires > micros(now)) & cols.of_kinds(tuple(kinds))
     by_keyword = keyword_hits(loaded, cols, searched, depth)
     by_meaning = semantic_hits(cols, searched, vector, index_id, depth)
-    scripts = {pk: cols.by_id[pk].script for pk, _ in by_meaning}  # the script rule places semantic hits only
-    return Rankings(keyword=by_keyword, semantic=by_meaning, scripts=scripts), cols
+    return HeldRankings(keyword=by_keyword, semantic=by_meaning, scripts={}, columns=cols), cols
+
+
+@dataclass(frozen=True)
+class HeldRankings(Rankings):
+    """Rankings of held rows: which are written in another script is known per state of the rows."""
+
+    columns: Columns | None = None
+
+    def unreadable(self, query_script: str) -> Container[int]:
+        assert self.columns is not None
+        return self.columns.written_in_another_script(query_script)
 
 
 def keyword_hits(loaded: Loaded, cols: Columns, searched: np.ndarray, depth: int) -> list[Ranked]:

@@ -234,8 +234,7 @@ def _hybrid(scope: UserAddress, query: str, limit: int, offset: int, floor: floa
     ranked, rows_of, identity = _hybrid_rankings(scope, query, depth)
     rankings = {KEYWORD: ranked.keyword, SEMANTIC: [(pk, score) for pk, score in ranked.semantic if score >= floor]}
     # Another script than the query's: the keyword signal cannot read it, so it keeps its semantic place.
-    wanted = script(query)
-    unreadable = {pk for pk, written_in in ranked.scripts.items() if written_in != wanted}
+    unreadable = ranked.unreadable(script(query))
     fused = fuse_and_place(
         rankings, hybrid_weights(), rrf_k=hybrid_rrf_k(), anchor=SEMANTIC, unreadable=unreadable,
         limit=offset + limit + 1,
