@@ -19,7 +19,7 @@ Two corrections on top of the fusion (docs/recall.md, measured in docs/performan
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Container, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
@@ -113,6 +113,20 @@ def script(text: str) -> str:
     cjk = len(_CJK.findall(text))
     words = len(_OTHER_WORD.findall(_CJK.sub(" ", text)))
     return "cjk" if cjk > words else "other"
+
+
+def ids_by_script(pairs: Iterable[tuple[Key, str]]) -> dict[str, frozenset[Key]]:
+    """The keys written in each script, from (key, its `script`) pairs."""
+    keys: dict[str, set[Key]] = {}
+    for key, written_in in pairs:
+        keys.setdefault(written_in, set()).add(key)
+    return {written_in: frozenset(found) for written_in, found in keys.items()}
+
+
+def written_in_another_script(by_script: Mapping[str, frozenset[Key]], query_script: str) -> frozenset[Key]:
+    """The keys a query in `query_script` cannot read by keyword (`keep_places`' unreadable keys)."""
+    others = [keys for written_in, keys in by_script.items() if written_in != query_script]
+    return others[0] if len(others) == 1 else frozenset().union(*others)
 
 
 def keep_places(

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -33,6 +31,7 @@ from django.db import connection
 
 from memories.history import vector_cache
 from memoryhub.addresses import UserAddress
+from memoryhub.held import HeldUsers
 from memoryhub.ranking import script
 
 # BM25's statistics sample and its candidate bound (selectors.SAMPLE, CANDIDATES): at most this many rows,
@@ -99,8 +98,7 @@ class _TooMany(Exception):
     """The user has more rows than a process holds: the SQL path searches them."""
 
 
-_held: OrderedDict[tuple[str, str], Resident] = OrderedDict()
-_lock = threading.Lock()
+_held: HeldUsers[Resident] = HeldUsers(lambda: MAX_BYTES)
 
 
 # A snapshot that sees no transaction: "changed since" it is every row.
@@ -112,8 +110,7 @@ def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
     if MAX_ROWS <= 0:
         return None
     key = (scope.product.pk, scope.user_id)
-    with _lock:
-        held = _held.get(key)
+    held = _held.get(key)
     try:
         loaded = _read(scope, terms, held)
         if loaded is None and held is not None:  # rows were deleted since it was read: read them all again
@@ -121,12 +118,12 @@ def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
     except _TooMany:
         loaded = None
     if loaded is None:
-        _forget(key)
+        _held.forget(key)
         return None
     if loaded.resident is not held:
-        _keep(key, loaded.resident)
+        _held.keep(key, loaded.resident)
     else:
-        _touch(key)
+        _held.touch(key)
     if any(lexeme is False for lexeme in loaded.lexemes):
         return None
     return loaded
@@ -214,34 +211,9 @@ def _names(present: object) -> tuple[str, ...] | None:
     return tuple(json.loads(present) if isinstance(present, str) else present)  # type: ignore[arg-type]
 
 
-def _keep(key: tuple[str, str], resident: Resident) -> None:
-    size = resident.nbytes
-    with _lock:
-        _held.pop(key, None)
-        if size > MAX_BYTES:
-            return
-        _held[key] = resident
-        total = sum(held.nbytes for held in _held.values())  # a few dozen users at most
-        while total > MAX_BYTES and _held:
-            _, dropped = _held.popitem(last=False)
-            total -= dropped.nbytes
-
-
-def _touch(key: tuple[str, str]) -> None:
-    with _lock:
-        if key in _held:
-            _held.move_to_end(key)  # least recently searched out first
-
-
-def _forget(key: tuple[str, str]) -> None:
-    with _lock:
-        _held.pop(key, None)
-
-
 def forget(product_pk: str, user_id: str) -> None:
-    _forget((product_pk, user_id))
+    _held.forget((product_pk, user_id))
 
 
 def clear() -> None:
-    with _lock:
-        _held.clear()
+    _held.clear()

@@ -19,7 +19,7 @@ import numpy as np
 
 from memories.history.resident import Loaded, Resident, Row, micros
 from memories.longterm.keyword import BM25_B, BM25_K1
-from memoryhub.ranking import Ranked
+from memoryhub.ranking import Ranked, ids_by_script, written_in_another_script
 
 
 @dataclass
@@ -82,15 +82,11 @@ class Columns:
 
     @cached_property
     def _by_script(self) -> dict[str, frozenset[int]]:
-        ids: dict[str, set[int]] = {}
-        for row in self.rows:
-            ids.setdefault(row.script, set()).add(row.id)
-        return {written_in: frozenset(pks) for written_in, pks in ids.items()}
+        return ids_by_script((row.id, row.script) for row in self.rows)
 
     def written_in_another_script(self, query_script: str) -> frozenset[int]:
         """The ids of the rows a query in `query_script` cannot read by keyword (memoryhub.ranking.script)."""
-        others = [pks for written_in, pks in self._by_script.items() if written_in != query_script]
-        return others[0] if len(others) == 1 else frozenset().union(*others)
+        return written_in_another_script(self._by_script, query_script)
 
     @cached_property
     def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

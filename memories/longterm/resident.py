@@ -39,6 +39,7 @@ from memories.longterm.services import vectors
 from memories.longterm.services.embedding_index import IndexInUse
 from memories.longterm.services.vectors import memory_of
 from memoryhub.addresses import UserAddress
+from memoryhub.held import HeldUsers, UserKey
 
 # A user with at most this many rows (every kind, current or not) is held. The SQL ranking then reads all of
 # the user's rows too: `bound` keeps it under BM25's sample and candidates (keyword.SAMPLE, CANDIDATES) and the
@@ -103,9 +104,8 @@ class _NotLive(Exception):
     """The embedding index this process uses is not the active one any more: the SQL path finds out why."""
 
 
-_held: OrderedDict[tuple[str, str], Resident] = OrderedDict()
-_held_bytes = 0  # the sum of the held residents' nbytes
-_lock = threading.Lock()
+_held: HeldUsers[Resident] = HeldUsers(lambda: max_bytes())
+_lock = threading.Lock()  # of _seen
 
 
 def bound() -> int:
@@ -129,25 +129,24 @@ def load(scope: UserAddress, terms: list[str], in_use: IndexInUse) -> Loaded | N
     if bound() <= 0:
         return None
     key = (scope.product.pk, scope.user_id)
-    with _lock:
-        held = _held.get(key)
-        if held is None and not _admitted(key):
-            return None
+    held = _held.get(key)
+    if held is None and not _admitted(key):
+        return None
     try:
         loaded = _read(scope, terms, held, in_use)
         if loaded is None and held is not None:  # rows were deleted since it was read: read them all again
             loaded = _read(scope, terms, None, in_use)
     except _TooMany:
-        _forget(key)
+        _held.forget(key)
         return None
     except _NotLive:
         return None
     if loaded is None or loaded.uncommitted:
-        _forget(key)
+        _held.forget(key)
     elif loaded.resident is not held:
-        _keep(key, loaded.resident)
+        _held.keep(key, loaded.resident)
     else:
-        _touch(key)
+        _held.touch(key)
     if loaded is None or any(lexeme is False for lexeme in loaded.lexemes):
         return None
     return loaded
@@ -238,60 +237,28 @@ def micros(when: datetime) -> int:
 # Users searched once and not held: the next search of one of them reads them whole (least recent out first).
 ADMIT_AT_SEARCH = 2
 _SEEN_MAX = 50_000
-_seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+_seen: OrderedDict[UserKey, None] = OrderedDict()
 
 
-def _admitted(key: tuple[str, str]) -> bool:
-    """Under _lock: whether a user not held is read whole now (ADMIT_AT_SEARCH 1: at once)."""
-    if ADMIT_AT_SEARCH <= 1 or key in _seen:
-        _seen.pop(key, None)
-        return True
-    _seen[key] = None
-    if len(_seen) > _SEEN_MAX:
-        _seen.popitem(last=False)
-    return False
-
-
-def _keep(key: tuple[str, str], resident: Resident) -> None:
-    global _held_bytes
+def _admitted(key: UserKey) -> bool:
+    """Whether a user not held is read whole now (ADMIT_AT_SEARCH 1: at once)."""
     with _lock:
-        _drop(key)
-        if resident.nbytes > max_bytes():
-            return
-        _held[key] = resident
-        _held_bytes += resident.nbytes
-        while _held_bytes > max_bytes():
-            _drop(next(iter(_held)))
-
-
-def _drop(key: tuple[str, str]) -> None:
-    """Under _lock."""
-    global _held_bytes
-    dropped = _held.pop(key, None)
-    if dropped is not None:
-        _held_bytes -= dropped.nbytes
-
-
-def _touch(key: tuple[str, str]) -> None:
-    with _lock:
-        if key in _held:
-            _held.move_to_end(key)  # least recently searched out first
-
-
-def _forget(key: tuple[str, str]) -> None:
-    with _lock:
-        _drop(key)
+        if ADMIT_AT_SEARCH <= 1 or key in _seen:
+            _seen.pop(key, None)
+            return True
+        _seen[key] = None
+        if len(_seen) > _SEEN_MAX:
+            _seen.popitem(last=False)
+        return False
 
 
 def forget(product_pk: str, user_id: str) -> None:
+    _held.forget((product_pk, user_id))
     with _lock:
-        _drop((product_pk, user_id))
         _seen.pop((product_pk, user_id), None)
 
 
 def clear() -> None:
-    global _held_bytes
+    _held.clear()
     with _lock:
-        _held.clear()
         _seen.clear()
-        _held_bytes = 0

@@ -23,6 +23,7 @@ import numpy as np
 from memories.longterm.hybrid_postgres import Rankings
 from memories.longterm.keyword import BM25_B, BM25_K1
 from memories.longterm.resident import Held, Loaded, Resident, micros
+from memoryhub.ranking import ids_by_script, written_in_another_script
 
 Ranked = tuple[int, float]
 
@@ -82,15 +83,11 @@ class Columns:
 
     @cached_property
     def _by_script(self) -> dict[str, frozenset[int]]:
-        ids: dict[str, set[int]] = {}
-        for row in self.rows:
-            ids.setdefault(row.script, set()).add(row.memory.pk)
-        return {written_in: frozenset(pks) for written_in, pks in ids.items()}
+        return ids_by_script((row.memory.pk, row.script) for row in self.rows)
 
     def written_in_another_script(self, query_script: str) -> frozenset[int]:
         """The ids of the rows a query in `query_script` cannot read by keyword (memoryhub.ranking.script)."""
-        others = [pks for written_in, pks in self._by_script.items() if written_in != query_script]
-        return others[0] if len(others) == 1 else frozenset().union(*others)
+        return written_in_another_script(self._by_script, query_script)
 
     @cached_property
     def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -241,3 +241,14 @@ def test_both_rankings_of_held_rows_are_the_statements_own(alice):
         for query_script in ("cjk", "other"):
             semantic = {pk for pk, _ in held.semantic}
             assert set(held.unreadable(query_script)) & semantic == set(in_sql.unreadable(query_script)) & semantic
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_memory_budget_holds_nobody(alice, settings):
+    settings.SEARCH_HELD_MEMORY_MB = 0
+    write(alice)
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as sent:
+            results(alice, "coffee")
+        assert any("search_tsv" in q["sql"] for q in sent.captured_queries)  # ranked in SQL every time
+    assert held_rows(alice) is None
