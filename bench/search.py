@@ -30,9 +30,10 @@ Printed: the embedder's own cost in process (load, one search text per call, rec
 the hit path) and without it (the same vectors from a table), recall@10 of each against an exact scan (numpy
 over the same vectors; a result counts when it is no farther than the exact 10th), with the one-user run swept
 over hnsw.ef_search (each system at its default and at the lowest setting that reaches recall 0.95), the
-tenants run per user; memoryhub's hybrid search (keyword + semantic, fused; mem0 has no equivalent) without the
-embedder call, with the overlap of its top 10 with the exact semantic 10 (not a recall: fusion reorders by
-design); and the EXPLAIN ANALYZE of the plans.
+tenants run per user; memoryhub's hybrid search (keyword + semantic, fused) without the embedder call — each user's
+memories held in the process, read whole, and ranked in SQL, the first and last alternating with mem0's search
+(its ratio to mem0 is the tenants run's last line) — with the overlap of its top 10 with the exact semantic 10
+(not a recall: fusion reorders by design); and the EXPLAIN ANALYZE of the plans.
 """
 
 from __future__ import annotations

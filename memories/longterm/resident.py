@@ -15,8 +15,8 @@ marker moved, the user's rows are counted too, and a count below what is held (a
 again. More than MAX_ROWS rows, a term PostgreSQL splits into several lexemes, or an index that is not the
 active one: the SQL path searches instead (`load` answers None). So does a user's first search since the process
 last held them: a user is read whole at their second (ADMIT_AT_SEARCH), which keeps one-off searchers from
-paying for a read they never use again. The design is history's (memories/history/
-resident.py); the held rows are memories, what a search answers.
+paying for a read they never use again. The design is history's (memories/history/resident.py); the held
+rows are memories, what a search answers.
 """
 
 from __future__ import annotations
@@ -67,7 +67,10 @@ class Held:
         return 2000 + 3 * len(str(self.memory.content)) + 2 * vector + 100 * len(self.lexemes)
 
     def answer(self) -> LongTermMemory:
-        """A new instance of the held memory (copy.copy of a model goes through pickling's protocol: 60 µs)."""
+        """A new instance of the held memory (copy.copy of a model goes through pickling's protocol: 60 µs).
+
+        Its content is the held one's: every caller (the search API, the MCP tool) only reads it.
+        """
         held = self.memory
         memory = LongTermMemory.__new__(LongTermMemory)
         memory.__dict__.update(held.__dict__)
