@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, Protocol, TypeVar
+
+import numpy as np
 
 UserKey = tuple[str, str]  # (product id, user id)
 
@@ -21,6 +23,7 @@ class Sized(Protocol):
 
 
 V = TypeVar("V", bound=Sized)
+R = TypeVar("R", bound=Sized)
 
 
 class HeldUsers(Generic[V]):
@@ -76,3 +79,24 @@ class HeldUsers(Generic[V]):
         dropped = self._values.pop(key, None)
         if dropped is not None:
             self._bytes -= dropped.nbytes
+
+
+def stacked_vectors(entries: Sequence[tuple[int, np.ndarray | None]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of (embedding index id, vector or None) per row: the positions of the rows with a vector, their index ids,
+    and their vectors stacked into one matrix (the held rows' exact scan multiplies it by the query)."""
+    at = [position for position, (_, vector) in enumerate(entries) if vector is not None]
+    if not at:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 0), np.float32)
+    matrix = np.stack([entries[position][1] for position in at])  # type: ignore[misc]
+    index_ids = np.array([entries[position][0] for position in at], dtype=np.int64)
+    return np.array(at, dtype=np.int64), index_ids, matrix
+
+
+def merged(rows: dict[int, R], size: int, changed: Sequence[tuple[int, R]]) -> tuple[dict[int, R], int]:
+    """A user's held rows (by id) and their total size with the `changed` (id, row) pairs put in: a new dict."""
+    rows = dict(rows)
+    for pk, row in changed:
+        replaced = rows.get(pk)
+        size += row.nbytes - (replaced.nbytes if replaced is not None else 0)
+        rows[pk] = row
+    return rows, size

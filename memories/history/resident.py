@@ -22,7 +22,6 @@ searches instead (`load` answers None).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -30,8 +29,9 @@ import numpy as np
 from django.db import connection
 
 from memories.history import vector_cache
+from memories.longterm.keyword import single_lexeme
 from memoryhub.addresses import UserAddress
-from memoryhub.held import HeldUsers
+from memoryhub.held import HeldUsers, merged
 from memoryhub.ranking import script
 
 # BM25's statistics sample and its candidate bound (selectors.SAMPLE, CANDIDATES): at most this many rows,
@@ -40,7 +40,6 @@ MAX_ROWS = 1000
 # Held rows per process, all users together (least recently searched out first): ~14 users of 1,000 messages.
 MAX_BYTES = 64 * 1024 * 1024
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SINGLE_LEXEME = re.compile(r"^'([^'\\]+)'$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +142,7 @@ def _read(scope: UserAddress, terms: list[str], held: Resident | None) -> Loaded
     count, snapshot, marker, active_index_id, term_texts = found[0][:5]
     if count is not None and count > MAX_ROWS:
         raise _TooMany
-    lexemes = [_lexeme(text) for text in term_texts or []]
+    lexemes = [single_lexeme(text) for text in term_texts or []]
     changed = [_row(values[5:]) for values in found if values[5] is not None]
     resident = _updated(held, changed, snapshot, marker)
     if count is None:  # not counted: no row of the product was deleted since `held` was read
@@ -157,21 +156,9 @@ def _read(scope: UserAddress, terms: list[str], held: Resident | None) -> Loaded
 def _updated(held: Resident | None, changed: list[Row], snapshot: str, marker: int) -> Resident:
     if held is not None and not changed:
         return held if held.marker == marker else replace(held, marker=marker)  # recounted: the same rows
-    rows = dict(held.rows) if held is not None else {}
-    size = held.nbytes if held is not None else 0
-    for row in changed:
-        replaced = rows.get(row.id)
-        size += row.nbytes - (replaced.nbytes if replaced is not None else 0)
-        rows[row.id] = row
+    before, size = (held.rows, held.nbytes) if held is not None else ({}, 0)
+    rows, size = merged(before, size, [(row.id, row) for row in changed])
     return Resident(snapshot, rows, size, marker)
-
-
-def _lexeme(text: str) -> str | None | bool:
-    """A term's tsquery text: its one lexeme, None (a stop word), or False (several lexemes: not resident)."""
-    if not text:
-        return None
-    single = _SINGLE_LEXEME.match(text)
-    return single.group(1) if single else False
 
 
 def _row(values: tuple) -> Row:

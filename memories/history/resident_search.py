@@ -19,6 +19,7 @@ import numpy as np
 
 from memories.history.resident import Loaded, Resident, Row, micros
 from memories.longterm.keyword import BM25_B, BM25_K1
+from memoryhub.held import stacked_vectors
 from memoryhub.ranking import Ranked, ids_by_script, written_in_another_script
 
 
@@ -91,13 +92,8 @@ class Columns:
     @cached_property
     def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(positions of the rows with a vector, their index ids, the vectors, their norms)."""
-        at = [position for position, row in enumerate(self.rows) if row.vector is not None]
-        if not at:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 0), np.float32), np.zeros(0)
-        matrix = np.stack([self.rows[position].vector for position in at])  # type: ignore[misc]
-        index_ids = np.array([self.rows[position].index_id for position in at], dtype=np.int64)
-        norms = np.array([self.rows[position].norm for position in at])
-        return np.array(at, dtype=np.int64), index_ids, matrix, norms
+        at, index_ids, matrix = stacked_vectors([(row.index_id or 0, row.vector) for row in self.rows])
+        return at, index_ids, matrix, np.array([self.rows[position].norm for position in at.tolist()], np.float64)
 
     @cached_property
     def windows(self) -> dict[tuple[str, int], list[tuple[int, int]]]:

@@ -197,6 +197,18 @@ def _query_terms(query: str) -> tuple[str, ...]:
 
 # PostgreSQL keyword ranking (selectors._keyword_postgres; bench/keyword_rank.py measures it)
 BM25_K1, BM25_B = 1.2, 0.75
+_SINGLE_LEXEME = re.compile(r"^'([^'\\]+)'$")
+
+
+def single_lexeme(tsquery_text: str) -> str | None | bool:
+    """A term's `plainto_tsquery` as text: its one lexeme, None (no lexeme: a stop word), or False (several).
+
+    What the search ranking in Python (history's and long-term's held rows) can match: one lexeme per term.
+    """
+    if not tsquery_text:
+        return None
+    single = _SINGLE_LEXEME.match(tsquery_text)
+    return single.group(1) if single else False
 
 
 def _tsquery(count: int) -> str:

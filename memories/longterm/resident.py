@@ -21,7 +21,6 @@ rows are memories, what a search answers.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -34,12 +33,13 @@ from django.db.models.base import ModelState
 
 from memories.longterm import keyword
 from memories.longterm.hybrid_postgres import content_script
+from memories.longterm.keyword import single_lexeme
 from memories.longterm.models import LongTermMemory
 from memories.longterm.services import vectors
 from memories.longterm.services.embedding_index import IndexInUse
 from memories.longterm.services.vectors import memory_of
 from memoryhub.addresses import UserAddress
-from memoryhub.held import HeldUsers, UserKey
+from memoryhub.held import HeldUsers, UserKey, merged
 
 # A user with at most this many rows (every kind, current or not) is held. The SQL ranking then reads all of
 # the user's rows too: `bound` keeps it under BM25's sample and candidates (keyword.SAMPLE, CANDIDATES) and the
@@ -47,7 +47,6 @@ from memoryhub.held import HeldUsers, UserKey
 MAX_ROWS = 1000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FOREVER = 2**62  # an expiry that never comes, in microseconds
-_SINGLE_LEXEME = re.compile(r"^'([^'\\]+)'$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,12 +187,8 @@ def _read(scope: UserAddress, terms: list[str], held: Resident | None, in_use: I
 def _updated(held: Resident | None, changed: list[Held], snapshot: str, marker: int) -> Resident:
     if held is not None and not changed:
         return held if held.marker == marker else replace(held, marker=marker)  # recounted: the same rows
-    rows = dict(held.rows) if held is not None else {}
-    size = held.nbytes if held is not None else 0
-    for row in changed:
-        replaced = rows.get(row.memory.pk)
-        size += row.nbytes - (replaced.nbytes if replaced is not None else 0)
-        rows[row.memory.pk] = row
+    before, size = (held.rows, held.nbytes) if held is not None else ({}, 0)
+    rows, size = merged(before, size, [(row.memory.pk, row) for row in changed])
     return Resident(snapshot, rows, size, marker)
 
 
@@ -203,19 +198,11 @@ _MAX_TERMS = 100_000
 
 
 def _learn(terms: list[str], texts: list[str]) -> dict[str, str | None | bool]:
-    learned = dict(zip(terms, map(_lexeme, texts), strict=True))
+    learned = dict(zip(terms, map(single_lexeme, texts), strict=True))
     if len(_term_lexemes) + len(learned) > _MAX_TERMS:
         _term_lexemes.clear()
     _term_lexemes.update(learned)
     return learned
-
-
-def _lexeme(text: str) -> str | None | bool:
-    """A term's tsquery text: its one lexeme, None (no lexeme), or False (several lexemes: not held)."""
-    if not text:
-        return None
-    single = _SINGLE_LEXEME.match(text)
-    return single.group(1) if single else False
 
 
 def _held_row(values: tuple) -> Held:

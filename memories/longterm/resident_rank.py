@@ -23,6 +23,7 @@ import numpy as np
 from memories.longterm.hybrid_postgres import Rankings
 from memories.longterm.keyword import BM25_B, BM25_K1
 from memories.longterm.resident import Held, Loaded, Resident, micros
+from memoryhub.held import stacked_vectors
 from memoryhub.ranking import ids_by_script, written_in_another_script
 
 Ranked = tuple[int, float]
@@ -92,13 +93,9 @@ class Columns:
     @cached_property
     def embedded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(positions of the rows with a vector, their index ids, the vectors, their norms)."""
-        at = [position for position, row in enumerate(self.rows) if row.vector is not None]
-        if not at:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 0), np.float32), np.zeros(0)
-        matrix = np.stack([self.rows[position].vector for position in at])  # type: ignore[misc]
-        index_ids = np.array([self.rows[position].memory.embedding_index_id or 0 for position in at], dtype=np.int64)
-        norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
-        return np.array(at, dtype=np.int64), index_ids, matrix, norms
+        entries = [(row.memory.embedding_index_id or 0, row.vector) for row in self.rows]
+        at, index_ids, matrix = stacked_vectors(entries)
+        return at, index_ids, matrix, np.linalg.norm(matrix.astype(np.float64), axis=1)
 
 
 def columns(resident: Resident) -> Columns:

@@ -200,9 +200,9 @@ def test_an_erased_user_is_no_longer_held(alice):
 
 
 def test_a_term_of_several_lexemes_is_not_ranked_from_held_rows():
-    assert resident._lexeme("'coffee'") == "coffee"
-    assert resident._lexeme("") is None
-    assert resident._lexeme("'e' <-> 'mail'") is False
+    assert keyword.single_lexeme("'coffee'") == "coffee"
+    assert keyword.single_lexeme("") is None
+    assert keyword.single_lexeme("'e' <-> 'mail'") is False
 
 
 @pytest.mark.django_db(transaction=True)
