@@ -1,12 +1,13 @@
-"""PostgreSQL: a user's long-term memories held in this process for hybrid search, checked on every search.
+"""PostgreSQL: a user's long-term memories held in this process for hybrid and semantic search, checked each time.
 
 A hybrid search ran BM25 and the exact vector scan in one statement and read its page's rows in a second:
 ~3.9 ms for a user of 100 memories, twice mem0's semantic search (docs/performance.md). A user with at most
 MAX_ROWS memories (nearly every user) is now ranked here, from their rows held in this process, with the SQL
 path's formulas (resident_rank.py): with that few rows the BM25 statement's sample and candidates are all the
-user's rows, and the semantic ranking is `memoryhub_search_exact`'s exact scan.
+user's rows, and the semantic ranking is `memoryhub_search_exact`'s exact scan. A semantic search of a held
+user is ranked here too (one statement instead of the exact scan's; selectors._held_semantic).
 
-Never trusted alone: every search runs one statement, `memoryhub_longterm_refresh` (migration 0008), which
+Never trusted alone: every search runs one statement, `memoryhub_longterm_refresh` (migrations 0008, 0010), which
 reads the database snapshot, whether this process's embedding index is still the active one, the product's own
 searchable kinds, the query terms' lexemes, every row of the user changed since the snapshot the held rows
 were read in (`change_xid`, set by any insert or update), and the product's deletion marker (a new value at
@@ -40,13 +41,14 @@ from memories.longterm.services.embedding_index import IndexInUse
 from memories.longterm.services.vectors import memory_of
 from memoryhub.addresses import UserAddress
 from memoryhub.held import HeldUsers, UserKey, merged
+from memoryhub.prepared import binding_cursor
 
 # A user with at most this many rows (every kind, current or not) is held. The SQL ranking then reads all of
 # the user's rows too: `bound` keeps it under BM25's sample and candidates (keyword.SAMPLE, CANDIDATES) and the
 # exact scan's bound (vectors.EXACT_SCAN_MAX_ROWS). 0: no user is held.
 MAX_ROWS = 1000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_FOREVER = 2**62  # an expiry that never comes, in microseconds
+FOREVER = 2**62  # an expiry that never comes, in microseconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ class Held:
     vector: np.ndarray | None  # float32
     lexemes: frozenset[str]  # of the stored tsvector (`search_tsv`)
     script: str  # memoryhub.ranking.script of the content's words (the script rule's input)
-    expires: int  # expires_at in microseconds since 1970, _FOREVER without one
+    expires: int  # expires_at in microseconds since 1970, FOREVER without one
     retired: bool  # superseded or rolled back: never current again unless the row changes
 
     @property
@@ -160,7 +162,7 @@ def _read(scope: UserAddress, terms: list[str], held: Resident | None, in_use: I
     index = in_use.index
     known = {term: _term_lexemes[term] for term in terms if term in _term_lexemes}
     unknown = [term for term in terms if term not in known]
-    with connection.cursor() as cursor:  # small arguments: bound on the client, one simple-protocol message
+    with binding_cursor(connection) as cursor:  # bound on the server: no text to escape
         cursor.execute(
             "SELECT * FROM memoryhub_longterm_refresh(%s, %s, %s::text[], %s::pg_snapshot, %s, %s, %s, %s, %s)",
             [scope.product.pk, scope.user_id, unknown, since, bound(), marker, int(index.pk), index.identity_key,
@@ -215,7 +217,7 @@ def _held_row(values: tuple) -> Held:
         vector=vector,
         lexemes=frozenset(lexemes or ()),
         script=content_script(memory.content),
-        expires=micros(memory.expires_at) if memory.expires_at is not None else _FOREVER,
+        expires=micros(memory.expires_at) if memory.expires_at is not None else FOREVER,
         retired=bool(memory.superseded_by) or memory.rolled_back_at is not None,
     )
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from memories.longterm.hybrid_postgres import Rankings
 from memories.longterm.keyword import BM25_B, BM25_K1
-from memories.longterm.resident import Held, Loaded, Resident, micros
+from memories.longterm.resident import FOREVER, Held, Loaded, Resident, micros
 from memoryhub.held import stacked_vectors
 from memoryhub.ranking import ids_by_script, written_in_another_script
 
@@ -52,17 +52,27 @@ class Columns:
         return np.fromiter((row.retired for row in self.rows), dtype=bool, count=len(self.rows))
 
     @cached_property
-    def _kinds(self) -> dict[tuple[str, ...], np.ndarray]:
+    def soonest_expiry(self) -> int:
+        """When the first row that is not retired expires (micros; FOREVER when none does)."""
+        return int(self.expires[~self.retired].min(initial=FOREVER))
+
+    @cached_property
+    def _searched(self) -> dict[tuple[str, ...], Searched]:
         return {}
 
-    def of_kinds(self, kinds: tuple[str, ...]) -> np.ndarray:
-        """Which rows are of one of `kinds` (a product's searchable kinds rarely change: kept per tuple)."""
-        found = self._kinds.get(kinds)
+    def searched(self, kinds: tuple[str, ...], now: datetime) -> Searched:
+        """The rows a search at `now` ranks: current and of one of `kinds` (hybrid_postgres._CURRENT).
+
+        Kept per tuple of kinds (a product's searchable kinds rarely change) while no row has expired.
+        """
+        instant = micros(now)
+        found = self._searched.get(kinds)
         if found is None:
             wanted = frozenset(kinds)
-            found = self._kinds[kinds] = np.fromiter(
-                (row.memory.kind in wanted for row in self.rows), dtype=bool, count=len(self.rows)
-            )
+            of_kinds = np.fromiter((row.memory.kind in wanted for row in self.rows), dtype=bool, count=len(self.rows))
+            found = self._searched[kinds] = Searched(self, ~self.retired & of_kinds)  # before any expiry
+        if instant >= self.soonest_expiry:  # a row has expired: the rows searched at this instant, not kept
+            return Searched(self, found.mask & (self.expires > instant))
         return found
 
     @cached_property
@@ -107,15 +117,53 @@ def columns(resident: Resident) -> Columns:
     return held
 
 
+@dataclass
+class Searched:
+    """The rows one search ranks (a mask over the columns), with what both rankings derive from them alone."""
+
+    cols: Columns
+    mask: np.ndarray
+
+    @cached_property
+    def count(self) -> int:
+        return int(np.count_nonzero(self.mask))
+
+    @cached_property
+    def average_length(self) -> float:
+        """avg(length) over the searched rows, coalesce(nullif(…, 0), 1) as the statement has it."""
+        return float(self.cols.lengths[self.mask].sum()) / self.count or 1.0
+
+    @cached_property
+    def _embedded(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        return {}
+
+    def embedded(self, index_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(positions, vectors, norms) of the searched rows embedded in `index_id`."""
+        found = self._embedded.get(index_id)
+        if found is None:
+            at, index_ids, matrix, norms = self.cols.embedded
+            keep = (index_ids == index_id) & self.mask[at] if len(at) else np.zeros(0, dtype=bool)
+            found = self._embedded[index_id] = (at[keep], matrix[keep], norms[keep])
+        return found
+
+
 def rankings(
     loaded: Loaded, kinds: list[str], index_id: int, vector, depth: int, now: datetime
 ) -> tuple[Rankings, Columns]:
     """Both rankings, `depth` hits each, over the user's current rows of `kinds`; and the columns they came from."""
     cols = columns(loaded.resident)
-    searched = ~cols.retired & (cols.expires > micros(now)) & cols.of_kinds(tuple(kinds))
-    by_keyword = keyword_hits(loaded, cols, searched, depth)
-    by_meaning = semantic_hits(cols, searched, vector, index_id, depth)
+    searched = cols.searched(tuple(kinds), now)
+    by_keyword = keyword_hits(loaded, searched, depth)
+    by_meaning = semantic_hits(searched, vector, index_id, depth)
     return HeldRankings(keyword=by_keyword, semantic=by_meaning, scripts={}, columns=cols), cols
+
+
+def semantic_ranking(
+    loaded: Loaded, kinds: list[str], index_id: int, vector, depth: int, now: datetime
+) -> tuple[list[Ranked], Columns]:
+    """The semantic ranking alone (a semantic search), `depth` hits; and the columns it came from."""
+    cols = columns(loaded.resident)
+    return semantic_hits(cols.searched(tuple(kinds), now), vector, index_id, depth), cols
 
 
 @dataclass(frozen=True)
@@ -129,44 +177,40 @@ class HeldRankings(Rankings):
         return self.columns.written_in_another_script(query_script)
 
 
-def keyword_hits(loaded: Loaded, cols: Columns, searched: np.ndarray, depth: int) -> list[Ranked]:
+def keyword_hits(loaded: Loaded, searched: Searched, depth: int) -> list[Ranked]:
     """keyword.bm25_statement over the searched rows."""
-    if not loaded.lexemes or not searched.any():
-        return []
     lexemes = [lexeme for lexeme in loaded.lexemes if lexeme is not None]  # one without a lexeme matches nothing
-    if not lexemes:
+    if not lexemes or not searched.count:
         return []
-    count = float(np.count_nonzero(searched))
-    average = float(cols.lengths[searched].sum()) / count or 1.0  # coalesce(nullif(avg(length), 0), 1)
-    holds = np.stack([cols.holding(lexeme) for lexeme in lexemes]) & searched  # term × row, in the query's order
+    cols = searched.cols
+    holds = np.stack([cols.holding(lexeme) for lexeme in lexemes]) & searched.mask  # term × row, the query's order
     chosen = np.flatnonzero(holds.any(axis=0))
     if not len(chosen):
         return []
+    count = float(searched.count)
     idf = [math.log(1 + (count - df + 0.5) / (df + 0.5)) for df in holds.sum(axis=1, dtype=np.float64).tolist()]
     # Summed over axis 0, term after term (numpy adds the rows in order): the statement's order of additions.
     idf_sum = (holds[:, chosen] * np.array(idf)[:, None]).sum(axis=0)
-    factor = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + (BM25_B * cols.lengths[chosen]) / average))
+    factor = (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + (BM25_B * cols.lengths[chosen]) / searched.average_length))
     scores = idf_sum * factor
     order = np.lexsort((-cols.ids[chosen], -scores))[:depth]
     return _hits(cols.ids[chosen[order]], scores[order])
 
 
-def semantic_hits(cols: Columns, searched: np.ndarray, vector, index_id: int, depth: int) -> list[Ranked]:
+def semantic_hits(searched: Searched, vector, index_id: int, depth: int) -> list[Ranked]:
     """memoryhub_search_exact over the searched rows embedded in `index_id`: (id, 1 − cosine distance)."""
-    at, index_ids, matrix, norms = cols.embedded
-    keep = (index_ids == index_id) & searched[at] if len(at) else np.zeros(0, dtype=bool)
-    if not keep.any():
+    positions, matrix, norms = searched.embedded(index_id)
+    if not len(positions):
         return []
     query = np.asarray(vector, dtype=np.float32)  # what pgvector is sent (vectors.vector_param)
-    products = (matrix @ query)[keep].astype(np.float64)
+    products = (matrix @ query).astype(np.float64)
     query_norm = float(np.linalg.norm(query.astype(np.float64)))
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero vector: NaN, last, as pgvector orders it
-        similarity = products / (norms[keep] * query_norm)
+        similarity = products / (norms * query_norm)
     distance = 1.0 - np.clip(similarity, -1.0, 1.0)
     distance[np.isnan(distance)] = np.inf
-    positions = at[keep]
-    order = np.lexsort((cols.ids[positions], distance))[:depth]
-    return _hits(cols.ids[positions[order]], 1.0 - distance[order])
+    order = np.lexsort((searched.cols.ids[positions], distance))[:depth]
+    return _hits(searched.cols.ids[positions[order]], 1.0 - distance[order])
 
 
 def _hits(ids: np.ndarray, scores: np.ndarray) -> list[Ranked]:

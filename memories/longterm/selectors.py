@@ -31,6 +31,7 @@ from memories.longterm.models import (
     unexpired,
 )
 from memories.longterm.services.embedding_index import (
+    IndexInUse,
     forget_index_last_seen,
     index_in_use,
     index_last_seen,
@@ -373,6 +374,9 @@ def _semantic_pgvector(scope: UserAddress, query: str, limit: int, offset: int, 
     When the statement says the index was replaced, the active one is read again and the search repeated.
     """
     in_use = index_last_seen()
+    held = _held_semantic(scope, query, limit, offset, tag, in_use)
+    if held is not None:
+        return held
     for _attempt in range(2):
         vector = in_use.embed_query(scope.product.pk, query)  # cached; 503/502 when the embedder fails
         found = cast(PgvectorBackend, in_use.backend).search_rows(
@@ -390,6 +394,26 @@ def _semantic_pgvector(scope: UserAddress, query: str, limit: int, offset: int, 
         forget_index_last_seen()
         in_use = index_in_use()  # 503 embedding_index_mismatch when the new index is for another identity
     raise index_replaced()
+
+
+def _held_semantic(
+    scope: UserAddress, query: str, limit: int, offset: int, tag: str, in_use: IndexInUse
+) -> SearchPage | None:
+    """The page ranked from the user's memories held in this process (resident.py); None: search in SQL.
+
+    The ranking is `memoryhub_search_exact`'s (a held user has fewer rows than its exact-scan bound).
+    """
+    vector = in_use.embed_query_array(scope.product.pk, query)  # cached; 503/502 when the embedder fails
+    held = resident.load(scope, [], in_use)
+    if held is None:
+        return None
+    kinds = sorted({*builtin_searchable_kinds(), *held.own_kinds})
+    hits, cols = resident_rank.semantic_ranking(
+        held, kinds, int(in_use.index.pk), vector, offset + limit + 1, timezone.now()
+    )
+    results = [(cols.by_id[pk].answer(), score) for pk, score in hits[offset : offset + limit]]
+    more = len(hits) > offset + limit
+    return SearchPage(SEMANTIC, results, _next(tag, query, offset, limit, more), in_use.index.identity_key)
 
 
 # ---------------------------------------------------------------------------------------------

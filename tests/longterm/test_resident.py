@@ -1,4 +1,4 @@
-"""PostgreSQL: a user's long-term memories held in this process for hybrid search (memories/longterm/resident.py).
+"""PostgreSQL: a user's long-term memories held in this process for hybrid and semantic search (resident.py).
 
 The held path must answer what the SQL path answers, take one statement per search, and see every change made
 by any means — the API, SQL, another user's move, a deletion, a rollback — at the next search.
@@ -6,6 +6,7 @@ by any means — the API, SQL, another user's move, a deletion, a rollback — a
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -45,8 +46,8 @@ def write(api, texts=TEXTS, user: str = "u1") -> list[str]:
     return [create(api, proposal(content={"language": "zh", "text": text}), user=user)["id"] for text in texts]
 
 
-def results(api, query: str, user: str = "u1", **extra) -> list[tuple[str, float, dict]]:
-    response = search(api, query, "hybrid", user=user, limit=50, minScore=-1.0, **extra)
+def results(api, query: str, user: str = "u1", mode: str = "hybrid", **extra) -> list[tuple[str, float, dict]]:
+    response = search(api, query, mode, user=user, **{"limit": 50, "minScore": -1.0, **extra})
     assert response.status_code == 200, response.json()
     return [(r["id"], r["score"], r["why"]) for r in response.json()["results"]]
 
@@ -56,17 +57,20 @@ def held_rows(api, user: str = "u1") -> dict[int, resident.Held] | None:
     return None if found is None else found.rows
 
 
-def sql_results(api, monkeypatch, query: str, user: str = "u1") -> list:
+def sql_results(api, monkeypatch, query: str, user: str = "u1", mode: str = "hybrid", **extra) -> list:
     with monkeypatch.context() as patched:
         patched.setattr(resident, "MAX_ROWS", 0)
-        return results(api, query, user)
+        return results(api, query, user, mode, **extra)
 
 
-def assert_same(held: list, sql: list) -> None:
-    """The same memories in the same order; scores equal but for pgvector's float4 sums (~1e-6)."""
+def assert_same(held: list, sql: list, mode: str = "hybrid") -> None:
+    """The same memories in the same order; scores equal but for pgvector's float4 sums (~1e-6).
+
+    A hybrid score is fused from ranks (exact); a semantic one is the cosine itself.
+    """
     assert [pk for pk, _, _ in held] == [pk for pk, _, _ in sql]
     for (_, score, why), (_, sql_score, sql_why) in zip(held, sql, strict=True):
-        assert score == pytest.approx(sql_score, abs=1e-9)
+        assert score == pytest.approx(sql_score, abs=1e-9 if mode == "hybrid" else 2e-6)
         assert why.keys() == sql_why.keys()
         for signal in ("keyword", "semantic"):
             if signal in why:
@@ -102,6 +106,66 @@ def test_held_rows_rank_as_sql_does_with_every_kind_of_row_that_is_not_current(a
         compared += len(held)
     assert compared >= 12
     assert results(alice, "vegan")[0][0] == vegan  # the product's own searchable kind is searched
+
+
+@pytest.mark.django_db
+def test_held_rows_answer_a_semantic_search_as_sql_does_page_by_page(alice, monkeypatch):
+    ids = write(alice)
+    assert alice.post(KINDS_URL, DIET_KIND).status_code == 201
+    vegan = create(alice, VEGAN)["id"]
+    write(alice, ["Short English answers about coffee from the other user"], user="u2")
+    now = timezone.now()
+    LongTermMemory.objects.filter(memory_id=ids[0]).update(expires_at=now - timedelta(minutes=1))
+    LongTermMemory.objects.filter(memory_id=ids[2]).update(superseded_by=ids[3], superseded_at=now)
+    for query in QUERIES:
+        with CaptureQueriesContext(connection) as sent:
+            held = results(alice, query, mode="semantic")
+        assert not [q for q in sent.captured_queries if "memoryhub_search_exact" in q["sql"]]  # ranked from held rows
+        assert {pk for pk, _, _ in held} == set(ids[1:2] + ids[3:] + [vegan])  # current rows of searchable kinds
+        assert_same(held, sql_results(alice, monkeypatch, query, mode="semantic"), mode="semantic")
+        floored = results(alice, query, mode="semantic", minScore=0.85)
+        assert floored == [hit for hit in held if hit[1] >= 0.85]
+    pages = {"held": [], "sql": []}
+    for path in pages:
+        with monkeypatch.context() as patched:
+            patched.setattr(resident, "MAX_ROWS", 0 if path == "sql" else resident.MAX_ROWS)
+            cursor = None
+            while True:
+                extra = {"cursor": cursor} if cursor else {}
+                body = search(alice, "coffee", "semantic", user="u1", limit=2, **extra).json()
+                pages[path].append([hit["id"] for hit in body["results"]])
+                cursor = body.get("next")
+                if not cursor:
+                    break
+    assert pages["held"] == pages["sql"] and len(pages["held"]) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_warm_semantic_search_is_one_statement_and_sees_a_new_memory(alice):
+    write(alice)
+    results(alice, "coffee", mode="semantic")
+    with CaptureQueriesContext(connection) as sent:
+        first = results(alice, "coffee", mode="semantic")
+    assert [q["sql"] for q in sent.captured_queries if "memoryhub_longterm_refresh" in q["sql"]]
+    assert not [q["sql"] for q in sent.captured_queries if LongTermMemory._meta.db_table in q["sql"]]
+    assert not [q["sql"] for q in sent.captured_queries if "memoryhub_search_exact" in q["sql"]]
+    added = create(alice, proposal(content={"language": "zh", "text": "Coffee answers, short, in English"}))["id"]
+    assert added in [pk for pk, _, _ in results(alice, "coffee", mode="semantic")]
+    assert len(first) == len(TEXTS)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_held_memory_that_expires_between_two_searches_is_not_found_by_the_second(alice):
+    ids = write(alice)
+    expires = timezone.now() + timedelta(seconds=1)
+    LongTermMemory.objects.filter(memory_id=ids[3]).update(expires_at=expires)
+    for mode in ("semantic", "hybrid"):
+        assert ids[3] in [pk for pk, _, _ in results(alice, "coffee", mode=mode)]
+    rows = held_rows(alice)
+    time.sleep(max(0.0, (expires - timezone.now()).total_seconds()) + 0.05)
+    for mode in ("semantic", "hybrid"):
+        assert ids[3] not in [pk for pk, _, _ in results(alice, "coffee", mode=mode)]
+    assert held_rows(alice) is rows  # nothing changed in the table: the same rows, searched at a later instant
 
 
 @pytest.mark.django_db(transaction=True)
@@ -199,7 +263,7 @@ def test_an_erased_user_is_no_longer_held(alice):
     assert results(alice, "coffee") == []
 
 
-def test_a_term_of_several_lexemes_is_not_ranked_from_held_rows():
+def test_a_term_of_several_lexemes_has_no_single_lexeme():
     assert keyword.single_lexeme("'coffee'") == "coffee"
     assert keyword.single_lexeme("") is None
     assert keyword.single_lexeme("'e' <-> 'mail'") is False

@@ -15,6 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from memories.longterm import resident
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memories.longterm.services import vectors
 from memories.longterm.services.embedding_index import index_in_use
@@ -172,14 +173,22 @@ def test_both_plans_skip_expired_and_superseded_rows(alice, tenants, rng, monkey
 # --- the index a search uses, and where the vectors live ---------------------------------------------------
 
 
-def test_a_search_learns_in_its_own_statement_that_another_process_replaced_the_index(alice):
-    """A process keeps the active index it last read; the search statement checks it is still the active one."""
+@pytest.mark.parametrize("held", [False, True], ids=["ranked-in-sql", "held-memories"])
+def test_a_search_learns_in_its_own_statement_that_another_process_replaced_the_index(alice, monkeypatch, held):
+    """A process keeps the active index it last read; the search statement checks it is still the active one.
+
+    So does the statement that brings a user's held memories up to date (resident.py): when it says the index
+    is not the active one, the search goes to SQL, whose statement says why.
+    """
+    if not held:
+        monkeypatch.setattr(resident, "MAX_ROWS", 0)
     record = create(alice, ZH_LANGUAGE)
     assert search_api(alice, "请用简洁的中文回复我", "semantic").json()["results"][0]["id"] == record["id"]
     with CaptureQueriesContext(connection) as sent:  # warm: the index is not read by a query of its own
         assert search_api(alice, "请用简洁的中文回复我", "semantic").status_code == 200
     assert not any(EmbeddingIndex._meta.db_table in q["sql"].split("memoryhub_search_exact")[0] for q in sent)
-    assert sum("memoryhub_search_exact(" in q["sql"] for q in sent) == 1
+    assert sum("memoryhub_longterm_refresh(" in q["sql"] for q in sent) == int(held)
+    assert sum("memoryhub_search_exact(" in q["sql"] for q in sent) == int(not held)
 
     # Another process retires it and activates the same identity on another backend, without telling this one.
     old = EmbeddingIndex.objects.get(status="active")
