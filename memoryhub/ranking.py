@@ -94,11 +94,12 @@ def _rrf(
     for name, hits in rankings.items():
         weight = weights.get(name, 1.0)
         ranked = ranks[name] = {}
+        earned = [weight / (rrf_k + rank) for rank in range(1, len(hits) + 1)]  # what each place earns
         for rank, (key, score) in enumerate(hits, start=1):
             if key in ranked:  # a signal listing a key twice: its best rank counts
                 continue
             ranked[key] = (rank, float(score))
-            scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
+            scores[key] = scores.get(key, 0.0) + earned[rank - 1]
     return scores, ranks
 
 
@@ -143,6 +144,8 @@ def keep_places(
 
 def _placed(ordered: list[Key], anchor: list[Key], unreadable: Container[Key], limit: int) -> list[Key]:
     """The first `limit` of `ordered`, each key of `unreadable` in it at its 1-based rank in `anchor`."""
+    if not unreadable:  # every record in the query's script (the usual case): nothing to put back
+        return ordered[:limit]
     present = set(ordered)
     placed = {rank: key for rank, key in enumerate(anchor, start=1) if key in unreadable and key in present}
     if not placed:
