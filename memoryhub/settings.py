@@ -290,7 +290,7 @@ QDRANT_URL = env_str("QDRANT_URL")
 SEARCH_KEYWORD_WEIGHT = float(env_str("SEARCH_KEYWORD_WEIGHT", "0.1") or "0.1")
 SEARCH_RRF_K = env_int("SEARCH_RRF_K", 5, minimum=1)
 SEARCH_MIN_SCORE = float(env_str("SEARCH_MIN_SCORE", "0.15") or "0.15")
-# Long-term memories each process holds for hybrid search (memories/longterm/resident.py); 0: none is held.
+# Long-term memories each process holds for hybrid and semantic search (memories/longterm/resident.py); 0: none.
 SEARCH_HELD_MEMORY_MB = env_int("SEARCH_HELD_MEMORY_MB", 128, minimum=0)
 SUMMARIZER_BASE_URL = env_url("SUMMARIZER_BASE_URL", ("http", "https"))
 SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini")
