@@ -403,10 +403,10 @@ def _held_semantic(
 
     The ranking is `memoryhub_search_exact`'s (a held user has fewer rows than its exact-scan bound).
     """
-    vector = in_use.embed_query_array(scope.product.pk, query)  # cached; 503/502 when the embedder fails
     held = resident.load(scope, [], in_use)
-    if held is None:
+    if held is None:  # the SQL path reads the query's vector itself: it is read once either way
         return None
+    vector = in_use.embed_query_array(scope.product.pk, query)  # cached; 503/502 when the embedder fails
     kinds = sorted({*builtin_searchable_kinds(), *held.own_kinds})
     hits, cols = resident_rank.semantic_ranking(
         held, kinds, int(in_use.index.pk), vector, offset + limit + 1, timezone.now()
