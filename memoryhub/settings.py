@@ -292,6 +292,8 @@ SEARCH_RRF_K = env_int("SEARCH_RRF_K", 5, minimum=1)
 SEARCH_MIN_SCORE = float(env_str("SEARCH_MIN_SCORE", "0.15") or "0.15")
 # Long-term memories each process holds for hybrid and semantic search (memories/longterm/resident.py); 0: none.
 SEARCH_HELD_MEMORY_MB = env_int("SEARCH_HELD_MEMORY_MB", 128, minimum=0)
+# A user's history each process holds for history search and recall (memories/history/resident.py); 0: none.
+HISTORY_HELD_MEMORY_MB = env_int("HISTORY_HELD_MEMORY_MB", 64, minimum=0)
 SUMMARIZER_BASE_URL = env_url("SUMMARIZER_BASE_URL", ("http", "https"))
 SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini")
 SUMMARIZER_API_KEY = env_str("SUMMARIZER_API_KEY")

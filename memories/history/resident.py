@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 
 from memories.history import vector_cache
@@ -37,8 +38,6 @@ from memoryhub.ranking import script
 # BM25's statistics sample and its candidate bound (selectors.SAMPLE, CANDIDATES): at most this many rows,
 # the SQL statement reads all of a user's rows, so the resident ranking equals it. 0: no user is held.
 MAX_ROWS = 1000
-# Held rows per process, all users together (least recently searched out first): ~14 users of 1,000 messages.
-MAX_BYTES = 64 * 1024 * 1024
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -97,7 +96,13 @@ class _TooMany(Exception):
     """The user has more rows than a process holds: the SQL path searches them."""
 
 
-_held: HeldUsers[Resident] = HeldUsers(lambda: MAX_BYTES)
+_held: HeldUsers[Resident] = HeldUsers(lambda: max_bytes())
+
+
+def max_bytes() -> int:
+    """Held rows per process, all users together (least recently searched out first): HISTORY_HELD_MEMORY_MB,
+    by default 64 MB, about 14 users of 1,000 messages. 0: no user is held."""
+    return int(settings.HISTORY_HELD_MEMORY_MB) * 1024 * 1024
 
 
 # A snapshot that sees no transaction: "changed since" it is every row.
@@ -106,7 +111,7 @@ _NOTHING_SEEN = "1:1:"
 
 def load(scope: UserAddress, terms: list[str]) -> Loaded | None:
     """The user's rows, brought up to date in one statement, with the terms' lexemes; None: search in SQL."""
-    if MAX_ROWS <= 0:
+    if MAX_ROWS <= 0 or max_bytes() <= 0:
         return None
     key = (scope.product.pk, scope.user_id)
     held = _held.get(key)

@@ -167,12 +167,24 @@ def test_the_held_rows_stay_within_the_byte_bound_least_recently_searched_out_fi
         imported(alice, user, "c1", TRIP)
     search(alice, "u1", "Lisbon")
     one_user = resident._held[(alice.product.pk, "u1")].nbytes
-    monkeypatch.setattr(resident, "MAX_BYTES", 2 * one_user + one_user // 2)
+    monkeypatch.setattr(resident, "max_bytes", lambda: 2 * one_user + one_user // 2)
     search(alice, "u2", "Lisbon")
     search(alice, "u1", "Lisbon")  # searched again, nothing changed: now the most recent
     search(alice, "u3", "Lisbon")  # makes room: u2 goes
     assert list(resident._held) == [(alice.product.pk, "u1"), (alice.product.pk, "u3")]
     assert contents(search(alice, "u2", "Lisbon tram", "keyword"))[0].startswith("Lisbon in June")
+
+
+def test_no_memory_budget_holds_nobody_and_every_search_is_answered_in_sql(alice, settings):
+    settings.HISTORY_HELD_MEMORY_MB = 0
+    imported(alice, "u1", "c1", TRIP)
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as queries:
+            found = contents(search(alice, "u1", "my cat hates the vet"))
+        assert found[0] == "My cat Mochi hates the vet, any tips?"
+        assert any("memoryhub_history_semantic" in q["sql"] for q in queries.captured_queries)
+        assert not any("memoryhub_history_refresh" in q["sql"] for q in queries.captured_queries)
+    assert (alice.product.pk, "u1") not in resident._held
 
 
 def test_created_before_a_time_filter_compares_the_instant(alice):
