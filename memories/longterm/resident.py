@@ -99,6 +99,11 @@ class Loaded:
     lexemes: list[str | None]  # per query term: its one lexeme, None for a term without one
     uncommitted: bool  # read by a transaction that has written: may be rolled back, so never held
 
+    @property
+    def searchable_kinds(self) -> list[str]:
+        """The kinds a search ranks: the built-in searchable ones and the product's own (as read by the refresh)."""
+        return sorted({*vectors.builtin_searchable_kinds(), *self.own_kinds})
+
 
 class _TooMany(Exception):
     """The user has more rows than a process holds: the SQL path searches them."""

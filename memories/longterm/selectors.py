@@ -267,8 +267,7 @@ def _hybrid_rankings(
         terms = keyword.query_terms(query)
         held = resident.load(scope, terms, in_use)
         if held is not None:  # the user's memories held in this process, up to date (resident.py)
-            kinds = sorted({*builtin_searchable_kinds(), *held.own_kinds})
-            ranked, cols = resident_rank.rankings(held, kinds, int(in_use.index.pk), vector, depth, now)
+            ranked, cols = resident_rank.rankings(held, held.searchable_kinds, int(in_use.index.pk), vector, depth, now)
             return ranked, lambda ids: {pk: cols.by_id[pk].answer() for pk in ids}, in_use.index.identity_key
         kinds = searchable_kinds(scope.product)
         in_sql = hybrid_postgres.rankings(scope, terms, kinds, in_use, vector, depth, now)
@@ -407,9 +406,8 @@ def _held_semantic(
     if held is None:  # the SQL path reads the query's vector itself: it is read once either way
         return None
     vector = in_use.embed_query_array(scope.product.pk, query)  # cached; 503/502 when the embedder fails
-    kinds = sorted({*builtin_searchable_kinds(), *held.own_kinds})
     hits, cols = resident_rank.semantic_ranking(
-        held, kinds, int(in_use.index.pk), vector, offset + limit + 1, timezone.now()
+        held, held.searchable_kinds, int(in_use.index.pk), vector, offset + limit + 1, timezone.now()
     )
     results = [(cols.by_id[pk].answer(), score) for pk, score in hits[offset : offset + limit]]
     more = len(hits) > offset + limit
