@@ -124,8 +124,9 @@ def test_held_rows_answer_a_semantic_search_as_sql_does_page_by_page(alice, monk
         assert not [q for q in sent.captured_queries if "memoryhub_search_exact" in q["sql"]]  # ranked from held rows
         assert {pk for pk, _, _ in held} == {ids[1], ids[3], ids[5], vegan}  # current rows of searchable kinds
         assert_same(held, sql_results(alice, monkeypatch, query, mode="semantic"), mode="semantic")
-        floored = results(alice, query, mode="semantic", minScore=0.85)
-        assert floored == [hit for hit in held if hit[1] >= 0.85]
+        middle = len(held) // 2  # a floor between two scores (answered rounded): it keeps the first half only
+        floor = (held[middle - 1][1] + held[middle][1]) / 2
+        assert results(alice, query, mode="semantic", minScore=floor) == held[:middle]
     pages = {"held": [], "sql": []}
     for path in pages:
         with monkeypatch.context() as patched:
