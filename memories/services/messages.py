@@ -19,6 +19,7 @@ from memories.models import Conversation, Message, Turn
 from memories.services.branches import turn_supersede
 from memories.services.events import event_emit_for_turn
 from memories.services.turns import turn_commit
+from memories.signals import messages_stored
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, NotFound
 
@@ -41,6 +42,7 @@ _COPIED = (
     "unreferenced_variables",
     "sources",
     "runtime_state",
+    "witness",
 )
 
 
@@ -81,6 +83,12 @@ def message_edit(*, address: ConversationAddress, message_id: int, content: str)
         old = message.turn
         if message.content == content:
             return MessageChange(old, [message.pk], old.rollback, changed=False)
+        if old.status == "superseded":  # a user message whose reply was deleted: no reply to keep beside it
+            raise Conflict(
+                f"message {message_id} lost its reply (deleted); delete it and send a new message",
+                code="message_superseded",
+                details={"messageId": message_id, "turnId": old.pk},
+            )
         new = Turn(**{name: getattr(old, name) for name in _COPIED})
         new.request_id, new.replaces_id, new.status, new.completed_at = (
             uuid.uuid4().hex,
@@ -93,12 +101,17 @@ def message_edit(*, address: ConversationAddress, message_id: int, content: str)
         common = dict(
             product_id=new.product_id, user_id=new.user_id, conversation_id=new.conversation_id, round=new.round
         )
+        witness = new.witness or {}  # the edited round keeps its speakers and who was present
+        present = witness.get("present", [])
         created = Message.objects.bulk_create(
             [
-                Message(role="user", content=new.user_message, turn=new, **common),
-                Message(role="assistant", content=new.assistant_message, turn=new, **common),
+                Message(role="user", content=new.user_message, turn=new, name=witness.get("userName", ""),
+                        present=present, **common),
+                Message(role="assistant", content=new.assistant_message, turn=new, name=witness.get("name", ""),
+                        present=present, **common),
             ]
-        )
+        )  # fmt: skip
+        messages_stored.send(sender=Message, messages=created)  # indexed for history search like any turn's
         report = turn_supersede(old.pk, by_turn_pk=new.pk, cause="edit")
         event_emit_for_turn(
             new, "message.edited", {"messageId": message_id, "role": message.role, "replacedTurnId": old.pk}

@@ -213,9 +213,9 @@ def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_messa
         if turn is None:
             raise NotFound(f"no turn {turn_id} in this conversation")
         on_accept = bool(turn.scenario and turn.scenario.commit_on == "accepted")
-        retry = turn.assistant_message == assistant_message and not on_accept
-        if retry and turn.status == "committed":
-            return turn  # a retry of a complete whose answer was lost: it did everything already
+        retry = turn.assistant_message == assistant_message
+        if retry and (turn.status == "committed" or (on_accept and turn.status == "completed")):
+            return turn  # a retry of a complete whose answer was lost: it did everything already (or waits for accept)
         if retry and turn.status == "completed":
             pass  # a retry: the reply was stored but the commit did not happen (the database went away): commit now
         elif turn.status != "prepared":

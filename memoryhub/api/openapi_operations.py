@@ -75,8 +75,9 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
     "turns_complete": (
         "turns",
         "Complete a turn",
-        "Record the assistant's reply; memory writes follow the scenario's commitOn (409 "
-        "turn_already_completed for a second reply).",
+        "Record the assistant's reply; memory writes follow the scenario's commitOn. The same reply again "
+        "answers the turn as it stands (a retry, nothing done twice); another reply is 409 "
+        "turn_already_completed.",
     ),
     "turns_accept": (
         "turns",

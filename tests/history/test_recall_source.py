@@ -118,6 +118,28 @@ def test_turn_messages_are_searchable_at_once_and_a_superseded_reply_never_is(al
         assert "Towers of light on rocky coasts." in found, mode
 
 
+def test_an_edited_round_is_searchable_with_its_speakers_and_the_old_text_never_is(alice):
+    scenario(alice)
+    first = turn(alice, "c", "Tell me about lighthouses", reply="Mara: Lighthouses guide ships with a flashing beam.",
+                 name="Mara", userName="Rowan", present=["Mara"])  # fmt: skip
+    messages = alice.get("/v1/users/u1/conversations/c/messages?limit=200").json()["results"]
+    reply_id = next(m["id"] for m in messages if m["turnId"] == first["turnId"] and m["role"] == "assistant")
+    edited = alice.post(f"/v1/users/u1/conversations/c/messages/{reply_id}/edit",
+                        {"content": "Mara: Towers of light on rocky coasts."})  # fmt: skip
+    assert edited.status_code == 200, edited.json()
+    found_at_once = contents(search(alice, "u1", "towers rocky coasts", "keyword"))
+    assert found_at_once[0] == "Mara: Towers of light on rocky coasts."  # by keyword before any vector
+    outbox.background_wait()
+    vectors_done(alice)
+    for mode in ("keyword", "semantic", "hybrid"):
+        found = search(alice, "u1", "lighthouse flashing beam ships towers light rocky coasts", mode, limit=100)
+        by_content = {hit["content"]: hit for hit in found.json()["results"]}
+        assert "Mara: Lighthouses guide ships with a flashing beam." not in by_content, mode
+        hit = by_content["Mara: Towers of light on rocky coasts."]
+        assert (hit["name"], hit["messageId"]) == ("Mara", edited.json()["messageIds"][1]), mode
+        assert by_content["Tell me about lighthouses"]["name"] == "Rowan", mode
+
+
 def test_erasing_the_user_removes_the_index_and_the_export_covers_it(alice):
     from memories.lifecycle.services.export import exported_rows
 

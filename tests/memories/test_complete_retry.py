@@ -69,13 +69,29 @@ def test_the_same_reply_again_commits_the_turn_once(alice, flaky_commit):
 
 
 @pytest.mark.django_db
-def test_another_reply_or_a_turn_waiting_for_accept_is_still_a_conflict(alice, flaky_commit):
+def test_another_reply_is_still_a_conflict(alice, flaky_commit):
     turn_id = prepared(alice, SCENARIO)
     assert alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "请进。"}).status_code == 503
     other = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "不行。"})
     assert_envelope(other, 409, "turn_already_completed")
 
+
+@pytest.mark.django_db
+def test_the_same_reply_again_answers_a_turn_waiting_for_accept_without_committing_it(alice, flaky_commit):
+    """commitOn "accepted": a retry whose first answer was lost gets that answer again, and nothing commits."""
     waiting = prepared(alice, {**SCENARIO, "id": "gate2", "commitOn": "accepted"})
-    assert alice.post(f"{CONV}/turns/{waiting}/complete", {"assistantMessage": "请进。"}).status_code == 200
+    first = alice.post(f"{CONV}/turns/{waiting}/complete", {"assistantMessage": "请进。"})
+    assert first.status_code == 200, first.json()
     repeated = alice.post(f"{CONV}/turns/{waiting}/complete", {"assistantMessage": "请进。"})
-    assert_envelope(repeated, 409, "turn_already_completed")  # it waits for accept, as before
+    assert repeated.status_code == 200 and repeated.json() == first.json()
+    assert (repeated.json()["status"], repeated.json()["memoryWrite"]["status"]) == ("completed", "pending")
+    assert flaky_commit == [] and Message.objects.filter(turn_id=waiting).count() == 2  # stored once, not committed
+    assert_envelope(alice.post(f"{CONV}/turns/{waiting}/complete", {"assistantMessage": "不行。"}), 409,
+                    "turn_already_completed")  # fmt: skip
+
+    assert alice.post(f"{CONV}/turns/{waiting}/accept", {}).status_code == 503  # the flaky hook fails once
+    accepted = alice.post(f"{CONV}/turns/{waiting}/accept", {})
+    assert accepted.status_code == 200 and accepted.json()["status"] == "committed"
+    after = alice.post(f"{CONV}/turns/{waiting}/complete", {"assistantMessage": "请进。"})
+    assert after.status_code == 200 and after.json()["status"] == "committed"
+    assert flaky_commit == [waiting] and Message.objects.filter(turn_id=waiting).count() == 2

@@ -171,6 +171,20 @@ def test_deleting_a_reply_rolls_its_writes_back_and_keeps_the_user_message(alice
     assert_envelope(alice.post(f"{CONV}/turns/{a['turnId']}/select", {}), 409, "turn_not_selectable")
 
 
+def test_a_user_message_whose_reply_was_deleted_cannot_be_edited_and_nothing_changes(alice):
+    """Its turn has no reply left: an edit would bring the deleted one back (or leave a round without one)."""
+    setup(alice)
+    a = turn(alice, "Go on.", reply("lighthouse", "Eli"))
+    user_id = user_message_id(alice, a["turnId"])
+    assert alice.delete(f"{CONV}/messages/{reply_id(alice, a['turnId'])}").status_code == 200
+    before = (alice.get(f"{CONV}/messages?limit=200").json(), alice.get(f"{CONV}/turns/{a['turnId']}").json())
+    refused = alice.post(f"{CONV}/messages/{user_id}/edit", {"content": "Go north."})
+    assert_envelope(refused, 409, "message_superseded")
+    assert refused.json()["error"]["details"] == {"messageId": user_id, "turnId": a["turnId"]}
+    after = (alice.get(f"{CONV}/messages?limit=200").json(), alice.get(f"{CONV}/turns/{a['turnId']}").json())
+    assert after == before and after[1]["rollback"]["cause"] == "delete"  # the delete's record is kept
+
+
 def test_deleting_the_user_message_removes_the_round(alice):
     setup(alice)
     a = turn(alice, "Go on.", reply("lighthouse", "Eli"))
