@@ -123,5 +123,16 @@ def test_the_tool_call_answers_the_shapes_of_the_memory_endpoints(alice):
         call, {"name": "update_memory", "arguments": {"expectedRevision": "1", "memory": {}}}, format="json"
     )
     assert assert_envelope(bad, 400, "invalid_request")["details"] == {"field": "arguments.expectedRevision"}
+    # details.field names the argument at fault: a missing or unknown one, a float revision, the whole value.
+    for arguments, field in (
+        ({"memory": {}}, "arguments.expectedRevision"),
+        ({"expectedRevision": 1}, "arguments.memory"),
+        ({"expectedRevision": 1, "memory": {}, "colour": 1}, "arguments.colour"),
+        ({"expectedRevision": 1.0, "memory": {}}, "arguments.expectedRevision"),
+        ([], "arguments"),
+    ):
+        refused = tool.post(call, {"name": "update_memory", "arguments": arguments}, format="json")
+        assert assert_envelope(refused, 400, "invalid_request")["details"] == {"field": field}, arguments
+    assert alice.get(memory).json() == {"revision": 1, "memory": {"scene": "gate"}}  # nothing written
     assert_envelope(alice.post(call, {"name": "get_memory", "arguments": {}}), 401)  # a product key is not a token
     assert openapi.take_violations() == []

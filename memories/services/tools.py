@@ -15,10 +15,12 @@ from django.conf import settings
 from django.core import signing
 from django.utils import timezone
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 
 from memories.models import ApiKey, IssuedToolToken, Product, Scenario
 from memories.selectors.documents import memory_document_get
 from memories.services.documents import memory_document_replace
+from memories.validation import validate_revision
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress, run_address_checks
 from memoryhub.errors import Forbidden, InvalidRequest, NotFound, RevisionConflict
@@ -210,10 +212,23 @@ def _check_arguments(name: str, arguments: object) -> dict:
     schema = TOOLS[name]["function"]["parameters"]
     error = next(iter(Draft202012Validator(schema).iter_errors(arguments)), None)
     if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-        raise InvalidRequest(f"invalid arguments for {name}: {error.message}", details={"field": f"arguments.{where}"})
+        field = ".".join(["arguments", *(str(p) for p in error.absolute_path), *_culprit(error)])
+        raise InvalidRequest(f"invalid arguments for {name}: {error.message}", details={"field": field})
     assert isinstance(arguments, dict)  # every tool's parameters schema is an object
+    if "expectedRevision" in arguments:  # JSON Schema's integer admits 2.0; the REST endpoint's rule does not
+        validate_revision(arguments["expectedRevision"], field="arguments.expectedRevision")
     return arguments
+
+
+def _culprit(error: ValidationError) -> list[str]:
+    """The property a `required` or `additionalProperties` error is about (its path stops at the object)."""
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    if error.validator == "required":
+        return [next(p for p in error.validator_value if p not in instance)]
+    if error.validator == "additionalProperties":
+        known = error.schema.get("properties", {})
+        return [next(p for p in instance if p not in known)]
+    return []
 
 
 def _update(address: ConversationAddress, token: ToolToken, arguments: dict) -> int:

@@ -27,3 +27,16 @@ def test_a_nul_in_an_argument_is_a_tool_error_and_writes_nothing(alice):
     error = tool_error(response.json()["result"])
     assert error.startswith("invalid_request: ") and '"path": "/memory/mood"' in error
     assert alice.get("/v1/users/u1/conversations/c1/memory").json()["revision"] == 1
+
+
+@pytest.mark.parametrize("method", ["tools/list", "tools/call"])
+def test_a_deeply_nested_body_is_a_parse_error_not_a_500(alice, method):
+    """1,000 nested arrays in 2 KB: the library's decoder recurses per level; the REST API answers 400 here too."""
+    seed(alice)
+    token = mint(alice)
+    params = {"name": "update_memory", "arguments": {"expectedRevision": 1, "memory": {"mood": "DEEP"}}}
+    body = json.dumps(rpc_body(method, params)).replace('"DEEP"', "[" * 1000 + "]" * 1000)
+    response = Client().post("/mcp", body, content_type="application/json", headers=rpc_headers(token, method, params))
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == {"code": -32700, "message": "Invalid JSON: nested too deeply"}
+    assert alice.get("/v1/users/u1/conversations/c1/memory").json()["revision"] == 1

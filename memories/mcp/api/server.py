@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django_mcpz.jsonrpc import PARSE_ERROR, error_response
 from django_mcpz.server import MCPServer, ToolError
 from rest_framework.exceptions import Throttled
 
@@ -133,8 +134,18 @@ def _permission(tool: McpTool) -> Callable[[HttpRequest], bool]:
     return lambda request: tool_offered(_caller(request), tool)
 
 
+class _Server(MCPServer):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return super().__call__(request)
+        except RecursionError:
+            # The library's JSON decoder recurses per nesting level: a small, deeply nested body must be the
+            # parse error it is (400, as the REST API's "JSON nested too deeply"), never a 500.
+            return error_response(None, PARSE_ERROR, "Invalid JSON: nested too deeply", status=HTTPStatus.BAD_REQUEST)
+
+
 def build_server() -> MCPServer:
-    server = MCPServer(
+    server = _Server(
         name="memoryhub",
         version="1.0.0",
         title="memoryhub",
