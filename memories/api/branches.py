@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from memories.services.branches import turn_select
 from memories.services.messages import MessageChange, message_delete, message_edit
-from memoryhub.api.common import conversation_address, validated
+from memoryhub.api.common import conversation_address, optional_body, validated
 from memoryhub.api.fields import EmptyBodySerializer, StrictCharField, StrictSerializer
 
 from .serializers.turns import completion_to_dict
@@ -46,7 +46,9 @@ class SelectedSerializer(serializers.Serializer):
     status = serializers.CharField()
     round = serializers.IntegerField()
     changed = serializers.BooleanField(help_text="false: the turn was the current reply already")
-    rollback = RollbackSerializer(help_text="what was written again for the selected turn")
+    rollback = RollbackSerializer(
+        allow_null=True, help_text="what was written again for the selected turn; null when nothing changed"
+    )
     displaced = serializers.ListField(child=serializers.DictField(), help_text="[{turnId, rollback}] superseded now")
 
 
@@ -56,7 +58,9 @@ class MessageChangedSerializer(serializers.Serializer):
     round = serializers.IntegerField()
     messageIds = serializers.ListField(child=serializers.IntegerField())
     changed = serializers.BooleanField()
-    rollback = RollbackSerializer(help_text="what superseding the old turn undid")
+    rollback = RollbackSerializer(
+        allow_null=True, help_text="what superseding the old turn undid; an unchanged edit: the turn's own, or null"
+    )
 
 
 _ERRORS = {
@@ -79,7 +83,7 @@ class TurnSelectView(APIView):
     )
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
-        validated(EmptyBodySerializer, request.data or {})
+        validated(EmptyBodySerializer, optional_body(request))
         selection = turn_select(address=address, turn_id=turn_id)
         turn = selection.turn
         body = {
@@ -87,7 +91,7 @@ class TurnSelectView(APIView):
             "status": turn.status,
             "round": turn.round,
             "changed": selection.changed,
-            "rollback": turn.rollback,
+            "rollback": turn.rollback or None,  # the current reply selected again: nothing was written
             "displaced": selection.displaced,
         }
         return Response(body)
@@ -99,7 +103,7 @@ def _changed(change: MessageChange) -> dict:
         **{k: completion[k] for k in ("turnId", "status", "round")},
         "messageIds": change.message_ids,
         "changed": change.changed,
-        "rollback": change.rollback,
+        "rollback": change.rollback or None,  # an unchanged edit of a turn never superseded nor selected: {}
     }
 
 

@@ -13,7 +13,7 @@ from memories.services.tools import (
     tools_available,
 )
 from memoryhub.api.authentication import IsProductOrToolClient, IsToolClient
-from memoryhub.api.common import conversation_address, validated
+from memoryhub.api.common import conversation_address, optional_body, validated
 from memoryhub.timefmt import iso
 
 from .authentication import ProductKeyAuthentication, ToolTokenAuthentication, ToolTokenOnlyAuthentication
@@ -45,7 +45,7 @@ class ToolTokenView(APIView):
     )
     def post(self, request, user_id: str, conversation_id: str):
         address = conversation_address(request, user_id, conversation_id)
-        data = validated(ToolTokenSerializer, request.data or {})
+        data = validated(ToolTokenSerializer, optional_body(request))
         minted = tool_token_mint(
             address=address,
             api_key=request.auth,  # the token works only while this key does

@@ -20,7 +20,7 @@ from memories.services.turns import (
 )
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
-from memoryhub.api.common import conversation_address, validated
+from memoryhub.api.common import conversation_address, optional_body, validated
 from memoryhub.api.fields import EmptyBodySerializer
 from memoryhub.api.pagination import page_params
 from memoryhub.api.plan import EdgePlan, Planned, Planner
@@ -119,7 +119,7 @@ class TurnAcceptView(APIView):
     @extend_schema(request=EmptyBodySerializer, responses=CompletionSerializer, operation_id="turns_accept")
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
-        validated(EmptyBodySerializer, request.data or {})
+        validated(EmptyBodySerializer, optional_body(request))
         return Response(completion_to_dict(turn_accept(address=address, turn_id=turn_id)))
 
 

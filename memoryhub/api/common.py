@@ -27,6 +27,12 @@ def conversation_address(request, user_id: str, conversation_id: str) -> Convers
     return address
 
 
+def optional_body(request) -> object:
+    """The body of an endpoint whose body may be left out: none is `{}`; anything sent (`[]`, `null`) is judged."""
+    sent = (request.META.get("CONTENT_LENGTH") or "0") != "0"  # chunked bodies are refused before (411)
+    return request.data if sent else {}
+
+
 def validated(serializer_class: type[serializers.Serializer], data: object, **context) -> dict:
     fast = fast_validated(serializer_class, data)  # a body valid as sent skips DRF (memoryhub/api/fast_validation.py)
     if fast is not None:

@@ -219,6 +219,11 @@ def test_bad_input_is_4xx_with_the_envelope_and_changes_nothing(alice):
     assert_envelope(alice.post(f"{CONV}/messages/{message}/edit", {}), 400, "invalid_request")
     assert_envelope(alice.post(f"{CONV}/messages/{message}/edit", {"content": "x", "role": "user"}), 400)
     assert_envelope(alice.post(f"{CONV}/turns/{a['turnId']}/select", {"force": True}), 400, "invalid_request")
+    for body in ("[]", "null", '"x"'):  # any other body than {} (leaving it out is {})
+        sent = alice.client.generic("POST", f"{CONV}/turns/{a['turnId']}/select", body, content_type="application/json")
+        assert_envelope(sent, 400, "invalid_request")
+    left_out = alice.client.generic("POST", f"{CONV}/turns/{a['turnId']}/select", "", content_type="application/json")
+    assert left_out.status_code == 200 and left_out.json()["changed"] is False  # the current reply: nothing to do
     assert_envelope(alice.post(f"{CONV}/messages/999999/edit", {"content": "x"}), 404, "not_found")
     assert_envelope(alice.delete(f"{CONV}/messages/999999"), 404, "not_found")
     assert_envelope(alice.post(f"{CONV}/turns/999999/select", {}), 404, "not_found")

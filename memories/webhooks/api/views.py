@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryhub.api.common import validated
+from memoryhub.api.common import optional_body, validated
 from memoryhub.api.pagination import page_params
 from memoryhub.timefmt import iso
 
@@ -134,7 +134,7 @@ class WebhookRotateSecretView(APIView):
         "day) every delivery carries two signatures in webhook-signature, one per secret.",
     )
     def post(self, request, endpoint_id: int):
-        data = validated(WebhookRotateSerializer, request.data or {})
+        data = validated(WebhookRotateSerializer, optional_body(request))
         endpoint = endpoint_rotate_secret(
             product=request.user.product,
             endpoint_id=endpoint_id,
