@@ -246,12 +246,16 @@ class _Scan:
         return None
 
     def check(self, entry: Candidate, recursion: bool, level: int, step: int) -> Fired | None:
-        view = entry.view
         why = self.held(entry, recursion, level)
         if why is not None:
-            if why in ("cooldown", "delay") and step == 1:
-                self.result.suppressed.append((entry, why))
+            if why in ("cooldown", "delay") and step == 1 and self.fires(entry, step) is not None:
+                self.result.suppressed.append((entry, why))  # it would have fired: its key is there
             return None
+        return self.fires(entry, step)
+
+    def fires(self, entry: Candidate, step: int) -> Fired | None:
+        """Whether the entry fires in this pass, its timed effects and recursion holds aside."""
+        view = entry.view
         if view["constant"]:
             return Fired(entry, "constant", None, [], step)
         if (entry.book, entry.uid) in self.settings.external:

@@ -87,6 +87,15 @@ def test_timed_effects_table(alice, fields, messages, expected):
             assert why == ["delay" if "delay" in fields else "cooldown"]
 
 
+def test_only_an_entry_that_would_have_fired_is_listed_as_suppressed(alice):
+    """A delay (or cooldown) holds an entry back; it is `suppressed` only when its key is in the scanned text."""
+    import_world(alice, body=book(entry(1, ["owl"], delay=4), entry(2, ["lantern"], delay=4)))
+    scenario(alice)
+    first = prepare(alice, "lore", "hello there, lantern in hand")
+    assert fired(first) == {}
+    assert [(s["uid"], s["by"]) for s in first["sources"][0]["details"]["suppressed"]] == [("2", "delay")]
+
+
 def test_sticky_state_is_kept_on_the_turn_and_shown(alice):
     import_world(alice, body=book(entry(1, ["lantern"], sticky=5, cooldown=8)))
     scenario(alice)
