@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 from memoryhub.clients.chat import ChatCompletionsClient
 from memoryhub.clients.errors import UpstreamProtocolError
 from memoryhub.clients.summarizer import SERVICE, SummarizerClient
+from tables.parsing import without_table_edits
 
 SUMMARY_MAX_CHARS = 300
 DIARY_MAX_CHARS = 1200
@@ -60,12 +61,13 @@ class SummarizerConfigError(ValueError):
 
 
 def spoken_texts(messages: list[dict]) -> list[tuple[str, str]]:
-    """(role, text) of the user/assistant messages; system/tool messages are not the story."""
+    """(role, text) of the user/assistant messages; system/tool messages are not the story, and neither are a
+    reply's `<tableEdit>` blocks (calls on the memory tables, applied on their own: docs/tables.md)."""
     out = []
     for message in messages:
         role, content = message.get("role"), message.get("content")
-        if role in SPOKEN_ROLES and isinstance(content, str) and content.strip():
-            out.append((role, content.strip()))
+        if role in SPOKEN_ROLES and isinstance(content, str) and (said := without_table_edits(content).strip()):
+            out.append((role, said))
     return out
 
 

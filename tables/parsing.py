@@ -137,6 +137,16 @@ class _Invalid(Exception):
     """The call was read but its arguments are unusable; scanning resumes after its `)`."""
 
 
+def without_table_edits(text: str) -> str:
+    """`text` with its closed `<tableEdit>` blocks taken out: what the reply says, not the calls it makes."""
+    out, at = [], 0
+    while (opened := _OPEN_TAG.search(text, at)) and (closed := _CLOSE_TAG.search(text, opened.end())):
+        out.append(text[at : opened.start()])
+        at = closed.end()
+    out.append(text[at:])
+    return "".join(out)
+
+
 def parse_table_edits(reply: str) -> ParseResult:
     """Return the calls of every closed `<tableEdit>` block of `reply`, each exactly once, in order."""
     calls: list[TableEditCall] = []

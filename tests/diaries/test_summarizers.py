@@ -283,3 +283,25 @@ def test_get_summarizer_reads_settings_lazily(monkeypatch: pytest.MonkeyPatch) -
     # No mapping: Django settings when configured, else the environment; either way it selects.
     monkeypatch.delenv("SUMMARIZER_BASE_URL", raising=False)
     assert isinstance(get_summarizer(), Summarizer)
+
+
+TABLE_EDITING = [
+    {"role": "user", "content": "We reach the lighthouse at dusk."},
+    {
+        "role": "assistant",
+        "content": "Eli unlocks the lighthouse door.\n<tableEdit>\ninsertRow(0, {0: \"day 1\", 1: \"dusk\"})\n"
+        "</tableEdit>\nThe lamp room smells of salt.",
+    },
+    {"role": "assistant", "content": "<tableEdit>\nupdateRow(0, 0, {1: \"night\"})\n</tableEdit>"},
+]
+
+
+def test_table_edit_blocks_are_not_the_story(server: StubHttpServer) -> None:
+    """A reply's <tableEdit> calls are applied to the tables; a summary or diary never sees them."""
+    result = ExtractiveSummarizer().summarize(TABLE_EDITING, 1, 2, want_diary=True)
+    assert "insertRow" not in result.summary + (result.diary or "") and "lamp room" in result.summary
+    server.route("POST", "/v1/chat/completions", Reply(200, _completion('{"summary": "s"}')))
+    _summarizer(server).summarize(TABLE_EDITING, 1, 2, want_diary=False)
+    prompt = server.requests[0].json()["messages"][1]["content"]
+    assert "tableEdit" not in prompt and "updateRow" not in prompt
+    assert "assistant: Eli unlocks the lighthouse door.\n\nThe lamp room smells of salt." in prompt
