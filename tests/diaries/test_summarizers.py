@@ -289,10 +289,10 @@ TABLE_EDITING = [
     {"role": "user", "content": "We reach the lighthouse at dusk."},
     {
         "role": "assistant",
-        "content": "Eli unlocks the lighthouse door.\n<tableEdit>\ninsertRow(0, {0: \"day 1\", 1: \"dusk\"})\n"
+        "content": 'Eli unlocks the lighthouse door.\n<tableEdit>\ninsertRow(0, {0: "day 1", 1: "dusk"})\n'
         "</tableEdit>\nThe lamp room smells of salt.",
     },
-    {"role": "assistant", "content": "<tableEdit>\nupdateRow(0, 0, {1: \"night\"})\n</tableEdit>"},
+    {"role": "assistant", "content": '<tableEdit>\nupdateRow(0, 0, {1: "night"})\n</tableEdit>'},
 ]
 
 
