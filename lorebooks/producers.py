@@ -103,11 +103,13 @@ def produce_lorebook(request: RecallRequest) -> SourceResult:
     candidates = [Candidate(book.slug, entry.uid, formats.view_of(book.format, entry.data)) for book, entry in rows]
     address = request.address
     depth = max([options.get("scanDepth", 2)] + [c.view["scanDepth"] or 0 for c in candidates])
-    before = recent_witnessed(
-        address, character=request.character, before_round=request.round, limit=min(depth, MAX_SCAN_DEPTH)
-    )
+    # The turn's user message is the newest scanned one; an axon runtime never sees it, so its scan starts
+    # with the earlier messages and every slot of scanDepth reaches one of them.
+    newest = [request.user_message] if request.user_message else []
+    limit = max(0, min(depth, MAX_SCAN_DEPTH) - len(newest))
+    before = recent_witnessed(address, character=request.character, before_round=request.round, limit=limit)
     include_names = options.get("includeNames", True)
-    messages = [request.user_message] + [_line(m, include_names) for m in before]
+    messages = newest + [_line(m, include_names) for m in before]
     chat_length = witnessed_count(address, character=request.character, before_round=request.round) + 1
     seed = f"{request.product.pk}:{request.user_id}:{request.conversation_id}:{request.round}"
     scores = _vector_scores(candidates, messages[: options.get("scanDepth", 2)], options)

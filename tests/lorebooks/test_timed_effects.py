@@ -96,6 +96,20 @@ def test_only_an_entry_that_would_have_fired_is_listed_as_suppressed(alice):
     assert [(s["uid"], s["by"]) for s in first["sources"][0]["details"]["suppressed"]] == [("2", "delay")]
 
 
+@pytest.mark.parametrize(("runtime", "scanned"), [("personalization", 2), ("axon_go", 2)])
+def test_scan_depth_counts_the_messages_the_runtime_scans(alice, runtime, scanned):
+    """scanDepth 2: the user message and the reply before it, or (axon: no user message) the last two messages."""
+    import_world(alice, body=book(entry(1, ["lantern"])))
+    source = {"id": "wi", "agentRef": "lorebook", "variable": "wi", "lorebooks": ["eldoria"], "scanDepth": 2}
+    body = {"id": "lore", "name": "lore", "memoryRuntime": runtime, "memorySources": [source], "template": "{{wi}}"}
+    assert alice.post("/v1/scenarios", body).status_code == 201
+    play(alice, ["a lantern in the fog"])
+    second = prepare(alice, "lore", "nothing")
+    assert second["sources"][0]["details"]["scannedMessages"] == scanned
+    # the key is two messages back: out of reach when the user message takes a slot, within it for axon
+    assert fired(second) == ({} if runtime == "personalization" else {"1": "key"})
+
+
 def test_sticky_state_is_kept_on_the_turn_and_shown(alice):
     import_world(alice, body=book(entry(1, ["lantern"], sticky=5, cooldown=8)))
     scenario(alice)
