@@ -43,8 +43,10 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "Replace the memory document",
         "A full replacement, committed only if `expectedRevision` is the stored revision (one conditional UPDATE): "
         "answers the new revision, expectedRevision + 1. A loser gets 409 revision_conflict with "
-        "details.currentRevision: re-read and decide again. At most 65,536 bytes and depth 32 (413 "
-        "memory_too_large, 400 invalid_memory with details.path).",
+        "details.currentRevision: re-read and decide again. At most 65,536 bytes (413 memory_too_large, "
+        "details.bytes and details.limit) and depth 32; a memory that is not an object, or is nested deeper, is "
+        "400 invalid_memory with details.field `memory` (and details.depth and details.limit for the depth). "
+        "A document failing the product's JSON Schema is 422 rejected_by_policy with details.path.",
     ),
     "memory_revisions": ("memory", "List the document's revisions", "Every committed revision, newest first." + _PAGE),
     "scenarios_list": ("scenarios", "List scenarios", "The product's scenarios." + _PAGE),
