@@ -42,7 +42,10 @@ class HistoryHitSerializer(serializers.Serializer):
     conversationId = serializers.CharField()
     round = serializers.IntegerField()
     role = serializers.CharField(help_text='"user" or "assistant".')
-    name = serializers.CharField(help_text="The speaker's name as imported; empty for a turn's message.")
+    name = serializers.CharField(
+        help_text="The speaker's name: an imported message's `name`; for a turn's message its witness name (the "
+        "prepare's `name` on the reply, `userName` on the user message); empty when none was given."
+    )
     clientId = serializers.CharField(help_text="The product's id of an imported message; empty otherwise.")
     content = serializers.CharField()
     createdAt = serializers.DateTimeField()
