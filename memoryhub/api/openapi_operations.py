@@ -27,7 +27,7 @@ TAGS: dict[str, str] = {
     "ops": "Liveness, readiness and metrics for operators (docs/production.md).",
 }
 
-_PAGE = " Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100)."
+_PAGE = " Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50)."
 _TABLE = "One table; PUT replaces its rows iff `expectedVersion` is the stored version (409 otherwise)."
 _MEMORY = "409 `revision_conflict` with details.currentVersion when expectedVersion is not the stored version."
 
@@ -173,7 +173,10 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
     "memories_search": (
         "long-term memories",
         "Search memories",
-        "Keyword or semantic search over the user's searchable memories; the mode is echoed.",
+        "Keyword, semantic or hybrid search over the user's searchable memories. `mode` is required, with no "
+        "default: `keyword` (BM25), `semantic` (cosine) or `hybrid` (both rankings fused; docs/recall.md); it is "
+        "echoed. `limit` 1–50 (default 10); `minScore` floors the semantic cosine (hybrid defaults to "
+        "SEARCH_MIN_SCORE); `next` goes back as `cursor` with the same query, mode and floor.",
     ),
     "tasks_get": (
         "long-term memories",
@@ -250,8 +253,10 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
     "messages_import": (
         "history",
         "Import past messages",
-        "Up to 1,000 past messages of a conversation with their original times, in order; idempotent by `clientId` "
-        "(the same id with other content is 422). They are then searchable and recallable (docs/history.md).",
+        "1 to 1,000 past messages of a conversation with their original times, in order (400 otherwise); "
+        "idempotent by `clientId`, 1–128 printable characters, trimmed (the same id with another role, name, "
+        "content or time, or twice in one request, is 422 client_id_conflict and nothing is stored). They are "
+        "then searchable and recallable (docs/history.md).",
     ),
     "compactions_list": ("history", "List compact-history summaries", "The conversation's summaries." + _PAGE),
     "lorebooks_list": ("lorebooks", "List lorebooks", "The product's lorebooks, without their entries." + _PAGE),
