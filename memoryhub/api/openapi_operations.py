@@ -27,7 +27,7 @@ TAGS: dict[str, str] = {
     "ops": "Liveness, readiness and metrics for operators (docs/production.md).",
 }
 
-_PAGE = " Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100)."
+_PAGE = " Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50)."
 _TABLE = "One table; PUT replaces its rows iff `expectedVersion` is the stored version (409 otherwise)."
 _MEMORY = "409 `revision_conflict` with details.currentVersion when expectedVersion is not the stored version."
 
@@ -43,8 +43,10 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "Replace the memory document",
         "A full replacement, committed only if `expectedRevision` is the stored revision (one conditional UPDATE): "
         "answers the new revision, expectedRevision + 1. A loser gets 409 revision_conflict with "
-        "details.currentRevision: re-read and decide again. At most 65,536 bytes and depth 32 (413 "
-        "memory_too_large, 400 invalid_memory with details.path).",
+        "details.currentRevision: re-read and decide again. At most 65,536 bytes (413 memory_too_large, "
+        "details.bytes and details.limit) and depth 32; a memory that is not an object, or is nested deeper, is "
+        "400 invalid_memory with details.field `memory` (and details.depth and details.limit for the depth). "
+        "A document failing the product's JSON Schema is 422 rejected_by_policy with details.path.",
     ),
     "memory_revisions": ("memory", "List the document's revisions", "Every committed revision, newest first." + _PAGE),
     "scenarios_list": ("scenarios", "List scenarios", "The product's scenarios." + _PAGE),
@@ -171,7 +173,10 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
     "memories_search": (
         "long-term memories",
         "Search memories",
-        "Keyword or semantic search over the user's searchable memories; the mode is echoed.",
+        "Keyword, semantic or hybrid search over the user's searchable memories. `mode` is required, with no "
+        "default: `keyword` (BM25), `semantic` (cosine) or `hybrid` (both rankings fused; docs/recall.md); it is "
+        "echoed. `limit` 1–50 (default 10); `minScore` floors the semantic cosine (hybrid defaults to "
+        "SEARCH_MIN_SCORE); `next` goes back as `cursor` with the same query, mode and floor.",
     ),
     "tasks_get": (
         "long-term memories",
@@ -248,8 +253,10 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
     "messages_import": (
         "history",
         "Import past messages",
-        "Up to 1,000 past messages of a conversation with their original times, in order; idempotent by `clientId` "
-        "(the same id with other content is 422). They are then searchable and recallable (docs/history.md).",
+        "1 to 1,000 past messages of a conversation with their original times, in order (400 otherwise); "
+        "idempotent by `clientId`, 1–128 printable characters, trimmed (the same id with another role, name, "
+        "content or time, or twice in one request, is 422 client_id_conflict and nothing is stored). They are "
+        "then searchable and recallable (docs/history.md).",
     ),
     "compactions_list": ("history", "List compact-history summaries", "The conversation's summaries." + _PAGE),
     "lorebooks_list": ("lorebooks", "List lorebooks", "The product's lorebooks, without their entries." + _PAGE),

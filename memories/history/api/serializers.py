@@ -42,7 +42,10 @@ class HistoryHitSerializer(serializers.Serializer):
     conversationId = serializers.CharField()
     round = serializers.IntegerField()
     role = serializers.CharField(help_text='"user" or "assistant".')
-    name = serializers.CharField(help_text="The speaker's name as imported; empty for a turn's message.")
+    name = serializers.CharField(
+        help_text="The speaker's name: an imported message's `name`; for a turn's message its witness name (the "
+        "prepare's `name` on the reply, `userName` on the user message); empty when none was given."
+    )
     clientId = serializers.CharField(help_text="The product's id of an imported message; empty otherwise.")
     content = serializers.CharField()
     createdAt = serializers.DateTimeField()
@@ -74,15 +77,26 @@ class ClientIdField(StrictCharField):
 
 
 class ImportedMessageSerializer(StrictSerializer):
-    clientId = ClientIdField()
+    clientId = ClientIdField(
+        help_text="The product's id of the message: 1-128 printable characters (a tab, a newline, a no-break "
+        "space or another non-printable character is 400), leading and trailing whitespace trimmed; unique "
+        "within the request and the conversation (the same id with other role, name, content or time is 422)."
+    )
     role = serializers.ChoiceField(choices=ROLES)
-    content = StrictCharField(max_length=100_000, trim_whitespace=False)
+    content = StrictCharField(
+        max_length=100_000, trim_whitespace=False, help_text="1-100,000 characters, kept as sent."
+    )
     createdAt = serializers.DateTimeField()
     name = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
 
 
 class MessageImportSerializer(StrictSerializer):
-    messages = ImportedMessageSerializer(many=True, min_length=1, max_length=MAX_MESSAGES)
+    messages = ImportedMessageSerializer(
+        many=True,
+        min_length=1,
+        max_length=MAX_MESSAGES,
+        help_text="1 to 1,000 messages, in order (an empty list or more than 1,000 is 400).",
+    )
 
 
 class MessageImportResultSerializer(serializers.Serializer):
