@@ -40,3 +40,17 @@ def test_a_deeply_nested_body_is_a_parse_error_not_a_500(alice, method):
     assert response.status_code == 400, response.content
     assert response.json()["error"] == {"code": -32700, "message": "Invalid JSON: nested too deeply"}
     assert alice.get("/v1/users/u1/conversations/c1/memory").json()["revision"] == 1
+
+
+def test_a_body_over_the_upload_limit_is_413_with_the_envelope(alice, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
+    seed(alice)
+    token = mint(alice)
+    params = {"name": "update_memory", "arguments": {"expectedRevision": 1, "memory": {"notes": "x" * 20_000}}}
+    body = json.dumps(rpc_body("tools/call", params))
+    response = Client().post(
+        "/mcp", body, content_type="application/json", headers=rpc_headers(token, "tools/call", params)
+    )
+    assert response.status_code == 413, response.content
+    assert response.json()["error"]["code"] == "request_too_large"
+    assert alice.get("/v1/users/u1/conversations/c1/memory").json()["revision"] == 1

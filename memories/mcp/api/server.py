@@ -16,6 +16,7 @@ from http import HTTPStatus
 from types import SimpleNamespace
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django_mcpz.jsonrpc import PARSE_ERROR, error_response
 from django_mcpz.server import MCPServer, ToolError
@@ -26,7 +27,7 @@ from memories.services.products import hash_key
 from memoryhub import json_text
 from memoryhub.api import auth_failures
 from memoryhub.api.authentication import ProductClient
-from memoryhub.api.handler import dependency_outage
+from memoryhub.api.handler import dependency_outage, envelope
 from memoryhub.api.throttling import PerKeyRateThrottle
 from memoryhub.clients.errors import UpstreamError
 from memoryhub.errors import DomainError
@@ -142,6 +143,9 @@ class _Server(MCPServer):
             # The library's JSON decoder recurses per nesting level: a small, deeply nested body must be the
             # parse error it is (400, as the REST API's "JSON nested too deeply"), never a 500.
             return error_response(None, PARSE_ERROR, "Invalid JSON: nested too deeply", status=HTTPStatus.BAD_REQUEST)
+        except RequestDataTooBig:  # over DATA_UPLOAD_MAX_MEMORY_SIZE: the REST API's 413, not Django's bare 400
+            body = envelope("request_too_large", "the request body is too large")
+            return JsonResponse(body, status=HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
 
 
 def build_server() -> MCPServer:
