@@ -135,8 +135,7 @@ def test_an_edited_round_is_searchable_with_its_speakers_and_the_old_text_never_
         found = search(alice, "u1", "lighthouse flashing beam ships towers light rocky coasts", mode, limit=100)
         by_content = {hit["content"]: hit for hit in found.json()["results"]}
         assert "Mara: Lighthouses guide ships with a flashing beam." not in by_content, mode
-        hit = by_content["Mara: Towers of light on rocky coasts."]
-        assert (hit["name"], hit["messageId"]) == ("Mara", edited.json()["messageIds"][1]), mode
+        assert by_content["Mara: Towers of light on rocky coasts."]["name"] == "Mara", mode
         assert by_content["Tell me about lighthouses"]["name"] == "Rowan", mode
 
 
