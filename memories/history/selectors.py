@@ -152,9 +152,10 @@ def bm25_statement(where: str, where_params: list, terms: list[str], depth: int)
     """One statement: the per-term queries, the statistics sample, the candidates and their BM25, best first.
 
     BM25 = Σ idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · length / average length)), with
-    idf(t) = ln(1 + (n − df + 0.5) / (df + 0.5)) — FTS5's formula. A term's frequency in a message is
-    `ts_rank_cd` of the one-term query with every weight 1 and no normalisation: the number of its
-    occurrences; a message's length is its number of distinct lexemes (`length(tsvector)`).
+    idf(t) = ln(1 + (n − df + 0.5) / (df + 0.5)) (always positive; FTS5's omits the 1 + and floors at 1e-6).
+    A term's frequency in a message is `ts_rank_cd` of the one-term query with every weight 1 and no
+    normalisation: the number of its occurrences; a message's length is its number of distinct lexemes
+    (`length(tsvector)`).
     """
     count = len(terms)
     per_term = ", ".join(f"plainto_tsquery('{TS_CONFIG}', %s) AS t{i}" for i in range(count))
