@@ -193,7 +193,7 @@ export interface paths {
         };
         /**
          * List lorebooks
-         * @description The product's lorebooks, without their entries. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description The product's lorebooks, without their entries. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["lorebooks_list"];
         put?: never;
@@ -293,7 +293,7 @@ export interface paths {
         };
         /**
          * List an entry's revisions
-         * @description Every revision, newest first, with its cause and actor; a deleted entry's too. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description Every revision, newest first, with its cause and actor; a deleted entry's too. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["lorebook_entry_versions"];
         put?: never;
@@ -333,7 +333,7 @@ export interface paths {
         };
         /**
          * List entry proposals
-         * @description The lorebook's proposed entry edits, newest first; `?status=pending|accepted|rejected` narrows them. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description The lorebook's proposed entry edits, newest first; `?status=pending|accepted|rejected` narrows them. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["lorebook_proposals_list"];
         put?: never;
@@ -493,7 +493,7 @@ export interface paths {
         };
         /**
          * List scenarios
-         * @description The product's scenarios. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description The product's scenarios. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["scenarios_list"];
         put?: never;
@@ -549,7 +549,7 @@ export interface paths {
         };
         /**
          * List a scenario's versions
-         * @description Every version, newest first, with the snapshot and who made it. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description Every version, newest first, with the snapshot and who made it. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["scenarios_versions"];
         put?: never;
@@ -709,7 +709,7 @@ export interface paths {
         };
         /**
          * List diary entries
-         * @description Diary entries of a conversation, newest first unless `order=oldest`. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description Diary entries of a conversation, newest first unless `order=oldest`. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["diaries_list"];
         put?: never;
@@ -729,7 +729,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description The conversation's events (turn.prepared, turn.completed, memory writes, …), optionally of one `type`. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description The conversation's events (turn.prepared, turn.completed, memory writes, …), optionally of one `type`. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["events_list"];
         put?: never;
@@ -754,7 +754,7 @@ export interface paths {
         get: operations["memory_get"];
         /**
          * Replace the memory document
-         * @description A full replacement, committed only if `expectedRevision` is the stored revision (one conditional UPDATE): answers the new revision, expectedRevision + 1. A loser gets 409 revision_conflict with details.currentRevision: re-read and decide again. At most 65,536 bytes and depth 32 (413 memory_too_large, 400 invalid_memory with details.path).
+         * @description A full replacement, committed only if `expectedRevision` is the stored revision (one conditional UPDATE): answers the new revision, expectedRevision + 1. A loser gets 409 revision_conflict with details.currentRevision: re-read and decide again. At most 65,536 bytes (413 memory_too_large, details.bytes and details.limit) and depth 32; a memory that is not an object, or is nested deeper, is 400 invalid_memory with details.field `memory` (and details.depth and details.limit for the depth). A document failing the product's JSON Schema is 422 rejected_by_policy with details.path.
          */
         put: operations["memory_replace"];
         post?: never;
@@ -773,7 +773,7 @@ export interface paths {
         };
         /**
          * List the document's revisions
-         * @description Every committed revision, newest first. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description Every committed revision, newest first. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["memory_revisions"];
         put?: never;
@@ -793,7 +793,7 @@ export interface paths {
         };
         /**
          * List messages
-         * @description The conversation's messages, oldest first. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description The conversation's messages, oldest first. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["messages_list"];
         put?: never;
@@ -855,7 +855,7 @@ export interface paths {
         put?: never;
         /**
          * Import past messages
-         * @description Up to 1,000 past messages of a conversation with their original times, in order; idempotent by `clientId` (the same id with other content is 422). They are then searchable and recallable (docs/history.md).
+         * @description 1 to 1,000 past messages of a conversation with their original times, in order (400 otherwise); idempotent by `clientId`, 1–128 printable characters, trimmed (the same id with another role, name, content or time, or twice in one request, is 422 client_id_conflict and nothing is stored). They are then searchable and recallable (docs/history.md).
          */
         post: operations["messages_import"];
         delete?: never;
@@ -913,7 +913,7 @@ export interface paths {
         };
         /**
          * List state revisions
-         * @description Every committed revision, newest first, with what it changed and who committed it. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description Every committed revision, newest first, with what it changed and who committed it. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["state_revisions"];
         put?: never;
@@ -973,7 +973,7 @@ export interface paths {
         };
         /**
          * List story versions
-         * @description Every version, newest first: settlements and rollbacks; `rolledBack` marks versions a rollback discarded. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description Every version, newest first: settlements and rollbacks; `rolledBack` marks versions a rollback discarded. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["story_versions"];
         put?: never;
@@ -1037,7 +1037,7 @@ export interface paths {
         };
         /**
          * List a table's versions
-         * @description Every committed version of a table, newest first, with what caused it. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description Every committed version of a table, newest first, with what caused it. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["table_versions"];
         put?: never;
@@ -1139,7 +1139,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a turn
-         * @description Record the assistant's reply; memory writes follow the scenario's commitOn (409 turn_already_completed for a second reply).
+         * @description Record the assistant's reply; memory writes follow the scenario's commitOn. The same reply again answers the turn as it stands (a retry, nothing done twice); another reply is 409 turn_already_completed.
          */
         post: operations["turns_complete"];
         delete?: never;
@@ -1257,7 +1257,7 @@ export interface paths {
         };
         /**
          * List a user's memories
-         * @description Newest first, optionally of one kind. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description Newest first, optionally of one kind. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["memories_list"];
         put?: never;
@@ -1311,7 +1311,7 @@ export interface paths {
         put?: never;
         /**
          * Search memories
-         * @description Keyword or semantic search over the user's searchable memories; the mode is echoed.
+         * @description Keyword, semantic or hybrid search over the user's searchable memories. `mode` is required, with no default: `keyword` (BM25), `semantic` (cosine) or `hybrid` (both rankings fused; docs/recall.md); it is echoed. `limit` 1–50 (default 10); `minScore` floors the semantic cosine (hybrid defaults to SEARCH_MIN_SCORE); `next` goes back as `cursor` with the same query, mode and floor.
          */
         post: operations["memories_search"];
         delete?: never;
@@ -1389,7 +1389,7 @@ export interface paths {
         };
         /**
          * List webhook endpoints
-         * @description The product's endpoints. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–100).
+         * @description The product's endpoints. Keyset-paginated: pass `next` back as `cursor` (`limit` 1–200, default 50).
          */
         get: operations["webhooks_list"];
         put?: never;
@@ -1745,7 +1745,7 @@ export interface components {
             round: number;
             /** @description "user" or "assistant". */
             role: string;
-            /** @description The speaker's name as imported; empty for a turn's message. */
+            /** @description The speaker's name: an imported message's `name`; for a turn's message its witness name (the prepare's `name` on the reply, `userName` on the user message); empty when none was given. */
             name: string;
             /** @description The product's id of an imported message; empty otherwise. */
             clientId: string;
@@ -1809,8 +1809,10 @@ export interface components {
             status: components["schemas"]["Status4c0Enum"];
         };
         ImportedMessageRequest: {
+            /** @description The product's id of the message: 1-128 printable characters (a tab, a newline, a no-break space or another non-printable character is 400), leading and trailing whitespace trimmed; unique within the request and the conversation (the same id with other role, name, content or time is 422). */
             clientId: string;
             role: components["schemas"]["RoleEnum"];
+            /** @description 1-100,000 characters, kept as sent. */
             content: string;
             /** Format: date-time */
             createdAt: string;
@@ -2117,13 +2119,14 @@ export interface components {
             round: number;
             messageIds: number[];
             changed: boolean;
-            /** @description what superseding the old turn undid */
-            rollback: components["schemas"]["Rollback"];
+            /** @description what superseding the old turn undid; an unchanged edit: the turn's own, or null */
+            rollback: components["schemas"]["Rollback"] | null;
         };
         MessageEditRequest: {
             content: string;
         };
         MessageImportRequest: {
+            /** @description 1 to 1,000 messages, in order (an empty list or more than 1,000 is 400). */
             messages: components["schemas"]["ImportedMessageRequest"][];
         };
         MessageImportResult: {
@@ -2493,8 +2496,8 @@ export interface components {
             round: number;
             /** @description false: the turn was the current reply already */
             changed: boolean;
-            /** @description what was written again for the selected turn */
-            rollback: components["schemas"]["Rollback"];
+            /** @description what was written again for the selected turn; null when nothing changed */
+            rollback: components["schemas"]["Rollback"] | null;
             /** @description [{turnId, rollback}] superseded now */
             displaced: {
                 [key: string]: unknown;
