@@ -203,6 +203,31 @@ def test_scenarios_turns_history(hub: MemoryHub, user_id: str, live_server: Live
     assert conversation.diaries()["results"] == []
 
 
+def _fits(answer: typing.Any, typed: type) -> bool:
+    """The answer has every key its TypedDict requires and none it does not declare."""
+    hints = typing.get_type_hints(typed, include_extras=True)  # models.py's annotations are strings: read them here
+    assert set(answer) <= set(hints), f"{typed.__name__}: undeclared {sorted(set(answer) - set(hints))}"
+    required = {key for key, hint in hints.items() if typing.get_origin(hint) is not typing.NotRequired}
+    assert required <= set(answer), f"{typed.__name__}: missing {sorted(required - set(answer))}"
+    return True
+
+
+def test_the_docs_error_example_prints_what_it_says(hub: MemoryHub, user_id: str) -> None:
+    """docs/clients.md, "Errors": `refused.reason` is the named reason, `details.code` the family."""
+    with pytest.raises(errors.RejectedByPolicy) as refused:
+        hub.memories(user_id).create(
+            kind="preference",
+            content={"language": "zh"},
+            evidence="我可能更喜欢中文吧",
+            source="我可能更喜欢中文吧",
+            consent=True,
+        )
+    assert refused.value.reason == "hedge"
+    assert refused.value.details == {"reason": "hedge", "code": "not_durable_preference", "path": "/evidence"}
+    docs = (REPO / "docs" / "clients.md").read_text(encoding="utf-8")
+    assert f"# {refused.value.reason} {refused.value.details}" in docs
+
+
 def test_tool_tokens_issue_use_revoke(hub: MemoryHub, user_id: str) -> None:
     minted = hub.tool_tokens.issue(user_id, "c1", ttl_seconds=600)
     assert minted["token"].startswith("mht_") and minted["id"].startswith("ttk_")
