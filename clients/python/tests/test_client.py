@@ -181,7 +181,10 @@ def test_scenarios_turns_history(hub: MemoryHub, user_id: str, live_server: Live
     }
     renamed = hub.scenarios.replace({**current, "name": "Renamed"})  # type: ignore[typeddict-item]
     assert renamed["version"] == 2 and renamed["name"] == "Renamed"
-    assert [v["version"] for v in hub.scenarios.iter_versions(scenario_id, limit=1)] == [2, 1]
+    versions = list(hub.scenarios.iter_versions(scenario_id, limit=1))
+    assert [v["version"] for v in versions] == [2, 1]
+    assert [v["scenario"]["name"] for v in versions] == ["Renamed", "Client test"]
+    assert all(_fits(v, models.ScenarioVersion) for v in versions)
     assert scenario_id in [s["id"] for s in hub.scenarios.iter(limit=1)]
     conversation = hub.conversation(user_id, "c1")
     conversation.memory.put(expected_revision=0, memory={"pet": "cat"})
@@ -194,9 +197,15 @@ def test_scenarios_turns_history(hub: MemoryHub, user_id: str, live_server: Live
     with pytest.raises(errors.TurnStateConflict) as other_reply:
         conversation.complete_turn(turn["turnId"], assistant_message="another reply")
     assert other_reply.value.code == "turn_already_completed"
-    assert conversation.get_turn(turn["turnId"])["committed"] is True
-    assert [m["role"] for m in conversation.iter_messages(limit=1)] == ["user", "assistant"]
-    assert "turn.completed" in [e["type"] for e in conversation.iter_events()]
+    assert _fits(turn, models.PreparedTurn) and _fits(done, models.Completion)
+    detail = conversation.get_turn(turn["turnId"])
+    assert detail["committed"] is True and _fits(detail, models.Turn)
+    assert (detail["replacesTurnId"], detail["rollback"]) == (None, None)
+    messages = list(conversation.iter_messages(limit=1))
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert all(_fits(m, models.Message) and m["deleted"] is False for m in messages)
+    events = list(conversation.iter_events())
+    assert "turn.completed" in [e["type"] for e in events] and all(_fits(e, models.Event) for e in events)
     assert conversation.tables()["tables"] == []
     assert conversation.story()["version"] == 0
     assert conversation.state()["revision"] == 0
