@@ -241,7 +241,8 @@ class MemoryHubVectorStore(VectorStore):
         return await self.aadd_documents([Document(page_content=t, metadata=m) for t, m in zip(texts, metas)], **kwargs)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        """Delete these documents (every document of the store with `ids=None`); missing ids are ignored."""
+        """Delete these documents, every copy of each (every document of the store with `ids=None`); missing ids
+        are ignored."""
         memories = self._hub.memories(self.user_id)
         for memory in _selected(self._all(), ids):
             with contextlib.suppress(NotFound):  # deleted concurrently: the goal is reached
