@@ -181,7 +181,10 @@ def test_scenarios_turns_history(hub: MemoryHub, user_id: str, live_server: Live
     }
     renamed = hub.scenarios.replace({**current, "name": "Renamed"})  # type: ignore[typeddict-item]
     assert renamed["version"] == 2 and renamed["name"] == "Renamed"
-    assert [v["version"] for v in hub.scenarios.iter_versions(scenario_id, limit=1)] == [2, 1]
+    versions = list(hub.scenarios.iter_versions(scenario_id, limit=1))
+    assert [v["version"] for v in versions] == [2, 1]
+    assert [v["scenario"]["name"] for v in versions] == ["Renamed", "Client test"]
+    assert all(_fits(v, models.ScenarioVersion) for v in versions)
     assert scenario_id in [s["id"] for s in hub.scenarios.iter(limit=1)]
     conversation = hub.conversation(user_id, "c1")
     conversation.memory.put(expected_revision=0, memory={"pet": "cat"})
@@ -194,13 +197,44 @@ def test_scenarios_turns_history(hub: MemoryHub, user_id: str, live_server: Live
     with pytest.raises(errors.TurnStateConflict) as other_reply:
         conversation.complete_turn(turn["turnId"], assistant_message="another reply")
     assert other_reply.value.code == "turn_already_completed"
-    assert conversation.get_turn(turn["turnId"])["committed"] is True
-    assert [m["role"] for m in conversation.iter_messages(limit=1)] == ["user", "assistant"]
-    assert "turn.completed" in [e["type"] for e in conversation.iter_events()]
+    assert _fits(turn, models.PreparedTurn) and _fits(done, models.Completion)
+    detail = conversation.get_turn(turn["turnId"])
+    assert detail["committed"] is True and _fits(detail, models.Turn)
+    assert (detail["replacesTurnId"], detail["rollback"]) == (None, None)
+    messages = list(conversation.iter_messages(limit=1))
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert all(_fits(m, models.Message) and m["deleted"] is False for m in messages)
+    events = list(conversation.iter_events())
+    assert "turn.completed" in [e["type"] for e in events] and all(_fits(e, models.Event) for e in events)
     assert conversation.tables()["tables"] == []
     assert conversation.story()["version"] == 0
     assert conversation.state()["revision"] == 0
     assert conversation.diaries()["results"] == []
+
+
+def _fits(answer: typing.Any, typed: type) -> bool:
+    """The answer has every key its TypedDict requires and none it does not declare."""
+    hints = typing.get_type_hints(typed, include_extras=True)  # models.py's annotations are strings: read them here
+    assert set(answer) <= set(hints), f"{typed.__name__}: undeclared {sorted(set(answer) - set(hints))}"
+    required = {key for key, hint in hints.items() if typing.get_origin(hint) is not typing.NotRequired}
+    assert required <= set(answer), f"{typed.__name__}: missing {sorted(required - set(answer))}"
+    return True
+
+
+def test_the_docs_error_example_prints_what_it_says(hub: MemoryHub, user_id: str) -> None:
+    """docs/clients.md, "Errors": `refused.reason` is the named reason, `details.code` the family."""
+    with pytest.raises(errors.RejectedByPolicy) as refused:
+        hub.memories(user_id).create(
+            kind="preference",
+            content={"language": "zh"},
+            evidence="我可能更喜欢中文吧",
+            source="我可能更喜欢中文吧",
+            consent=True,
+        )
+    assert refused.value.reason == "hedge"
+    assert refused.value.details == {"reason": "hedge", "code": "not_durable_preference", "path": "/evidence"}
+    docs = (REPO / "docs" / "clients.md").read_text(encoding="utf-8")
+    assert f"# {refused.value.reason} {refused.value.details}" in docs
 
 
 def test_tool_tokens_issue_use_revoke(hub: MemoryHub, user_id: str) -> None:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 
 import pytest
 from conftest import LiveServer
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
 from memoryhub_client import MemoryHub, errors
-from memoryhub_client.langchain import MemoryHubVectorStore, _ids_for
+from memoryhub_client.langchain import ATTESTATION, MemoryHubVectorStore, _ids_for, current_copy
+from memoryhub_client.models import Memory
 
 
 class TestMemoryHubVectorStore(VectorStoreIntegrationTests):
@@ -60,3 +66,100 @@ def test_generated_ids_hold_no_digits_for_admission_to_read_as_a_card_number(liv
     with pytest.raises(errors.RejectedByPolicy) as refused:  # why: an id of 16 digits can be a card number
         store.add_documents([Document(page_content="plain text", id="4111111111111111")])
     assert refused.value.reason == "secret_detected"
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _copy(hub: MemoryHub, user_id: str, doc_id: str, text: str) -> Memory:
+    """One more memory for `doc_id`, as a concurrent writer's create would leave it."""
+    content = {"docId": doc_id, "text": text, "metadata": {"topic": "copies"}}
+    return hub.memories(user_id).create(
+        kind="langchain_document", content=content, evidence=ATTESTATION, source=ATTESTATION, consent=True
+    )
+
+
+def test_duplicates_of_one_id_converge_on_the_most_recent_write(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    with MemoryHub(live_server.url, live_server.api_key) as hub:
+        older = _copy(hub, user_id, "d1", "the older copy of a note about tea")
+        time.sleep(0.01)
+        newer = _copy(hub, user_id, "d1", "the newer copy of a note about tea")
+        assert _time(newer["updatedAt"]) > _time(older["updatedAt"])
+        assert current_copy([older, newer])["id"] == newer["id"] == current_copy([newer, older])["id"]
+        assert [d.page_content for d in store.get_by_ids(["d1"])] == [newer["content"]["text"]]
+        found = store.similarity_search("a note about tea", k=4, filter={"topic": "copies"})
+        assert [d.page_content for d in found] == [newer["content"]["text"]]
+        # An upsert updates the current copy and deletes the others.
+        store.add_documents([Document(page_content="tea, third version", id="d1")])
+        [memory] = list(hub.memories(user_id).iter(kind="langchain_document"))
+        assert memory["id"] == newer["id"] and memory["content"]["text"] == "tea, third version"
+        # A delete removes every copy.
+        _copy(hub, user_id, "d1", "a fourth copy")
+        store.delete(["d1"])
+        assert store.get_by_ids(["d1"]) == []
+        assert list(hub.memories(user_id).iter(kind="langchain_document")) == []
+
+
+def test_concurrent_adds_of_one_id_then_get_and_delete(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    stores = [
+        MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id) for _ in range(3)
+    ]
+    barrier = threading.Barrier(len(stores))
+
+    def add(index: int) -> None:
+        barrier.wait()
+        # A writer whose listing already saw another's create updates it: losing that race is a RevisionConflict.
+        with contextlib.suppress(errors.RevisionConflict):
+            stores[index].add_documents([Document(page_content=f"writer {index}", id="d1")])
+
+    with ThreadPoolExecutor(len(stores)) as pool:
+        list(pool.map(add, range(len(stores))))
+    with MemoryHub(live_server.url, live_server.api_key) as hub:
+        stored = list(hub.memories(user_id).iter(kind="langchain_document"))
+    expected = current_copy(stored)["content"]["text"]
+    assert [[d.page_content for d in store.get_by_ids(["d1"])] for store in stores] == [[expected]] * 3
+    stores[0].delete(["d1"])
+    assert [store.get_by_ids(["d1"]) for store in stores] == [[], [], []]
+
+
+SECRET = {"pw": "password: hunter2hunter2"}
+
+
+def test_add_documents_stops_at_a_refused_document_and_names_what_it_wrote(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    documents = [
+        Document(page_content="Carol likes jazz", id="good1"),
+        Document(page_content="Carol likes tea", id="good2"),
+        Document(page_content="ok", metadata=SECRET, id="bad1"),
+        Document(page_content="Carol likes rain", id="after"),
+    ]
+    with pytest.raises(errors.RejectedByPolicy) as refused:
+        store.add_documents(documents)
+    assert refused.value.reason == "secret_detected"
+    assert refused.value.written_ids == ["good1", "good2"]
+    assert [d.id for d in store.get_by_ids(["good1", "good2", "bad1", "after"])] == ["good1", "good2"]
+    with pytest.raises(errors.RejectedByPolicy) as first:
+        store.add_documents([Document(page_content="ok", metadata=SECRET, id="bad2"), documents[3]])
+    assert first.value.written_ids == []
+    assert store.get_by_ids(["bad2", "after"]) == []
+
+
+async def test_aadd_documents_stops_at_a_refused_document_and_names_what_it_wrote(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    await store.aadd_documents([Document(page_content="Carol likes jazz", id="good1")])
+    documents = [
+        Document(page_content="Carol likes jazz a lot", id="good1"),  # an update counts as written too
+        Document(page_content="ok", metadata=SECRET, id="bad1"),
+        Document(page_content="Carol likes rain", id="after"),
+    ]
+    with pytest.raises(errors.RejectedByPolicy) as refused:
+        await store.aadd_documents(documents)
+    assert refused.value.written_ids == ["good1"]
+    found = await store.aget_by_ids(["good1", "bad1", "after"])
+    assert [(d.id, d.page_content) for d in found] == [("good1", "Carol likes jazz a lot")]

@@ -3,14 +3,23 @@ into $LANGGRAPH_STORE_TESTS; never committed), run unchanged against MemoryHubSt
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
+import threading
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 
 from conftest import LiveServer
-from memoryhub_client.langgraph import MemoryHubStore
+from memoryhub_client import MemoryHub
+from memoryhub_client.errors import RevisionConflict
+from memoryhub_client.langgraph import ATTESTATION, MemoryHubStore, current_copy
+from memoryhub_client.models import Memory
 
 HERE = Path(__file__).resolve().parent
 
@@ -47,3 +56,79 @@ def test_namespaces_map_onto_one_user_and_kind(live_server: LiveServer) -> None:
     assert store.list_namespaces(prefix=("users", "*")) == [("users", "alice", "prefs")]
     store.delete(("users", "alice", "prefs"), "diet")
     assert store.get(("users", "alice", "prefs"), "diet") is None
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _copy(hub: MemoryHub, user_id: str, key: str, value: dict[str, object]) -> Memory:
+    """One more memory for ("r",)/key, as a concurrent writer's create would leave it."""
+    content = {"ns": ["r"], "key": key, "value": value, "text": json.dumps(value), "indexed": True}
+    return hub.memories(user_id).create(
+        kind="langgraph_item", content=content, evidence=ATTESTATION, source=ATTESTATION, consent=True
+    )
+
+
+def test_duplicates_of_one_key_converge_on_the_most_recent_write(live_server: LiveServer) -> None:
+    user_id = f"lg-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    with MemoryHub(live_server.url, live_server.api_key) as hub:
+        older = _copy(hub, user_id, "k", {"text": "older"})
+        time.sleep(0.01)
+        newer = _copy(hub, user_id, "k", {"text": "newer"})
+        assert _time(newer["updatedAt"]) > _time(older["updatedAt"])
+        assert current_copy([newer, older])["id"] == newer["id"] == current_copy([older, newer])["id"]
+        found = store.get(("r",), "k")
+        assert found is not None and found.value == {"text": "newer"}
+        assert [i.value for i in store.search(("r",))] == [{"text": "newer"}]
+        assert [i.value for i in store.search(("r",), query="newer older")] == [{"text": "newer"}]
+        assert store.list_namespaces() == [("r",)]
+        # An older copy written again is the most recent write: it is the current one then.
+        time.sleep(0.01)
+        again = {**older["content"], "value": {"text": "older, written again"}}
+        hub.memories(user_id).update(
+            older["id"],
+            expected_version=older["version"],
+            content=again,
+            evidence=ATTESTATION,
+            source=ATTESTATION,
+            consent=True,
+        )
+        found = store.get(("r",), "k")
+        assert found is not None and found.value == {"text": "older, written again"}
+        # A put updates the current copy and deletes the others.
+        store.put(("r",), "k", {"text": "third"})
+        [memory] = list(hub.memories(user_id).iter(kind="langgraph_item"))
+        assert memory["id"] == older["id"] and memory["content"]["value"] == {"text": "third"}
+        # A delete removes every copy: no older value comes back.
+        _copy(hub, user_id, "k", {"text": "fourth"})
+        store.delete(("r",), "k")
+        assert store.get(("r",), "k") is None
+        assert list(hub.memories(user_id).iter(kind="langgraph_item")) == []
+
+
+def test_concurrent_puts_of_one_key_then_get_and_delete(live_server: LiveServer) -> None:
+    user_id = f"lg-{uuid.uuid4().hex[:12]}"
+    stores = [MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id) for _ in range(3)]
+    barrier = threading.Barrier(len(stores))
+
+    def put(index: int) -> None:
+        barrier.wait()
+        # A writer whose listing already saw another's create updates it: losing that race is a RevisionConflict.
+        with contextlib.suppress(RevisionConflict):
+            stores[index].put(("r",), "k", {"text": f"writer {index}"})
+
+    with ThreadPoolExecutor(len(stores)) as pool:
+        list(pool.map(put, range(len(stores))))
+    with MemoryHub(live_server.url, live_server.api_key) as hub:
+        stored = list(hub.memories(user_id).iter(kind="langgraph_item"))
+    expected = current_copy(stored)["content"]["value"]  # one copy per writer that created, the newest answers
+    for store in stores:
+        found = store.get(("r",), "k")
+        assert found is not None and found.value == expected
+    stores[0].delete(("r",), "k")
+    assert [store.get(("r",), "k") for store in stores] == [None, None, None]
+    stores[1].put(("r",), "k", {"text": "after"})
+    found = stores[2].get(("r",), "k")
+    assert found is not None and found.value == {"text": "after"}

@@ -251,11 +251,11 @@ class Conversation(_Area):
     def get_table(self, table_id: int) -> m.Table:
         return cast(m.Table, self._hub._request(_get(f"{self._path}/tables/{seg(table_id)}")))
 
-    def replace_table(self, table_id: int, *, expected_version: int, rows: list[Any]) -> m.Table:
+    def replace_table(self, table_id: int, *, expected_version: int, rows: list[Any]) -> m.TableEdited:
         call = Call(
             "PUT", f"{self._path}/tables/{seg(table_id)}", json={"expectedVersion": expected_version, "rows": rows}
         )
-        return cast(m.Table, self._hub._request(call))
+        return cast(m.TableEdited, self._hub._request(call))
 
     def iter_table_versions(self, table_id: int, *, limit: int | None = None) -> Iterator[m.TableVersion]:
         return self._hub._iterate(_get(f"{self._path}/tables/{seg(table_id)}/versions", limit=limit))
@@ -537,7 +537,7 @@ class Scenarios(_Area):
     def iter(self, *, limit: int | None = None) -> Iterator[m.Scenario]:
         return self._hub._iterate(_get("/v1/scenarios", limit=limit))
 
-    def iter_versions(self, scenario_id: str, *, limit: int | None = None) -> Iterator[m.Scenario]:
+    def iter_versions(self, scenario_id: str, *, limit: int | None = None) -> Iterator[m.ScenarioVersion]:
         return self._hub._iterate(_get(f"/v1/scenarios/{seg(scenario_id)}/versions", limit=limit))
 
 

@@ -55,6 +55,10 @@ __all__ = [
 class MemoryHubError(Exception):
     """An error answer of the server: `status`, the envelope's `code`, `message` and `details`."""
 
+    # Set by `MemoryHubVectorStore.add_documents` (and `aadd_documents`) on the error that stopped it: the ids of
+    # the documents this call had written before it, in order. None on an error raised anywhere else.
+    written_ids: list[str] | None = None
+
     def __init__(
         self, status: int, code: str, message: str, details: Mapping[str, Any] | None = None, headers: Any = None
     ) -> None:

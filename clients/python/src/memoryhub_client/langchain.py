@@ -11,6 +11,16 @@ Ids are the Document ids (generated when absent), not memoryhub's `mem_…` ids.
 memory by a content field, so `get_by_ids`, `delete` and an upsert list the user's memories of the kind
 (keyset pages of 200): fine for the hundreds of documents per user memoryhub is built for, linear beyond.
 Metadata filters (`filter={"k": v}`) are applied by the client to the semantic results.
+
+Concurrent writers: memoryhub has no uniqueness on a content field, so two writers (two stores, two processes)
+adding the same new id at the same time can each create a memory for it. The store converges: of the memories
+of one id the current one is the most recently written (`current_copy`: the greatest `updatedAt`, then
+`createdAt`, then `id`); `get_by_ids` and the searches answer only that one, an upsert updates it
+(compare-and-set) and deletes the other copies, and `delete` removes every copy.
+
+`add_documents` writes the documents one by one, in order. When one fails (RejectedByPolicy for a secret, a
+RevisionConflict, …) the ones before it stay written, it and the ones after it are not written, and the error
+raised carries the ids written by this call in `error.written_ids`.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import contextlib
 import secrets
 import string
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from langchain_core.documents import Document
@@ -28,7 +39,7 @@ from langchain_core.vectorstores import VectorStore
 from ._async_client import AsyncMemoryHub
 from ._kinds import ensure_kind as ensure_kind_defined
 from ._sync_client import MemoryHub
-from .errors import NotFound
+from .errors import MemoryHubError, NotFound, RevisionConflict
 from .models import Memory, SearchResult
 
 ATTESTATION = "I keep notes here."
@@ -44,6 +55,25 @@ CONTENT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 PAGE = 200
+
+
+def current_copy(copies: Iterable[Memory]) -> Memory:
+    """Of several memories stored for one document id (concurrent creates), the current one: the most recently
+    written (greatest `updatedAt`, then `createdAt`, then `id`, so every reader picks the same one)."""
+    return max(copies, key=lambda m: (_time(m["updatedAt"]), _time(m["createdAt"]), m["id"]))
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _by_doc_id(memories: Iterable[Memory]) -> tuple[dict[str, Memory], dict[str, list[Memory]]]:
+    """The current memory of each document id, and the other copies of each (deleted by the next write)."""
+    copies: dict[str, list[Memory]] = {}
+    for memory in memories:
+        copies.setdefault(memory["content"]["docId"], []).append(memory)
+    current = {doc_id: current_copy(found) for doc_id, found in copies.items()}
+    return current, {doc_id: [m for m in found if m is not current[doc_id]] for doc_id, found in copies.items()}
 
 
 def _document(memory: Memory | SearchResult) -> Document:
@@ -108,17 +138,18 @@ class MemoryHubVectorStore(VectorStore):
             return [memory async for memory in hub.memories(self.user_id).iter(kind=self.kind, limit=PAGE)]
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        return _pick(self._all(), ids)
+        return _pick(_by_doc_id(self._all())[0], ids)
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        return _pick(await self._aall(), ids)
+        return _pick(_by_doc_id(await self._aall())[0], ids)
 
     def similarity_search_with_score(
         self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         found: list[tuple[Document, float]] = []
+        current = {m["id"] for m in _by_doc_id(self._all())[0].values()}  # no other copy of a document
         for result in self._hub.memories(self.user_id).iter_search(query, mode="semantic", limit=min(max(k, 10), 50)):
-            if _take(result, self.kind, filter, found) and len(found) >= k:
+            if _take(result, current, filter, found) and len(found) >= k:
                 break
         return found[:k]
 
@@ -126,10 +157,11 @@ class MemoryHubVectorStore(VectorStore):
         self, query: str, k: int = 4, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         found: list[tuple[Document, float]] = []
+        current = {m["id"] for m in _by_doc_id(await self._aall())[0].values()}
         async with self._async_hub() as hub:
             search = hub.memories(self.user_id).iter_search(query, mode="semantic", limit=min(max(k, 10), 50))
             async for result in search:
-                if _take(result, self.kind, filter, found) and len(found) >= k:
+                if _take(result, current, filter, found) and len(found) >= k:
                     break
         return found[:k]
 
@@ -145,31 +177,53 @@ class MemoryHubVectorStore(VectorStore):
     # -- writes --------------------------------------------------------------------------------------------------
 
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Write the documents in order (an existing id: a compare-and-set update). If one fails, the error raised
+        carries the ids written before it by this call in `error.written_ids`; it and the rest are not written."""
         ids = _ids_for(documents, kwargs.get("ids"))
-        existing = {m["content"]["docId"]: m for m in self._all()}
+        existing, stale = _by_doc_id(self._all())
         memories = self._hub.memories(self.user_id)
-        for doc_id, document in zip(ids, documents):
-            current = existing.get(doc_id)
-            if current is None:
-                existing[doc_id] = memories.create(kind=self.kind, **_proposal(doc_id, document))
-            else:
-                proposal = _proposal(doc_id, document)
-                existing[doc_id] = memories.update(current["id"], expected_version=current["version"], **proposal)
-        return ids
-
-    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
-        ids = _ids_for(documents, kwargs.get("ids"))
-        existing = {m["content"]["docId"]: m for m in await self._aall()}
-        async with self._async_hub() as hub:
-            memories = hub.memories(self.user_id)
+        written: list[str] = []
+        try:
             for doc_id, document in zip(ids, documents):
                 current = existing.get(doc_id)
                 proposal = _proposal(doc_id, document)
                 if current is None:
-                    existing[doc_id] = await memories.create(kind=self.kind, **proposal)
+                    existing[doc_id] = memories.create(kind=self.kind, **proposal)
                 else:
                     version = current["version"]
-                    existing[doc_id] = await memories.update(current["id"], expected_version=version, **proposal)
+                    existing[doc_id] = memories.update(current["id"], expected_version=version, **proposal)
+                written.append(doc_id)
+                for copy in stale.pop(doc_id, []):
+                    with contextlib.suppress(NotFound, RevisionConflict):  # gone, or written since: newer
+                        memories.delete(copy["id"], expected_version=copy["version"])
+        except MemoryHubError as error:
+            error.written_ids = written
+            raise
+        return ids
+
+    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """`add_documents`, async."""
+        ids = _ids_for(documents, kwargs.get("ids"))
+        existing, stale = _by_doc_id(await self._aall())
+        written: list[str] = []
+        async with self._async_hub() as hub:
+            memories = hub.memories(self.user_id)
+            try:
+                for doc_id, document in zip(ids, documents):
+                    current = existing.get(doc_id)
+                    proposal = _proposal(doc_id, document)
+                    if current is None:
+                        existing[doc_id] = await memories.create(kind=self.kind, **proposal)
+                    else:
+                        version = current["version"]
+                        existing[doc_id] = await memories.update(current["id"], expected_version=version, **proposal)
+                    written.append(doc_id)
+                    for copy in stale.pop(doc_id, []):
+                        with contextlib.suppress(NotFound, RevisionConflict):  # gone, or written since: newer
+                            await memories.delete(copy["id"], expected_version=copy["version"])
+            except MemoryHubError as error:
+                error.written_ids = written
+                raise
         return ids
 
     def add_texts(
@@ -187,7 +241,8 @@ class MemoryHubVectorStore(VectorStore):
         return await self.aadd_documents([Document(page_content=t, metadata=m) for t, m in zip(texts, metas)], **kwargs)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        """Delete these documents (every document of the store with `ids=None`); missing ids are ignored."""
+        """Delete these documents, every copy of each (every document of the store with `ids=None`); missing ids
+        are ignored."""
         memories = self._hub.memories(self.user_id)
         for memory in _selected(self._all(), ids):
             with contextlib.suppress(NotFound):  # deleted concurrently: the goal is reached
@@ -224,8 +279,7 @@ def ensure_kind(hub: MemoryHub, kind: str) -> None:
     )
 
 
-def _pick(memories: list[Memory], ids: Sequence[str]) -> list[Document]:
-    by_id = {m["content"]["docId"]: m for m in memories}
+def _pick(by_id: dict[str, Memory], ids: Sequence[str]) -> list[Document]:
     return [_document(by_id[i]) for i in ids if i in by_id]
 
 
@@ -234,8 +288,10 @@ def _selected(memories: list[Memory], ids: list[str] | None) -> list[Memory]:
     return [m for m in memories if wanted is None or m["content"]["docId"] in wanted]
 
 
-def _take(result: SearchResult, kind: str, where: dict[str, Any] | None, found: list[tuple[Document, float]]) -> bool:
-    if result["kind"] != kind:
+def _take(
+    result: SearchResult, current: set[str], where: dict[str, Any] | None, found: list[tuple[Document, float]]
+) -> bool:
+    if result["id"] not in current:  # another kind, or not the current copy of its document
         return False
     document = _document(result)
     if not _matches(document, where):

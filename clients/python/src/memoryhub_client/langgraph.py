@@ -13,6 +13,12 @@ pages of 200) and answers every operation of the batch from that listing and the
 number of items per user. `search` with a `query` ranks by memoryhub's semantic search; filters, namespace
 prefixes, offset and limit are applied by the client. `abatch` runs `batch` in a worker thread. TTLs are not
 supported (`supports_ttl = False`).
+
+Concurrent writers: memoryhub has no uniqueness on a content field, so two writers (two stores, two processes)
+that put a new key at the same time can each create a memory for it. The store converges: of the memories of
+one (namespace, key) the current one is the most recently written (`current_copy`: the greatest `updatedAt`,
+then `createdAt`, then `id`); get, search and list_namespaces answer only that one, a put updates it
+(compare-and-set) and deletes the other copies, and a delete removes every copy.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from langgraph.store.base import (
 
 from ._kinds import ensure_kind as ensure_kind_defined
 from ._sync_client import MemoryHub
-from .errors import NotFound
+from .errors import NotFound, RevisionConflict
 from .models import Memory
 
 ATTESTATION = "I keep notes here."
@@ -75,6 +81,15 @@ def _fields(memory: Memory) -> dict[str, Any]:
         "created_at": _time(memory["createdAt"]),
         "updated_at": _time(memory["updatedAt"]),
     }
+
+
+def current_copy(copies: Iterable[Memory]) -> Memory:
+    """Of several memories stored for one item (concurrent creates), the current one: the most recently written
+    (greatest `updatedAt`, then `createdAt`, then `id`, so every reader picks the same one)."""
+    return max(copies, key=lambda m: (_time(m["updatedAt"]), _time(m["createdAt"]), m["id"]))
+
+
+Key = tuple[tuple[str, ...], str]
 
 
 def _item(memory: Memory) -> Item:
@@ -141,14 +156,19 @@ class MemoryHubStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        items = {(tuple(m["content"]["ns"]), m["content"]["key"]): m for m in self._listing()}
+        copies: dict[Key, list[Memory]] = {}
+        for memory in self._listing():
+            copies.setdefault((tuple(memory["content"]["ns"]), memory["content"]["key"]), []).append(memory)
+        items = {key: current_copy(found) for key, found in copies.items()}
+        # The other copies of an item (concurrent creates): never answered, deleted by the next write of the key.
+        stale = {key: [m for m in found if m is not items[key]] for key, found in copies.items()}
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
                 found = items.get((op.namespace, op.key))
                 results.append(_item(found) if found else None)
             elif isinstance(op, PutOp):
-                self._put(items, op)
+                self._put(items, stale, op)
                 results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(self._search(items, op))
@@ -167,22 +187,32 @@ class MemoryHubStore(BaseStore):
         memories = self._hub.memories(self.user_id).iter(kind=self.kind, limit=PAGE)
         return sorted(memories, key=lambda m: (m["createdAt"], m["id"]))
 
-    def _put(self, items: dict[tuple[tuple[str, ...], str], Memory], op: PutOp) -> None:
+    def _put(self, items: dict[Key, Memory], stale: dict[Key, list[Memory]], op: PutOp) -> None:
         memories = self._hub.memories(self.user_id)
-        current = items.get((op.namespace, op.key))
+        key = (op.namespace, op.key)
+        current = items.get(key)
         if op.value is None:
             if current is not None:
                 with contextlib.suppress(NotFound):  # deleted meanwhile: the goal is reached
                     memories.delete(current["id"], expected_version=current["version"])
-                del items[(op.namespace, op.key)]
+                del items[key]
+                self._drop(stale.pop(key, []))  # every copy: a delete brings back no older value
             return
         proposal: dict[str, Any] = {"content": self._content(op), "evidence": ATTESTATION, "source": ATTESTATION}
         proposal["consent"] = True  # given by the product backend that configures the store
         if current is None:
-            items[(op.namespace, op.key)] = memories.create(kind=self.kind, **proposal)
+            items[key] = memories.create(kind=self.kind, **proposal)
         else:
-            updated = memories.update(current["id"], expected_version=current["version"], **proposal)
-            items[(op.namespace, op.key)] = updated
+            items[key] = memories.update(current["id"], expected_version=current["version"], **proposal)
+            self._drop(stale.pop(key, []))
+
+    def _drop(self, copies: list[Memory]) -> None:
+        """Delete the other copies of an item. One deleted meanwhile is fine; one written since the listing
+        (RevisionConflict) is a newer write than ours and is left to the rule (the most recent write is current)."""
+        memories = self._hub.memories(self.user_id)
+        for copy in copies:
+            with contextlib.suppress(NotFound, RevisionConflict):
+                memories.delete(copy["id"], expected_version=copy["version"])
 
     def _content(self, op: PutOp) -> dict[str, Any]:
         value = dict(op.value or {})
@@ -191,7 +221,7 @@ class MemoryHubStore(BaseStore):
         text = " ".join(texts) if texts else json.dumps(value, ensure_ascii=False, sort_keys=True)
         return {"ns": list(op.namespace), "key": op.key, "value": value, "text": text, "indexed": bool(texts)}
 
-    def _search(self, items: dict[tuple[tuple[str, ...], str], Memory], op: SearchOp) -> list[SearchItem]:
+    def _search(self, items: dict[Key, Memory], op: SearchOp) -> list[SearchItem]:
         prefix = op.namespace_prefix
 
         def wanted(memory: Memory) -> bool:
@@ -215,7 +245,7 @@ class MemoryHubStore(BaseStore):
         return (ranked + unranked)[op.offset : op.offset + op.limit]
 
 
-def _namespaces(items: dict[tuple[tuple[str, ...], str], Memory], op: ListNamespacesOp) -> list[tuple[str, ...]]:
+def _namespaces(items: dict[Key, Memory], op: ListNamespacesOp) -> list[tuple[str, ...]]:
     namespaces = {namespace for namespace, _ in items}
     if op.match_conditions:
         namespaces = {ns for ns in namespaces if all(_matches_condition(c, ns) for c in op.match_conditions)}

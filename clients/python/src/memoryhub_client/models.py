@@ -1,8 +1,8 @@
 """Request and response bodies as TypedDicts, named after the OpenAPI components (`GET /api/schema/`).
 
 The client's tests compare every TypedDict named in `SCHEMA_COMPONENTS` with the live server's schema
-(same property names, same required ones). Bodies the schema leaves untyped today (turns, tables, tools,
-messages, events) are typed from what the views send; `UNTYPED_IN_SCHEMA` lists them.
+(same property names, same required ones). Two keep older names: `PreparedTurn` is the schema's `Turn` and
+`Turn` is its `TurnDetail` (also importable under that name).
 """
 
 from __future__ import annotations
@@ -112,6 +112,15 @@ class Scenario(ScenarioRequest):
     updatedAt: str
 
 
+class ScenarioVersion(TypedDict):
+    """One recorded version of a scenario (`hub.scenarios.iter_versions`), newest first."""
+
+    version: int
+    scenario: dict[str, JSON]  # the scenario as it was at this version
+    actor: str  # who made the change: an API key's or an admin user's name
+    createdAt: str
+
+
 class Stage(TypedDict):
     stage: str
     key: str
@@ -152,7 +161,7 @@ class SourceStatus(TypedDict):
 
 
 class PreparedTurn(TypedDict):
-    """`POST …/turns` (untyped in the schema today: memories/api/serializers/turns.py turn_to_dict)."""
+    """`POST …/turns`: the schema's `Turn`."""
 
     turnId: int
     round: int
@@ -166,6 +175,7 @@ class PreparedTurn(TypedDict):
     unreferencedVariables: list[str]
     sources: list[SourceStatus]
     requestId: str | None
+    witness: NotRequired[dict[str, JSON]]  # group scenes: name, userName, present (docs/roleplay.md)
 
 
 class MemoryWrite(TypedDict):
@@ -175,7 +185,7 @@ class MemoryWrite(TypedDict):
 
 
 class Completion(TypedDict):
-    """`…/complete`, `…/accept` (untyped in the schema today: completion_to_dict)."""
+    """`…/complete`, `…/accept`."""
 
     turnId: int
     status: str
@@ -185,11 +195,16 @@ class Completion(TypedDict):
 
 
 class Turn(PreparedTurn):
-    """`GET …/turns/{id}`: the prepared turn, its completion and `runtimeState`."""
+    """`GET …/turns/{id}` (the schema's `TurnDetail`): the prepared turn, its completion and `runtimeState`."""
 
     committed: bool
     memoryWrite: MemoryWrite
     runtimeState: JSON
+    replacesTurnId: int | None  # the turn whose reply this one regenerated
+    rollback: dict[str, JSON] | None  # what superseding or selecting this turn undid or wrote again
+
+
+TurnDetail = Turn
 
 
 class Message(TypedDict):
@@ -199,6 +214,9 @@ class Message(TypedDict):
     role: str
     content: str
     superseded: bool
+    deleted: bool  # removed by DELETE …/messages/{id} (kept, never shown)
+    name: NotRequired[str]  # the speaking character
+    present: NotRequired[list[str]]  # the characters present (witness scopes)
     createdAt: str
 
 
@@ -224,7 +242,7 @@ class DiaryEntry(TypedDict):
 
 
 class Table(TypedDict):
-    """A memory table (tables/api.py table_to_dict; untyped in the schema today)."""
+    """A memory table (tables/api.py table_to_dict)."""
 
     id: int
     index: int
@@ -237,7 +255,12 @@ class Table(TypedDict):
     rows: list[JSON]
     version: int
     updatedAt: str
-    changed: NotRequired[bool]
+
+
+class TableEdited(Table):
+    """`replace_table`'s answer: the table, and whether the rows sent differed from the stored ones."""
+
+    changed: bool  # false when the rows sent were the stored rows (no new version)
 
 
 class TableList(TypedDict):
@@ -354,13 +377,13 @@ class ToolTokensRevoked(TypedDict):
 
 
 class ToolList(TypedDict):
-    """`GET /v1/tools` (untyped in the schema today): the tools this token may call, OpenAI function style."""
+    """`GET /v1/tools`: the tools this token may call, OpenAI function style."""
 
     tools: list[dict[str, JSON]]
 
 
 class ToolCallResult(TypedDict):
-    """`POST /v1/tools/call` (untyped in the schema today): the tool's answer is in `details`."""
+    """`POST /v1/tools/call`: the tool's answer is in `details`."""
 
     details: dict[str, JSON]
 
@@ -458,6 +481,18 @@ SCHEMA_COMPONENTS: dict[str, type] = {
     "KindList": KindList,
     "Scenario": Scenario,
     "ScenarioRequest": ScenarioRequest,
+    "ScenarioVersion": ScenarioVersion,
+    "Turn": PreparedTurn,
+    "TurnDetail": Turn,
+    "Completion": Completion,
+    "Message": Message,
+    "Event": Event,
+    "Table": Table,
+    "TableEdited": TableEdited,
+    "TableList": TableList,
+    "TableVersion": TableVersion,
+    "ToolList": ToolList,
+    "ToolCallResult": ToolCallResult,
     "Stage": Stage,
     "CheckpointResult": CheckpointResult,
     "ReportBody": ReportBody,
@@ -491,17 +526,6 @@ SCHEMA_COMPONENTS: dict[str, type] = {
 # Fields the server sends that the schema's component does not list yet.
 NOT_IN_SCHEMA: dict[str, set[str]] = {}
 
-# operationId → TypedDict for responses the schema does not type yet (checked against live answers instead).
-UNTYPED_IN_SCHEMA: dict[str, type] = {
-    "turns_prepare": PreparedTurn,
-    "turns_get": Turn,
-    "turns_complete": Completion,
-    "turns_accept": Completion,
-    "messages_list": Message,
-    "events_list": Event,
-    "tables_list": TableList,
-    "table_get": Table,
-    "table_versions": TableVersion,
-    "tools_list": ToolList,
-    "tools_call": ToolCallResult,
-}
+# operationId → TypedDict for responses the schema does not type yet: none today (the schema types every answer
+# the client returns; their TypedDicts are in SCHEMA_COMPONENTS).
+UNTYPED_IN_SCHEMA: dict[str, type] = {}
