@@ -66,6 +66,31 @@ def _run(turn_pk: int, other_pk: int | None, cause: str) -> dict[str, Any] | Non
 _CHANGED = "the state changed after this turn's rollback"
 
 
+def state_as_rolled_back(address: ConversationAddress, turn_pk: int) -> dict[str, Any] | None:
+    """The state as superseding `turn_pk` will leave it (what a regeneration of its reply is prompted with), or
+    None when that rollback would change nothing: the turn committed nothing live, or someone wrote after it."""
+    row = (
+        ConversationState.objects.filter(
+            product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
+        )
+        .only("pk", "revision")
+        .first()
+    )
+    if row is None:
+        return None
+    history = [
+        Step(revision, turn_id, kind)
+        for revision, turn_id, kind in ConversationStateRevision.objects.filter(state=row).values_list(
+            "revision", "turn_id", "cause"
+        )
+    ]
+    plan = plan_undo(history, turn_pk, row.revision)
+    if plan.status != "apply" or plan.restore is None:
+        return None
+    text, records = _content_at(row, plan.restore)
+    return {"revision": row.revision, "text": text, "records": records}
+
+
 def _content(row: ConversationState | ConversationStateRevision) -> tuple[str, list]:
     return row.text, row.records
 

@@ -185,6 +185,24 @@ def test_a_user_message_whose_reply_was_deleted_cannot_be_edited_and_nothing_cha
     assert after == before and after[1]["rollback"]["cause"] == "delete"  # the delete's record is kept
 
 
+def test_a_regeneration_is_prompted_with_the_state_and_story_as_the_rollback_will_leave_them(alice):
+    """Nothing derived from the reply being replaced reaches the prompt of its replacement (swipes are not canon)."""
+    setup(alice)
+    first = turn(alice, "Go on.", reply("lighthouse", "Eli"))
+    write_state_and_story(alice, first["turnId"], 1, "Eli lit the lamp.")
+    second = turn(alice, "And then?", reply("stairs", "Eli"))
+    write_state_and_story(alice, second["turnId"], 7, "Eli trusted the keeper.")
+    prepared = alice.post(f"{CONV}/turns", {"scenarioId": "rp", "userMessage": "And then?",
+                                             "replacesTurnId": second["turnId"]})  # fmt: skip
+    assert prepared.status_code == 201, prepared.json()
+    prompt, sources = prepared.json()["prompt"], {s["id"]: s for s in prepared.json()["sources"]}
+    assert 'keeper: {"trust": 1}' in prompt and "Eli lit the lamp." in prompt, prompt  # the first reply's stay
+    assert '"trust": 7' not in prompt and "Eli trusted the keeper." not in prompt, prompt
+    assert sources["st"]["details"]["asBeforeReplacedReply"] is True
+    plain = alice.post(f"{CONV}/turns", {"scenarioId": "rp", "userMessage": "Next."}).json()
+    assert 'keeper: {"trust": 7}' in plain["prompt"] and "asBeforeReplacedReply" not in plain["sources"][0]["details"]
+
+
 def test_deleting_the_user_message_removes_the_round(alice):
     setup(alice)
     a = turn(alice, "Go on.", reply("lighthouse", "Eli"))
