@@ -60,14 +60,20 @@ def produce_compass_memory(request: RecallRequest) -> SourceResult:
         unseen = _unwitnessed(request)
         witnessed = [e for e in newest if not any(e["round_from"] <= r <= e["round_to"] for r in unseen)]
         hidden, newest = len(newest) - len(witnessed), witnessed
+    rewound = False
+    if request.replaces_turn_id is not None:  # a regeneration: the diary as the rollback will leave it
+        kept = [e for e in newest if not e["round_from"] <= request.round <= e["round_to"]]
+        rewound, newest = len(kept) < len(newest), kept
     chosen = newest[:count]
+    rewind = {"asBeforeReplacedReply": True} if rewound else {}
     if not chosen:
-        return SourceResult(
-            text="", status="empty", details={"reason": "no diary written yet", "limit": count}, cached=cached
-        )
+        reason = "no diary before the round being regenerated" if rewound else "no diary written yet"
+        details = {"reason": reason, "limit": count, **rewind}
+        return SourceResult(text="", status="empty", details=details, cached=cached)
     details = {"limit": count, "entryIds": [e["id"] for e in chosen], "throughRound": chosen[0]["round_to"]}
     if request.character:
         details |= {"witness": request.character, "hiddenEntries": hidden}
+    details |= rewind
     return SourceResult(text=render_summaries(chosen), status="ok", details=details, cached=cached)
 
 

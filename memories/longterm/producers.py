@@ -23,6 +23,7 @@ from django.utils import timezone
 from memories.longterm.keyword import bm25_rank, keyword_strings
 from memories.longterm.kinds import KIND_NAME, KindSpec
 from memories.longterm.models import EmbeddingIndex, LongTermMemory, current
+from memories.longterm.rollback import longterm_as_rolled_back
 from memories.longterm.selectors import (
     HYBRID,
     KEYWORD,
@@ -36,6 +37,7 @@ from memories.longterm.selectors import (
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
 from memories.longterm.services.memories import kind_scope
 from memories.longterm.services.vectors import backend_named
+from memories.models import Turn
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress
 from memoryhub.ranking import SignalHit, fuse, keep_places, script
@@ -141,26 +143,45 @@ def build_snapshot(scope: UserAddress, kind: str = PREFERENCE, definition_id: in
     filters on it. Superseded memories are left out (superseding invalidates the snapshot in its write).
     """
     index = EmbeddingIndex.objects.filter(status="active").first()
-    rows = list(
-        LongTermMemory.objects.filter(current(timezone.now()), product=scope.product, user_id=scope.user_id, kind=kind)
-        .order_by("-pk")
-        .values("pk", "memory_id", "version", "content", "embedding_index_id", "expires_at")[:MAX_SNAPSHOT]
-    )
-    in_index = [row["pk"] for row in rows if index is not None and row["embedding_index_id"] == index.pk]
-    vectors = backend_named(index.backend).vectors(index, in_index) if in_index else {}
-    items = [
+    rows = LongTermMemory.objects.filter(
+        current(timezone.now()), product=scope.product, user_id=scope.user_id, kind=kind
+    ).order_by("-pk")
+    items = _items(rows[:MAX_SNAPSHOT], index)
+    return {"index": index.pk if index else None, "kindId": definition_id, "items": items}
+
+
+def _items(rows, index: EmbeddingIndex | None) -> list[dict]:
+    """Snapshot items of these memories, with their vectors in `index` (None: no vectors)."""
+    found = list(rows.values("pk", "memory_id", "version", "kind", "content", "embedding_index_id", "expires_at"))
+    in_index = [row["pk"] for row in found if index is not None and row["embedding_index_id"] == index.pk]
+    vectors = backend_named(index.backend).vectors(index, in_index) if index is not None and in_index else {}
+    return [
         {
             "id": row["memory_id"],
             "seq": row["pk"],
-            "kind": kind,
+            "kind": row["kind"],
             "version": row["version"],
             "content": row["content"],
             "expiresAt": row["expires_at"].timestamp() if row["expires_at"] else None,
             "vector": np.asarray(vectors[row["pk"]], dtype=np.float32).tobytes() if row["pk"] in vectors else None,
         }
-        for row in rows
+        for row in found
     ]
-    return {"index": index.pk if index else None, "kindId": definition_id, "items": items}
+
+
+def _as_before_replaced_reply(request: RecallRequest, items: list[dict], kinds: list[str]) -> tuple[list[dict], bool]:
+    """A regeneration sees the memories as the rollback of the reply it replaces will leave them: that reply's
+    memories gone, the ones they superseded back (memories/longterm/rollback.py)."""
+    turn = Turn.objects.filter(pk=request.replaces_turn_id, product=request.product).first()
+    if turn is None:
+        return items, False
+    hidden, restored = longterm_as_rolled_back(turn, kinds)
+    if not hidden and not restored:
+        return items, False
+    index = EmbeddingIndex.objects.filter(status="active").first()
+    back = _items(LongTermMemory.objects.filter(pk__in=[m.pk for m in restored]), index) if restored else []
+    kept = [item for item in items if item["id"] not in hidden]
+    return sorted([*kept, *back], key=lambda item: -item.get("seq", 0)), True
 
 
 def _snapshot(scope: UserAddress, spec: KindSpec) -> tuple[dict, bool]:
@@ -258,6 +279,10 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
         snapshots.append(snapshot)
         cached = cached and was_cached
     items = _merged([_current_items(snapshot, now) for snapshot in snapshots])
+    as_before = False
+    if request.replaces_turn_id is not None:
+        items, as_before = _as_before_replaced_reply(request, items, [spec.name for spec in specs])
+        cached = cached and not as_before
     if not items:
         nothing = "no preferences saved" if kind_names == [PREFERENCE] else "no memories of these kinds saved"
         return SourceResult(text="", status="empty", details={"reason": nothing}, cached=cached)
@@ -278,6 +303,8 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
     ]
     mode = "all" if few else _ranking(request)[0]
     details = {"mode": mode, "memories": used, "available": len(items)}
+    if as_before:
+        details["asBeforeReplacedReply"] = True
     version = chosen[0][0]["version"] if len(chosen) == 1 else None
     text_fields = {spec.name: spec.text_field for spec in specs}
     return SourceResult(text=render(chosen, text_fields), status="ok", version=version, details=details, cached=cached)

@@ -24,7 +24,7 @@ from memoryhub.addresses import UserAddress
 from memoryhub.events import publish as publish_event
 from memoryhub.rollback import REAPPLY, ROLLBACK, WRITE, Plan, Step, plan_redo, plan_undo
 
-from .models import LongTermMemory, LongTermMemoryVersion
+from .models import LongTermMemory, LongTermMemoryVersion, current
 from .services.memories import _history, kind_scope
 from .services.vectors import backend_named
 
@@ -131,11 +131,36 @@ def _one(turn: Turn, memory: LongTermMemory, cause: str, found: _Report) -> None
     )
 
 
-def _superseded_by(turn: Turn, memory: LongTermMemory, cause: str) -> tuple[list[LongTermMemory], str]:
+def longterm_as_rolled_back(turn: Turn, kinds: list[str]) -> tuple[set[str], list[LongTermMemory]]:
+    """What superseding `turn` will do to its memories of `kinds`, read without writing (a regeneration of its reply
+    is prompted with that): the ids it rolls back, and the memories they superseded that come back current."""
+    rows = LongTermMemory.objects.filter(
+        current(timezone.now()), product_id=turn.product_id, user_id=turn.user_id, turn_id=turn.pk
+    ).defer("embedding", "search_text")
+    hidden: set[str] = set()
+    restored: list[LongTermMemory] = []
+    for memory in rows.order_by("pk"):
+        if plan_undo(_history_of(memory), turn.pk, memory.version).status != "apply":
+            continue  # written after the turn by someone else: the rollback leaves it (a conflict)
+        others, reason = _superseded_by(turn, memory, ROLLBACK, lock=False)
+        if reason:
+            continue
+        if memory.kind in kinds:
+            hidden.add(memory.memory_id)
+        restored += [other for other in others if other.kind in kinds and _unexpired(other)]
+    return hidden, restored
+
+
+def _unexpired(memory: LongTermMemory) -> bool:
+    return memory.expires_at is None or memory.expires_at > timezone.now()
+
+
+def _superseded_by(
+    turn: Turn, memory: LongTermMemory, cause: str, *, lock: bool = True
+) -> tuple[list[LongTermMemory], str]:
     """The memories whose newest version is this turn's supersession by `memory` (undo) or its restore (redo)."""
-    scoped = LongTermMemory.objects.select_for_update(of=("self",)).filter(
-        product_id=memory.product_id, user_id=memory.user_id
-    )
+    rows_of_user = LongTermMemory.objects.select_for_update(of=("self",)) if lock else LongTermMemory.objects
+    scoped = rows_of_user.filter(product_id=memory.product_id, user_id=memory.user_id)
     if cause == ROLLBACK:
         candidates = scoped.filter(superseded_by=memory.memory_id)
         wanted = "superseded"

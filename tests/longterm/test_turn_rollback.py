@@ -102,6 +102,26 @@ def test_a_regenerated_turn_rolls_its_memory_back_and_a_swipe_brings_it_back(ali
     assert (get(alice, en["id"])["version"], get(alice, zh["id"])["version"]) == (4, 5)
 
 
+def test_a_regeneration_is_prompted_with_the_memories_as_the_rollback_will_leave_them(alice):
+    """Before the new reply is stored: the replaced reply's memory is not recalled, the one it superseded is."""
+    setup(alice)
+    assert alice.post("/v1/scenarios", RECALL).status_code == 201
+    zh = create(alice)
+    a = turn(alice, "From now on answer in English.", reply("lighthouse", "Eli"))
+    en = create(alice, {**PREFERENCE_EN, "turnId": a["turnId"]})
+    body = {"scenarioId": "assistant", "userMessage": "From now on answer in English.", "replacesTurnId": a["turnId"]}
+    prepared = alice.post(f"{CONV}/turns", body)
+    assert prepared.status_code == 201, prepared.json()
+    assert "language: zh" in prepared.json()["prompt"] and "language: en" not in prepared.json()["prompt"]
+    details = prepared.json()["sources"][0]["details"]
+    assert details["asBeforeReplacedReply"] is True
+    assert [m["id"] for m in details["memories"]] == [zh["id"]]
+    # nothing was written: the memories stay as they are until the new reply is stored
+    assert ids(alice.get(memories_url())) == [en["id"]] and get(alice, zh["id"])["supersededBy"] == en["id"]
+    plain = alice.post(f"{CONV}/turns", {"scenarioId": "assistant", "userMessage": "Next."}).json()
+    assert "language: en" in plain["prompt"] and "asBeforeReplacedReply" not in plain["sources"][0]["details"]
+
+
 def test_a_memory_edited_after_its_turn_is_a_conflict_not_forced(alice):
     setup(alice)
     a = turn(alice, "Go on.", reply("lighthouse", "Eli"))

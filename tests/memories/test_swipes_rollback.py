@@ -277,6 +277,11 @@ def test_a_diary_covering_a_superseded_reply_is_rolled_back_rewritten_and_brough
     a = turn(alice, "Go on.", "Eli climbed the lighthouse.")
     [first] = alice.get(f"{CONV}/diaries").json()["results"]
     assert "lighthouse" in first["summary"]
+    # the regeneration's prompt: no diary of the round being regenerated (the rollback will take it back)
+    asked = alice.post(f"{CONV}/turns", {"scenarioId": "rp", "userMessage": "Go on.", "replacesTurnId": a["turnId"]})
+    assert "lighthouse" not in asked.json()["prompt"], asked.json()["prompt"]
+    assert asked.json()["sources"][0]["details"]["asBeforeReplacedReply"] is True
+    assert "lighthouse" in alice.post(f"{CONV}/turns", {"scenarioId": "rp", "userMessage": "Next."}).json()["prompt"]
 
     b = turn(alice, "Go on.", "Max hid in the cellar.", replacesTurnId=a["turnId"])
     assert _events(alice, "diary.rolled_back")[0]["turnId"] == a["turnId"]
