@@ -10,7 +10,7 @@ from lorebooks import formats
 from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryProposal, LorebookEntryVersion
 from lorebooks.services import entry_update, proposal_accept, proposal_reject, validate_changes
 from memoryhub.actors import Actor
-from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, pre
+from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, StorableJSONField, pre
 from memoryhub.errors import DomainError
 
 
@@ -18,7 +18,7 @@ class LorebookEntryForm(forms.ModelForm):
     """The entry's World Info fields as JSON; saved with the revision it was loaded at (stale: refused)."""
 
     loaded_revision = forms.IntegerField(widget=forms.HiddenInput)
-    fields_json = forms.JSONField(
+    fields_json = StorableJSONField(
         label="Entry fields",
         help_text="World Info fields (key, keysecondary, content, order, …); unknown fields of the file are kept.",
         widget=forms.Textarea(attrs={"rows": 24, "cols": 100}),

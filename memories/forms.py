@@ -9,6 +9,7 @@ from django import forms
 from memories.models import MemoryDocument, Product
 from memories.schemas import check_memory_against_schema, validate_schema_definition
 from memories.validation import validate_memory
+from memoryhub.admin_base import StorableJSONField
 from memoryhub.errors import DomainError
 
 
@@ -32,7 +33,7 @@ class MemoryDocumentForm(forms.ModelForm):
     """Carries the revision it was loaded at; a save on a stale revision is refused in clean()."""
 
     loaded_revision = forms.IntegerField(widget=forms.HiddenInput)
-    memory = forms.JSONField(help_text="The complete new document; it replaces the stored one.")
+    memory = StorableJSONField(help_text="The complete new document; it replaces the stored one.")
 
     class Meta:
         model = MemoryDocument

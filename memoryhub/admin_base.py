@@ -3,17 +3,56 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.forms.fields import InvalidJSONInput, JSONString
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext, gettext_lazy
 
+from memoryhub import json_text
 from memoryhub.actors import Actor
-from memoryhub.errors import DomainError
+from memoryhub.errors import DomainError, InvalidRequest
+
+
+class StorableJSONField(forms.JSONField):
+    """JSON an operator types, read as the API reads a body (memoryhub.json_text): NaN, Infinity, `1e400`, NUL and
+    lone surrogates are refused with the form's error, never stored (a later read of them would be a 500)."""
+
+    def to_python(self, value):
+        if self.disabled or value in self.empty_values or not isinstance(value, str):
+            return super().to_python(value)
+        try:
+            converted = json_text.loads(value)
+        except InvalidRequest as exc:
+            raise ValidationError(exc.message, code="unstorable") from None
+        except (ValueError, RecursionError):
+            raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value}) from None
+        return JSONString(converted) if isinstance(converted, str) else converted
+
+    def bound_data(self, data, initial):
+        if self.disabled or data is None:
+            return super().bound_data(data, initial)
+        try:
+            return json_text.loads(data)
+        except (InvalidRequest, ValueError, RecursionError):
+            return InvalidJSONInput(data)  # shown again as typed, with the error
+
+
+STORABLE_JSON: Mapping[type[models.Field], Mapping[str, Any]] = {models.JSONField: {"form_class": StorableJSONField}}
+
+
+class StorableJSONAdmin(admin.ModelAdmin):
+    """An admin whose model JSON fields take only what the API would store (StorableJSONField)."""
+
+    formfield_overrides = STORABLE_JSON
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from memoryhub.admin_base import StorableJSONField
 from memoryhub.errors import DomainError
 from tables.models import MemoryTable
 from tables.validation import validate_rows
@@ -13,7 +14,7 @@ class MemoryTableForm(forms.ModelForm):
     """Carries the version it was loaded at; a save on a stale version is refused in clean(), nothing saved."""
 
     loaded_version = forms.IntegerField(widget=forms.HiddenInput)
-    rows = forms.JSONField(
+    rows = StorableJSONField(
         help_text="The complete new rows: a JSON list of rows, each a list with one string per column.",
         widget=forms.Textarea(attrs={"rows": 12, "cols": 100}),
     )

@@ -14,7 +14,7 @@ from memories.services.products import api_key_create, api_key_revoke_audited
 from memories.services.tools import tool_tokens_revoke_all
 from memoryhub.actors import Actor
 from memoryhub.addresses import ConversationAddress
-from memoryhub.admin_base import ReadOnlyAdmin, VersionedEditAdmin, console_link
+from memoryhub.admin_base import ReadOnlyAdmin, StorableJSONAdmin, VersionedEditAdmin, console_link
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -30,7 +30,7 @@ class ApiKeyInline(admin.TabularInline):
 
 
 @admin.register(Product)
-class ProductAdmin(admin.ModelAdmin):
+class ProductAdmin(StorableJSONAdmin):
     form = ProductForm
     list_display = ["name", "id", "created_at"]
     search_fields = ["name", "id"]

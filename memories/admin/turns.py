@@ -18,7 +18,16 @@ from memories.models import Conversation, Event, MemorySource, Message, Scenario
 from memories.scenario_validation import ScenarioInvalid, validate_scenario
 from memories.services.scenarios import _MODEL_FIELDS, scenario_create, scenario_update
 from memoryhub.actors import Actor
-from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, column, pre, titled
+from memoryhub.admin_base import (
+    STORABLE_JSON,
+    ReadOnlyAdmin,
+    ReadOnlyTabularInline,
+    StorableJSONAdmin,
+    StorableJSONField,
+    column,
+    pre,
+    titled,
+)
 from memoryhub.runtimes.registry import DEFAULT_RUNTIME, runtime_choices
 
 MEMORY_WRITE_STATUSES = ("pending", "done", "failed")  # msgids: shown translated in the turn list
@@ -28,7 +37,7 @@ class ScenarioForm(forms.ModelForm):
     # Declared (not generated from the model) so the choices are read per form, not once at admin import,
     # which runs before the apps register their runtimes.
     memory_runtime = forms.ChoiceField(choices=runtime_choices, initial=DEFAULT_RUNTIME)
-    sections = forms.JSONField(
+    sections = StorableJSONField(
         required=False, help_text='Settings owned by other apps, e.g. {"diary": {...}, "tables": [...]}'
     )
 
@@ -84,6 +93,7 @@ def scenario_payload(scenario: Scenario, source_forms) -> dict:
 
 class MemorySourceInline(admin.TabularInline):
     model = MemorySource
+    formfield_overrides = STORABLE_JSON
     formset = SourceFormSet
     extra = 1
     fields = ["source_id", "agent_ref", "variable", "priority", "options"]
@@ -99,7 +109,7 @@ class ScenarioVersionInline(ReadOnlyTabularInline):
 
 
 @admin.register(Scenario)
-class ScenarioAdmin(admin.ModelAdmin):
+class ScenarioAdmin(StorableJSONAdmin):
     form = ScenarioForm
     inlines = [MemorySourceInline, ScenarioVersionInline]
     list_display = ["slug", "name", "product", "memory_runtime", "commit_on", "version", "updated_at"]

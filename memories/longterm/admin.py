@@ -33,7 +33,7 @@ from memories.longterm.services.memories import memory_delete
 from memories.longterm.services.reindex import reindex_pending
 from memoryhub.actors import Actor
 from memoryhub.addresses import UserAddress
-from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, log_actions, pre
+from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, StorableJSONAdmin, log_actions, pre
 from memoryhub.errors import DomainError
 
 
@@ -223,7 +223,7 @@ class MemoryKindForm(forms.ModelForm):
 
 
 @admin.register(MemoryKind)
-class MemoryKindAdmin(admin.ModelAdmin):
+class MemoryKindAdmin(StorableJSONAdmin):
     """A product's memory kinds; saved through the kind services (so recall sees a change at once)."""
 
     form = MemoryKindForm

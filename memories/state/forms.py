@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from memoryhub.admin_base import StorableJSONField
 from memoryhub.errors import DomainError
 
 from .models import ConversationState
@@ -15,7 +16,7 @@ class StateForm(forms.ModelForm):
 
     loaded_revision = forms.IntegerField(widget=forms.HiddenInput)
     text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6, "cols": 100}))
-    records = forms.JSONField(
+    records = StorableJSONField(
         required=False,
         help_text='The complete records: a JSON list of {"category", "key", "value"} (updatedRound is kept or set).',
         widget=forms.Textarea(attrs={"rows": 14, "cols": 100}),

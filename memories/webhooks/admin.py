@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
-from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, log_actions, pre
+from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, StorableJSONAdmin, log_actions, pre
 from memoryhub.errors import DomainError
 
 from . import targets
@@ -56,7 +56,7 @@ class WebhookEndpointForm(forms.ModelForm):
 
 
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(admin.ModelAdmin):
+class WebhookEndpointAdmin(StorableJSONAdmin):
     """Endpoints: a new one's secret is shown once in the confirmation message; "rotate secret" makes a new one."""
 
     form = WebhookEndpointForm

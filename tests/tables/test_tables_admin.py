@@ -79,6 +79,23 @@ def test_a_bad_operator_edit_names_the_problem(admin_client, scene):
     assert scene.version == 2
 
 
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [
+        ('[["a", "\\ud800", "", ""]]', "lone surrogate"),
+        ('[["a\\u0000", "", "", ""]]', "U+0000"),
+        ("[[NaN]]", "valid JSON"),
+    ],
+)
+def test_text_no_store_keeps_is_refused_by_the_form_and_nothing_is_saved(admin_client, scene, alice, typed, shown):
+    data = {"rows": typed, "loaded_version": "2", "_save": "Save"}
+    page = admin_client.post(change_url(scene), data, follow=True).content.decode()
+    assert shown in page
+    scene.refresh_from_db()
+    assert scene.version == 2 and MemoryTableVersion.objects.filter(table=scene).count() == 2
+    assert alice.get(f"/v1/users/{scene.user_id}/conversations/{scene.conversation_id}/tables").status_code == 200
+
+
 def test_edit_records_are_read_only_and_show_applied_and_skipped_calls(admin_client, scene):
     record = TableEditRecord.objects.get()
     page = admin_client.get(change_url(record)).content.decode()
