@@ -99,6 +99,25 @@ def test_round_trip_export_erase_import_export(alice, bob, django_capture_on_com
     assert_envelope(bob.get(f"/v1/imports/{report['importId']}"), 404, "not_found")
 
 
+def test_a_second_import_of_the_same_file_adds_nothing(alice, django_capture_on_commit_callbacks) -> None:
+    """What the target has already is skipped, and so is everything that hangs off it: no event, history entry or
+    orphan row twice (docs/data-lifecycle.md, "Import")."""
+    capture = django_capture_on_commit_callbacks
+    _data(alice)
+    content = _export(alice, capture)
+    with capture(execute=True):
+        alice.delete(f"/v1/users/{USER}")
+    _import(alice, capture, content)
+    after_first = comparable(alice.product, USER)
+    second = _import(alice, capture, content)
+    assert comparable(alice.product, USER) == after_first
+    assert second["imported"] == {}, second
+    known = ("(a unique key)", "not restored", "has this record already")
+    assert all(any(reason in r for reason in known) for r in second["reasons"]), second["reasons"]
+    found = alice.post(f"/v1/users/{USER}/history/search", {"query": "message 1", "mode": "keyword"}).json()
+    assert [hit["content"] for hit in found["results"]].count("message 1") == 1
+
+
 def test_import_into_another_product_remaps_and_reports(alice, bob, django_capture_on_commit_callbacks) -> None:
     capture = django_capture_on_commit_callbacks
     _data(alice)

@@ -178,6 +178,26 @@ def test_values_the_api_refuses_are_skipped_with_a_reason(bob, django_capture_on
     assert bob.get(f"/v1/users/{USER}/conversations/c2/memory").json()["revision"] == 0
 
 
+def test_a_refusal_by_the_database_is_reported_by_its_rule(bob, django_capture_on_commit_callbacks) -> None:
+    """A turn without its conversation breaks a required value, not a unique key; its events go with it."""
+    data = {"conversation_id": "c1", "round": 1, "status": "prepared"}
+    turn = record("memories.Turn", data, {"conversation_row": None})
+    event = record("memories.Event", {"conversation_id": "c1", "type": "turn.prepared"}, {"turn": 1})
+    report = run_import(bob, django_capture_on_commit_callbacks, export_file([turn, event]))
+    assert report["imported"] == {} and report["skipped"] == {"memories.Turn": 1, "memories.Event": 1}, report
+    assert "a required value is missing" in report["reasons"][0] and "unique" not in report["reasons"][0]
+    assert "of the file, which was not restored" in report["reasons"][1]
+
+
+@pytest.mark.parametrize("line", [[1, 2], "str", {"kind": 5}, {"no": "kind"}])
+def test_a_line_that_is_not_a_record_makes_the_file_invalid(bob, line) -> None:
+    content = export_file([record("memories.MemoryDocument", {"conversation_id": "c1", "revision": 1}), line])
+    refused = bob.client.post(f"/v1/users/{USER}/imports", content, content_type="application/gzip")
+    assert assert_envelope(refused, 400, "invalid_export")["message"] == (
+        'line 3 is not a record (an object with a string "kind")'
+    )
+
+
 def test_a_table_is_checked_as_the_table_api_checks_it(bob, django_capture_on_commit_callbacks) -> None:
     table = {"conversation_id": "c1", "name": "People", "columns": ["name", "role"], "rows": [["Ann", "cook"]]}
     wide = {**table, "name": "Wide", "columns": [f"c{n}" for n in range(40)], "rows": []}

@@ -121,8 +121,9 @@ def check_export(content: bytes) -> dict:
     """Read the whole file once (streamed) and answer its header: every limit is checked before it is kept."""
     lines = export_lines(content)
     header = next(lines)
-    for _ in lines:
-        pass
+    for number, line in enumerate(lines, start=2):
+        if not isinstance(line, dict) or not isinstance(line.get("kind"), str):
+            raise _invalid(f'line {number} is not a record (an object with a string "kind")')
     assert isinstance(header, dict)
     return header
 

@@ -89,6 +89,10 @@ class ImportContext:
     user_id: str
     _index: IndexInUse | None = None
     after_save: list[Callable[[Any], None]] = field(default_factory=list)  # run with the saved row
+    # The file's records not restored (kind → their ids in the file), and the conversation ids of the refused
+    # conversations (e.g. one the target has already): what hangs off them is not restored either.
+    refused: dict[str, set[str]] = field(default_factory=dict)
+    refused_conversations: set[str] = field(default_factory=set)
 
     def index(self) -> IndexInUse:
         """The active embedding index (once per import): a mismatch fails the import with 503, nothing written."""

@@ -95,6 +95,7 @@ def import_records(*, product: Any, user_id: str, content: bytes) -> dict:
                 try:
                     row = _restore(model, record, context, ids)
                 except RecordRefused as refused:
+                    _remember_refused(kind, record, context)
                     skipped[kind] = skipped.get(kind, 0) + 1
                     if len(reasons) < MAX_REASONS:
                         reasons.append(f"{kind} {str(record.get('id'))[:40]}: {refused}"[:300])
@@ -103,6 +104,34 @@ def import_records(*, product: Any, user_id: str, content: bytes) -> dict:
                 imported[kind] = imported.get(kind, 0) + 1
     delete_working_set(product.pk, user_id)
     return {"imported": imported, "skipped": skipped, "unknownKinds": unknown, "reasons": reasons}
+
+
+# Rows of a conversation that point at it by its id, not by a key: kept once, with the conversation.
+_BY_CONVERSATION_ID = frozenset({"memories.Event", "history.HistoryEntry"})
+# A user's log rows with no key of their own (their time is the import's): one equal in these fields is the same.
+_LOGGED_ONCE = {
+    "longterm.AdmissionRefusal": ("kind", "code", "reason", "operation_id", "memory_id", "evidence", "actor"),
+}
+
+
+def _remember_refused(kind: str, record: dict, context: ImportContext) -> None:
+    context.refused.setdefault(kind, set()).add(str(record.get("id")))
+    data = record.get("data")
+    if kind == "memories.Conversation" and isinstance(data, dict):
+        context.refused_conversations.add(str(data.get("conversation_id")))
+
+
+def _integrity_reason(error: IntegrityError) -> str:
+    """Which rule the database applied, in our words (never its own: they name tables and SQL)."""
+    code = getattr(error.__cause__, "sqlstate", None)
+    text = str(error).upper()
+    if code == "23505" or "UNIQUE" in text:
+        return "conflicts with a row the target already has (a unique key)"
+    if code == "23502" or "NOT NULL" in text:
+        return "a required value is missing"
+    if code == "23503" or "FOREIGN KEY" in text:
+        return "points at a row the target does not have"
+    return "a value breaks a rule of the database (a check)"
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
@@ -123,13 +152,20 @@ def _restore(model: type[models.Model], record: dict, context: ImportContext, id
         elif field.name in data:
             values[field.name] = _value(field, data[field.name])
     context.after_save.clear()  # hooks are per record: check_record adds this record's own
+    label = model._meta.label
+    if label in _BY_CONVERSATION_ID and str(values.get("conversation_id")) in context.refused_conversations:
+        raise RecordRefused("its conversation was not restored (e.g. the target has it already)")
+    if (fields := _LOGGED_ONCE.get(label)) is not None:
+        same = {name: values.get(name, "") for name in fields}
+        if model._base_manager.filter(product=context.product, user_id=context.user_id, **same).exists():
+            raise RecordRefused("the target has this record already")
     check_record(model, values, context)
     try:
         with transaction.atomic():
             row = model(**values)
             row.save(force_insert=True)
-    except IntegrityError:
-        raise RecordRefused("conflicts with a row the target already has (a unique key)") from None
+    except IntegrityError as error:
+        raise RecordRefused(_integrity_reason(error)) from None
     except DatabaseError:  # never the database's own words: they name tables and SQL
         raise RecordRefused("the database refused the record") from None
     for hook in context.after_save:
@@ -156,6 +192,8 @@ def _reference(field: models.Field, old: Any, data: dict, context: ImportContext
         return None
     if str(old) in ids.get(label, {}):
         return ids[label][str(old)]
+    if str(old) in context.refused.get(label, ()):  # the file's own row, not restored: neither is what hangs off it
+        raise RecordRefused(f"{field.name} points at {label} {str(old)[:40]} of the file, which was not restored")
     if _owned_by(target, old, context):
         return old
     if (match := _same_slug(target, data.get(f"{field.name}_slug"), context.product)) is not None:
