@@ -10,10 +10,10 @@ from memoryhub.api.metrics import metrics_view
 admin.site.site_url = "/"  # the admin's "View site": the landing page
 
 urlpatterns = [
-    path("", landing.landing, name="landing"),
-    path("healthz", health.healthz, name="healthz"),
-    path("readyz", health.readyz, name="readyz"),
-    path("metrics", metrics_view, name="metrics"),
+    path("", handler.read_only_view(landing.landing), name="landing"),
+    path("healthz", handler.read_only_view(health.healthz), name="healthz"),
+    path("readyz", handler.read_only_view(health.readyz), name="readyz"),
+    path("metrics", handler.read_only_view(metrics_view), name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
     path(
         "api/docs/",

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
+from django.test import Client
 
 from memoryhub import __version__
+from tests.support.api import assert_envelope
 
 
 def test_a_browser_gets_html_with_the_links_and_the_version(client):
@@ -56,3 +58,12 @@ def test_the_admins_view_site_link_goes_to_the_landing_page(admin_client):
     page = admin_client.get("/admin/").content.decode()
     assert '<a href="/">View site</a>' in page
     assert admin_client.get("/").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/", "/healthz", "/readyz", "/metrics"])
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+def test_a_method_other_than_get_is_the_json_405_not_a_csrf_page(path, method):
+    """docs/contract.md, "The error envelope": every error is JSON (CSRF would answer its HTML page to a POST)."""
+    response = getattr(Client(enforce_csrf_checks=True), method)(path)
+    assert_envelope(response, 405, "method_not_allowed")
+    assert response["Allow"] == "GET, HEAD"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
+from functools import wraps
 
 import redis.exceptions
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -156,3 +159,20 @@ def json_400(request, exception=None) -> JsonResponse:
 
 def json_403(request, exception=None) -> JsonResponse:
     return JsonResponse(envelope("forbidden", "forbidden"), status=403)
+
+
+def read_only_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A plain Django view that only reads (the landing page, health, metrics): GET and HEAD. Any other method is
+    the API's JSON 405 — before the CSRF check, which would answer a browser's HTML page to a POST."""
+
+    @csrf_exempt
+    @wraps(view)
+    def only_reads(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            message = f'method "{request.method}" not allowed; use GET'
+            refused = JsonResponse(envelope("method_not_allowed", message), status=405)
+            refused["Allow"] = "GET, HEAD"
+            return refused
+        return view(request, *args, **kwargs)
+
+    return only_reads
