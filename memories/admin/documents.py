@@ -85,6 +85,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
+    def get_list_display(self, request):
+        """A view-only operator is not offered the revoke link (the console's page refuses them anyway)."""
+        shown = super().get_list_display(request)
+        return shown if self.has_change_permission(request) else [c for c in shown if c != "revoke_link"]
+
     @admin.display(description=_("revoke"))
     def revoke_link(self, obj: ApiKey) -> str:
         """The console's revoke page (memories/console): a confirmation, then an audited revocation."""

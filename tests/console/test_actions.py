@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 
@@ -159,3 +159,16 @@ def test_with_a_broker_the_rerun_reaches_a_real_worker_through_the_outbox(celery
     )
     row.refresh_from_db()
     assert row.done_at is not None and row.outcome == "SUCCESS"
+
+
+def test_a_view_only_operator_is_not_offered_the_revoke_link(admin_client, alice):
+    staff = User.objects.create_user("viewer", password="pw", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_apikey"))
+    viewer = Client()
+    viewer.force_login(staff)
+    changelist = reverse("admin:memories_apikey_changelist")
+    revoke = reverse("console:revoke_key", args=[ApiKey.objects.filter(product=alice.product).first().pk])
+    page = viewer.get(changelist)
+    assert page.status_code == 200 and revoke not in page.content.decode()
+    assert viewer.get(revoke).status_code == 403
+    assert revoke in admin_client.get(changelist).content.decode()  # one who may change keys is offered it
