@@ -16,14 +16,25 @@ from memoryhub.errors import DomainError
 from memoryhub.identifiers import ID_PATTERN
 
 from .models import Erasure, Export, Import, ProductRetention
+from .services import retention
 from .services.erasure import erasure_preview, erasure_start
+
+
+def _identifier(value: str) -> None:
+    """The API's rule for a user or conversation id (a RegexField would accept any text containing one)."""
+    if not ID_PATTERN.fullmatch(value):
+        raise forms.ValidationError("1-128 characters of A-Za-z0-9_.@- (the API's rule)")
 
 
 class EraseForm(forms.Form):
     product = forms.ModelChoiceField(queryset=Product.objects.order_by("name"))
-    user_id = forms.RegexField(regex=ID_PATTERN, max_length=128, label="User id")
-    conversation_id = forms.RegexField(
-        regex=ID_PATTERN, max_length=128, required=False, label="Conversation id (empty: the whole user)"
+    user_id = forms.CharField(max_length=128, strip=False, validators=[_identifier], label="User id")
+    conversation_id = forms.CharField(
+        max_length=128,
+        strip=False,
+        required=False,
+        validators=[_identifier],
+        label="Conversation id (empty: the whole user)",
     )
 
 
@@ -100,9 +111,26 @@ class ExportAdmin(ReadOnlyAdmin):
     search_fields = ["user_id"]
 
 
+class ProductRetentionForm(forms.ModelForm):
+    """The API's rule for each limit (retention.limit_allowed): empty, or a whole number from 1 to MAX_LIMIT."""
+
+    class Meta:
+        model = ProductRetention
+        fields = ["product", *retention.FIELDS.values()]
+
+    def clean(self):
+        data = super().clean()
+        for field in retention.FIELDS.values():
+            if field in data and not retention.limit_allowed(data[field]):
+                self.add_error(field, f"a whole number from 1 to {retention.MAX_LIMIT}, or empty to keep everything")
+        return data
+
+
 @admin.register(ProductRetention)
 class ProductRetentionAdmin(admin.ModelAdmin):
     """Per-product retention; empty fields keep everything. The sweep (lifecycle.prune) applies them."""
+
+    form = ProductRetentionForm
 
     list_display = [
         "product",

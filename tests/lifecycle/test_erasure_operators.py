@@ -72,6 +72,16 @@ def test_the_admin_shows_the_counts_before_erasing(
     assert erasure.subject_hash in receipt and "ann-7q" not in receipt.replace("annotate", "")
 
 
+@pytest.mark.parametrize("user_id", ["bad user id!", "x" * 129, "ann\n"])
+def test_the_admin_refuses_an_id_the_api_refuses(alice, user_id) -> None:
+    operator = Client()
+    operator.force_login(SuperuserFactory(username="op"))
+    form = {"product": alice.product.pk, "user_id": user_id, "conversation_id": "", "preview": "1"}
+    page = operator.post("/admin/lifecycle/erasure/erase/", form)
+    assert page.status_code == 200 and "Yes, erase" not in page.content.decode()
+    assert not Erasure.objects.exists()
+
+
 def test_erasing_needs_the_add_erasure_permission(alice) -> None:
     create_scenario(alice)
     play(alice, "hello", "hi", conv="/v1/users/ann-7q/conversations/c1")

@@ -107,6 +107,14 @@ def test_the_sweep_prunes_in_batches_and_never_the_current_version(alice, bob, c
     assert prune_all()[alice.product.pk]["memories.MemoryRevision"] == 0  # idempotent
 
 
+def test_a_limit_stored_out_of_range_skips_its_product_and_not_the_others(alice, bob, caplog) -> None:
+    ProductRetention.objects.create(product=alice.product, events_days=2_000_000_000)  # as an old admin saved it
+    ProductRetention.objects.create(product=bob.product, events_days=1)
+    done = prune_all()
+    assert alice.product.pk not in done and bob.product.pk in done
+    assert "skipped, out of range: eventsDays" in caplog.text
+
+
 def test_the_admin_edits_retention(alice) -> None:
     operator = Client()
     operator.force_login(SuperuserFactory(username="op"))
@@ -117,3 +125,9 @@ def test_the_admin_edits_retention(alice) -> None:
     assert response.status_code == 302
     assert ProductRetention.objects.get().events_days == 7
     assert alice.get("/v1/product").json()["retention"]["eventsDays"] == 7
+    change = f"/admin/lifecycle/productretention/{alice.product.pk}/change/"
+    for field, bad in (("memory_revisions_keep", "0"), ("events_days", "1000001"), ("events_days", "99999999999")):
+        refused = operator.post(change, {"product": alice.product.pk, "events_days": "7", field: bad})
+        assert refused.status_code == 200 and "a whole number from 1 to 1000000" in refused.content.decode(), bad
+    kept = alice.get("/v1/product").json()["retention"]
+    assert (kept["eventsDays"], kept["memoryRevisionsKeep"]) == (7, None)  # nothing saved

@@ -40,13 +40,18 @@ def retention_to_dict(retention: ProductRetention) -> dict[str, int | None]:
     return {name: getattr(retention, attr) for name, attr in FIELDS.items()}
 
 
+def limit_allowed(value: object) -> bool:
+    """A retention limit: null (keep everything) or a whole number from 1 to MAX_LIMIT (API and admin alike)."""
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_LIMIT)
+
+
 def retention_update(*, product: Any, changes: dict[str, int | None]) -> ProductRetention:
     """Set some limits (null: keep everything); each is a whole number ≥ 1."""
     retention = retention_get(product)
     for name, value in changes.items():
         if name not in FIELDS:
             raise InvalidRequest(f"unknown retention setting {name!r}", details={"field": f"retention.{name}"})
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT):
+        if not limit_allowed(value):
             raise InvalidRequest(
                 f"{name} must be a whole number from 1 to {MAX_LIMIT} or null", details={"field": f"retention.{name}"}
             )
@@ -142,6 +147,10 @@ def prune_all(*, now: datetime | None = None) -> dict[str, dict[str, int]]:
     """The beat task: every product with settings, in batches."""
     done = {}
     for retention in ProductRetention.objects.select_related("product"):
+        broken = [name for name, attr in FIELDS.items() if not limit_allowed(getattr(retention, attr))]
+        if broken:  # stored before the admin checked limits: never guessed, and no other product held up
+            logger.error("retention %s: skipped, out of range: %s", retention.product_id, ", ".join(broken))
+            continue
         done[retention.product_id] = prune_product(retention, now=now)
         logger.info("retention %s: done %s", retention.product_id, done[retention.product_id])
     return done
