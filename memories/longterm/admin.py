@@ -13,7 +13,6 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.models import DELETION
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -33,7 +32,14 @@ from memories.longterm.services.memories import memory_delete
 from memories.longterm.services.reindex import reindex_pending
 from memoryhub.actors import Actor
 from memoryhub.addresses import UserAddress
-from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, StorableJSONAdmin, log_actions, pre
+from memoryhub.admin_base import (
+    ReadOnlyAdmin,
+    ReadOnlyTabularInline,
+    StorableJSONAdmin,
+    UserRowsAdmin,
+    log_user_row_deletions,
+    pre,
+)
 from memoryhub.errors import DomainError
 
 
@@ -79,7 +85,7 @@ class CurrentFilter(admin.SimpleListFilter):
 
 
 @admin.register(LongTermMemory)
-class LongTermMemoryAdmin(ReadOnlyAdmin):
+class LongTermMemoryAdmin(UserRowsAdmin, ReadOnlyAdmin):
     list_display = [
         "memory_id",
         "user_id",
@@ -170,7 +176,7 @@ class LongTermMemoryAdmin(ReadOnlyAdmin):
         for memory in queryset.select_related("product"):
             try:
                 self.delete_model(request, memory)
-                log_actions(request.user, [memory], "Deleted through the service", flag=DELETION)
+                log_user_row_deletions(request.user, [memory], "Deleted through the service")
                 deleted += 1
             except DomainError as exc:
                 self.message_user(request, f"{memory.memory_id} not deleted: {exc.message}", messages.ERROR)

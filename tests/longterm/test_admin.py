@@ -55,6 +55,22 @@ def test_bulk_delete_action_uses_the_service(admin_client, alice):
     assert sorted(entries.values_list("change_message", flat=True)) == ["Deleted through the service"] * 2
 
 
+def test_the_log_of_a_deleted_memory_holds_nothing_of_its_user_so_an_erasure_leaves_none(admin_client, alice):
+    """An erasure finds log entries by their rows' ids; a row deleted before it leaves no id to find them by."""
+    create(alice)
+    create(alice)
+    first, second = LongTermMemory.objects.order_by("pk")
+    assert admin_client.post(f"/admin/longterm/longtermmemory/{first.pk}/delete/", {"post": "yes"}).status_code == 302
+    admin_client.post(
+        "/admin/longterm/longtermmemory/", {"action": "delete_through_service", "_selected_action": [second.pk]}
+    )
+    entries = LogEntry.objects.filter(action_flag=DELETION)
+    assert sorted(entries.values_list("object_repr", flat=True)) == [f"long-term memory {first.pk}",
+                                                                     f"long-term memory {second.pk}"]  # fmt: skip
+    assert alice.delete("/v1/users/u1").status_code in (200, 202)
+    assert not [e for e in LogEntry.objects.all() if "u1" in f"{e.object_repr} {e.change_message}"]
+
+
 def test_refusals_indexes_operations_and_tasks_are_listed_read_only(admin_client, alice):
     alice.post(memories_url(), proposal(consent=False))
     create(alice, proposal(operationId="op-admin"))
