@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.processes import GUNICORN, ROOT, free_port, healthz_answers, stop_process_group, wait_for
 
@@ -43,6 +44,14 @@ def test_runserver_refuses_to_start_without_a_secret_key(tmp_path):
     result = run(args, bare_env(tmp_path), timeout=60)
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["shell", "-c", "print('ran')"], ["erase_user", "--help"]])
+def test_a_keyed_command_refuses_to_start_without_a_secret_key(tmp_path, command):
+    result = run([sys.executable, "manage.py", *command], bare_env(tmp_path), timeout=60)
+    assert result.returncode == 1 and "ran" not in result.stdout
+    assert result.stderr.startswith(f"manage.py {command[0]}: SECRET_KEY is not set")
+    assert "Traceback" not in result.stderr
 
 
 def test_celery_refuses_to_start_without_a_secret_key(tmp_path):
