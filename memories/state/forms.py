@@ -8,14 +8,17 @@ from memoryhub.admin_base import StorableJSONField
 from memoryhub.errors import DomainError
 
 from .models import ConversationState
-from .validation import validate_records
+from .validation import MAX_TEXT_CHARS_LIMIT, validate_records
 
 
 class StateForm(forms.ModelForm):
     """Carries the revision it was loaded at; a save on a stale revision is refused in clean(), nothing saved."""
 
     loaded_revision = forms.IntegerField(widget=forms.HiddenInput)
-    text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6, "cols": 100}))
+    # No scenario is at hand to bound it by its maxTextChars: the largest any scenario may set.
+    text = forms.CharField(
+        required=False, max_length=MAX_TEXT_CHARS_LIMIT, widget=forms.Textarea(attrs={"rows": 6, "cols": 100})
+    )
     records = StorableJSONField(
         required=False,
         help_text='The complete records: a JSON list of {"category", "key", "value"} (updatedRound is kept or set).',

@@ -82,3 +82,11 @@ def test_invalid_records_are_refused_by_the_form(admin_client, written):
     response = save(admin_client, row, "x", [{"category": "inventory", "key": ""}], 2)
     assert response.status_code == 200 and "records[0]" in response.content.decode()
     assert written.get(STATE).json()["revision"] == 2
+
+
+def test_text_longer_than_any_scenario_allows_is_refused_by_the_form(admin_client, written):
+    row = ConversationState.objects.get()
+    response = save(admin_client, row, "x" * 100_001, [], 2)
+    assert response.status_code == 200 and "at most 100000 characters" in response.content.decode()
+    assert written.get(STATE).json()["revision"] == 2
+    assert save(admin_client, row, "x" * 100_000, [], 2).status_code == 302
