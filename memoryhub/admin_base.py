@@ -8,7 +8,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.forms.fields import InvalidJSONInput, JSONString
@@ -60,9 +61,6 @@ def log_user_row_deletions(user, objs, message: str = "") -> list[LogEntry]:
 
     An erasure removes the log entries about a user's rows by their ids (docs/data-lifecycle.md); a row deleted
     before it leaves nothing to find them by, so their text must hold nothing of the user to begin with."""
-    from django.contrib.admin.models import DELETION
-    from django.contrib.contenttypes.models import ContentType
-
     entries = [
         LogEntry(
             user_id=user.pk,

@@ -47,12 +47,7 @@ def _run(turn_pk: int, other_pk: int | None, cause: str) -> dict[str, Any] | Non
     )
     if row is None:
         return None
-    history = [
-        Step(revision, turn_id, kind)
-        for revision, turn_id, kind in ConversationStateRevision.objects.filter(state=row).values_list(
-            "revision", "turn_id", "cause"
-        )
-    ]
+    history = _history(row)
     plan = plan_undo(history, turn_pk, row.revision) if cause == ROLLBACK else plan_redo(history, turn_pk, row.revision)
     if plan.status == "nothing":
         return None
@@ -64,6 +59,11 @@ def _run(turn_pk: int, other_pk: int | None, cause: str) -> dict[str, Any] | Non
 
 
 _CHANGED = "the state changed after this turn's rollback"
+
+
+def _history(row: ConversationState) -> list[Step]:
+    revisions = ConversationStateRevision.objects.filter(state=row).values_list("revision", "turn_id", "cause")
+    return [Step(revision, turn_id, cause) for revision, turn_id, cause in revisions]
 
 
 def state_as_rolled_back(address: ConversationAddress, turn_pk: int) -> dict[str, Any] | None:
@@ -78,12 +78,7 @@ def state_as_rolled_back(address: ConversationAddress, turn_pk: int) -> dict[str
     )
     if row is None:
         return None
-    history = [
-        Step(revision, turn_id, kind)
-        for revision, turn_id, kind in ConversationStateRevision.objects.filter(state=row).values_list(
-            "revision", "turn_id", "cause"
-        )
-    ]
+    history = _history(row)
     plan = plan_undo(history, turn_pk, row.revision)
     if plan.status != "apply" or plan.restore is None:
         return None
