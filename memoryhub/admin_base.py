@@ -33,9 +33,9 @@ class StorableJSONField(forms.JSONField):
         try:
             converted = json_text.loads(value)
         except InvalidRequest as exc:
-            raise ValidationError(exc.message, code="unstorable") from None
+            raise ValidationError(exc.message) from None
         except (ValueError, RecursionError):
-            raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value}) from None
+            raise ValidationError(self.error_messages["invalid"], params={"value": value}) from None
         return JSONString(converted) if isinstance(converted, str) else converted
 
     def bound_data(self, data, initial):
