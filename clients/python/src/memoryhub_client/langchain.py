@@ -29,7 +29,6 @@ import contextlib
 import secrets
 import string
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 from langchain_core.documents import Document
@@ -37,6 +36,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from ._async_client import AsyncMemoryHub
+from ._copies import current_copy
 from ._kinds import ensure_kind as ensure_kind_defined
 from ._sync_client import MemoryHub
 from .errors import MemoryHubError, NotFound, RevisionConflict
@@ -55,16 +55,6 @@ CONTENT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 PAGE = 200
-
-
-def current_copy(copies: Iterable[Memory]) -> Memory:
-    """Of several memories stored for one document id (concurrent creates), the current one: the most recently
-    written (greatest `updatedAt`, then `createdAt`, then `id`, so every reader picks the same one)."""
-    return max(copies, key=lambda m: (_time(m["updatedAt"]), _time(m["createdAt"]), m["id"]))
-
-
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def _by_doc_id(memories: Iterable[Memory]) -> tuple[dict[str, Memory], dict[str, list[Memory]]]:

@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from langgraph.store.base import (
@@ -45,6 +44,7 @@ from langgraph.store.base import (
     get_text_at_path,
 )
 
+from ._copies import current_copy, parse_time
 from ._kinds import ensure_kind as ensure_kind_defined
 from ._sync_client import MemoryHub
 from .errors import NotFound, RevisionConflict
@@ -68,25 +68,15 @@ PAGE = 200
 SEARCH_PAGE = 50  # the most POST …/memories/search answers per page
 
 
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
 def _fields(memory: Memory) -> dict[str, Any]:
     content = memory["content"]
     return {
         "namespace": tuple(content["ns"]),
         "key": content["key"],
         "value": content["value"],
-        "created_at": _time(memory["createdAt"]),
-        "updated_at": _time(memory["updatedAt"]),
+        "created_at": parse_time(memory["createdAt"]),
+        "updated_at": parse_time(memory["updatedAt"]),
     }
-
-
-def current_copy(copies: Iterable[Memory]) -> Memory:
-    """Of several memories stored for one item (concurrent creates), the current one: the most recently written
-    (greatest `updatedAt`, then `createdAt`, then `id`, so every reader picks the same one)."""
-    return max(copies, key=lambda m: (_time(m["updatedAt"]), _time(m["createdAt"]), m["id"]))
 
 
 Key = tuple[tuple[str, ...], str]
