@@ -12,8 +12,8 @@ from django.urls import path, reverse
 
 from memories.models import Product
 from memoryhub.admin_base import ReadOnlyAdmin, pre
-from memoryhub.errors import DomainError
-from memoryhub.identifiers import ID_PATTERN
+from memoryhub.errors import DomainError, InvalidRequest
+from memoryhub.identifiers import validate_identifier
 
 from .models import Erasure, Export, Import, ProductRetention
 from .services import retention
@@ -22,8 +22,10 @@ from .services.erasure import erasure_preview, erasure_start
 
 def _identifier(value: str) -> None:
     """The API's rule for a user or conversation id (a RegexField would accept any text containing one)."""
-    if not ID_PATTERN.fullmatch(value):
-        raise forms.ValidationError("1-128 characters of A-Za-z0-9_.@- (the API's rule)")
+    try:
+        validate_identifier(value, "id")
+    except InvalidRequest:
+        raise forms.ValidationError("1-128 characters of A-Za-z0-9_.@- (the API's rule)") from None
 
 
 class EraseForm(forms.Form):
