@@ -130,6 +130,34 @@ SECTIONS = {"description": "A section of an app that registered one (diary, tabl
 OPEN_COMPONENTS = {"Scenario": SECTIONS, "ScenarioRequest": SECTIONS, "PatchedScenarioRequest": SECTIONS}
 
 
+# The header a replayed answer carries (docs/contract.md#idempotency-retries-run-once), derived from what an
+# operation takes: a new operation with an operationId or an Idempotency-Key declares it without an entry.
+REPLAY_HEADERS = {
+    "Idempotent-Replayed": "`true` when this is the stored answer to an earlier request with the same "
+    "Idempotency-Key (absent on the first answer).",
+    "Operation-Replayed": "`true` when this is the stored result of an earlier request with the same "
+    "operationId (absent on the first answer).",
+}
+
+
+def _replay_header(operation: dict, schemas: dict) -> str | None:
+    if any(p.get("in") == "header" and p.get("name") == "Idempotency-Key" for p in operation.get("parameters", [])):
+        return "Idempotent-Replayed"
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    component = schemas.get(body.get("$ref", "").rsplit("/", 1)[-1], {})
+    return "Operation-Replayed" if "operationId" in component.get("properties", {}) else None
+
+
+def _declare_replay_headers(paths: dict, schemas: dict) -> None:
+    for operations in paths.values():
+        for operation in operations.values():
+            header = _replay_header(operation, schemas) if isinstance(operation, dict) else None
+            for status, response in operation.get("responses", {}).items() if header else ():
+                if status.startswith("2"):
+                    described = {"description": REPLAY_HEADERS[header], "schema": {"type": "string", "enum": ["true"]}}
+                    response.setdefault("headers", {})[header] = described
+
+
 def add_error_envelope(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation documents its errors as the error envelope."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
@@ -138,6 +166,7 @@ def add_error_envelope(result, generator, request, public):
         if name in schemas:
             schemas[name]["additionalProperties"] = extra
     result["paths"] = {**OPS_PATHS, **result.get("paths", {})}
+    _declare_replay_headers(result["paths"], schemas)
     envelope = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
     result["tags"] = [{"name": name, "description": description} for name, description in TAGS.items()]
     for operations in result.get("paths", {}).values():

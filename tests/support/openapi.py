@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -101,7 +102,11 @@ class Record:
 RECORD = Record()
 
 
-def check(method: str, path: str, status: int, content_type: str, body: bytes) -> None:
+# memoryhub's own response headers: one sent on an answer whose schema does not declare it is a violation.
+OWN_HEADERS = ("Idempotent-Replayed", "Operation-Replayed")
+
+
+def check(method: str, path: str, status: int, content_type: str, body: bytes, headers: Collection[str] = ()) -> None:
     """Record one response; a response the schema does not describe is a violation."""
     method = method.lower()
     template = route(path)
@@ -109,7 +114,9 @@ def check(method: str, path: str, status: int, content_type: str, body: bytes) -
         return  # not an operation of the schema (the admin, an unknown path, a method the route lacks)
     operation = document()["paths"][template][method]
     RECORD.exercised.add((operation["operationId"], status))
-    problem = _problem(operation, template, method, status, content_type, body)
+    problem = _problem(operation, template, method, status, content_type, body) or _undeclared(
+        operation, status, headers
+    )
     if problem:
         RECORD.violations.append(f"{method.upper()} {path} → {status}: {problem}")
 
@@ -138,6 +145,12 @@ def _problem(operation: dict, template: str, method: str, status: int, content_t
     return f"at /{where}: {error.message[:300]} (body {json.dumps(value)[:300]})"
 
 
+def _undeclared(operation: dict, status: int, headers: Collection[str]) -> str:
+    declared = operation["responses"].get(str(status), {}).get("headers", {})
+    missing = [name for name in OWN_HEADERS if name in headers and name not in declared]
+    return f"header {', '.join(missing)} is not declared" if missing else ""
+
+
 def install() -> None:
     """Check every response Django's handler produces in this process (test client and live server alike)."""
     from django.core.handlers.base import BaseHandler
@@ -149,7 +162,8 @@ def install() -> None:
     def get_response(self, request):
         response = original(self, request)
         body = b"" if getattr(response, "streaming", False) else response.content
-        check(request.method, request.path, response.status_code, response.get("Content-Type", ""), body)
+        content_type = response.get("Content-Type", "")
+        check(request.method, request.path, response.status_code, content_type, body, response.headers)
         return response
 
     get_response.checks_responses = True  # type: ignore[attr-defined]

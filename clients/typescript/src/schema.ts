@@ -2091,7 +2091,9 @@ export interface components {
         MemoryWriteRequest: {
             expectedRevision: number;
             /** @description The complete new document (a JSON object); replaces the old one. */
-            memory: unknown;
+            memory: {
+                [key: string]: unknown;
+            };
         };
         MemoryWriteResult: {
             revision: number;
@@ -4479,6 +4481,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key (absent on the first answer). */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4783,6 +4787,8 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    /** @description `true` when this is the stored result of an earlier request with the same operationId (absent on the first answer). */
+                    "Operation-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4910,6 +4916,8 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    /** @description `true` when this is the stored result of an earlier request with the same operationId (absent on the first answer). */
+                    "Operation-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5515,6 +5523,8 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    /** @description `true` when this is the stored result of an earlier request with the same operationId (absent on the first answer). */
+                    "Operation-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5613,6 +5623,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description `true` when this is the stored result of an earlier request with the same operationId (absent on the first answer). */
+                    "Operation-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5714,6 +5726,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description `true` when this is the stored result of an earlier request with the same operationId (absent on the first answer). */
+                    "Operation-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5722,6 +5736,8 @@ export interface operations {
             };
             201: {
                 headers: {
+                    /** @description `true` when this is the stored result of an earlier request with the same operationId (absent on the first answer). */
+                    "Operation-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5757,6 +5773,8 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description `true` when this is the stored result of an earlier request with the same operationId (absent on the first answer). */
+                    "Operation-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5765,6 +5783,8 @@ export interface operations {
             };
             201: {
                 headers: {
+                    /** @description `true` when this is the stored result of an earlier request with the same operationId (absent on the first answer). */
+                    "Operation-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
