@@ -1,11 +1,11 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from memories.mcp.api.server import mcp_server
 from memoryhub import landing
 from memoryhub.api import handler, health
 from memoryhub.api.metrics import metrics_view
+from memoryhub.api.schema_views import SchemaView, SwaggerView
 
 admin.site.site_url = "/"  # the admin's "View site": the landing page
 
@@ -14,12 +14,8 @@ urlpatterns = [
     path("healthz", handler.read_only_view(health.healthz), name="healthz"),
     path("readyz", handler.read_only_view(health.readyz), name="readyz"),
     path("metrics", handler.read_only_view(metrics_view), name="metrics"),
-    path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
-    path(
-        "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
-        name="docs",
-    ),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
+    path("api/docs/", SwaggerView.as_view(), name="docs"),
     path("i18n/", include("django.conf.urls.i18n")),  # set_language: the console's language switcher
     path("admin/console/", include("memories.console.urls")),
     path("admin/", admin.site.urls),

@@ -67,3 +67,12 @@ def test_a_method_other_than_get_is_the_json_405_not_a_csrf_page(path, method):
     response = getattr(Client(enforce_csrf_checks=True), method)(path)
     assert_envelope(response, 405, "method_not_allowed")
     assert response["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("path", ["/api/schema/", "/api/docs/"])
+def test_the_schema_and_its_page_answer_errors_in_the_json_envelope(client, path):
+    """Their own renderers are YAML and HTML: a 405 was a YAML envelope or a bare HTML page."""
+    assert_envelope(client.post(path), 405, "method_not_allowed")
+    assert_envelope(client.get(path, HTTP_ACCEPT="application/xml"), 406, "not_acceptable")
+    page = client.get(path)
+    assert page.status_code == 200 and not page["Content-Type"].startswith("application/json")
