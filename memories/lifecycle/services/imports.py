@@ -164,6 +164,7 @@ def _restore(model: type[models.Model], record: dict, context: ImportContext, id
         with transaction.atomic():
             row = model(**values)
             row.save(force_insert=True)
+            _keep_exported_times(row, values)
     except IntegrityError as error:
         raise RecordRefused(_integrity_reason(error)) from None
     except DatabaseError:  # never the database's own words: they name tables and SQL
@@ -171,6 +172,20 @@ def _restore(model: type[models.Model], record: dict, context: ImportContext, id
     for hook in context.after_save:
         hook(row)
     return row
+
+
+def _keep_exported_times(row: models.Model, values: dict[str, Any]) -> None:
+    """A record keeps the times it was exported with: `save` stamps `auto_now(_add)` fields with the import's."""
+    stamped = {
+        field.attname: values[field.attname]
+        for field in row._meta.concrete_fields
+        if (getattr(field, "auto_now_add", False) or getattr(field, "auto_now", False))
+        and values.get(field.attname) is not None
+    }
+    if stamped:
+        type(row)._base_manager.filter(pk=row.pk).update(**stamped)
+        for attname, value in stamped.items():
+            setattr(row, attname, value)
 
 
 def _value(field: models.Field, raw: Any) -> Any:
