@@ -9,7 +9,7 @@ from django import forms
 from memories.models import MemoryDocument, Product
 from memories.schemas import check_memory_against_schema, validate_schema_definition
 from memories.validation import validate_memory
-from memoryhub.admin_base import StorableJSONField
+from memoryhub.admin_base import StorableJSONField, refuse_stale_edit
 from memoryhub.errors import DomainError
 
 
@@ -56,13 +56,7 @@ class MemoryDocumentForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        loaded = cleaned.get("loaded_revision")
-        current = MemoryDocument.objects.filter(pk=self.instance.pk).values_list("revision", flat=True).first()
-        if loaded is not None and current is not None and loaded != current:
-            raise forms.ValidationError(
-                f"This document changed while you edited it (you loaded revision {loaded}, it is now {current}). "
-                "Reload the page and make your change again; nothing was saved."
-            )
+        refuse_stale_edit(self, "revision", cleaned.get("loaded_revision"), kind="memory_document", noun="document")
         return cleaned
 
 

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext, gettext_lazy
 
-from memoryhub import json_text
+from memoryhub import json_text, metrics
 from memoryhub.actors import Actor
 from memoryhub.errors import DomainError, InvalidRequest
 
@@ -93,6 +93,22 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+def refuse_stale_edit(form: forms.ModelForm, field: str, loaded: int | None, *, kind: str, noun: str) -> None:
+    """An operator's form carries the version it was loaded at; a row at another one is refused, nothing saved.
+
+    The refusal is a compare-and-set conflict like the API's, so it is counted in the same metric
+    (`memoryhub_conflicts_total{kind}`); the service's CAS still refuses a write that lands after this check.
+    """
+    model = type(form.instance)
+    current = model._default_manager.filter(pk=form.instance.pk).values_list(field, flat=True).first()
+    if loaded is not None and current is not None and loaded != current:
+        metrics.CONFLICTS.labels(kind=kind).inc()
+        raise forms.ValidationError(
+            f"This {noun} changed while you edited it (you loaded {field} {loaded}, it is now {current}). "
+            "Reload the page and make your change again; nothing was saved."
+        )
 
 
 class VersionedEditAdmin(UserRowsAdmin):

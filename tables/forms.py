@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from memoryhub.admin_base import StorableJSONField
+from memoryhub.admin_base import StorableJSONField, refuse_stale_edit
 from memoryhub.errors import DomainError
 from tables.models import MemoryTable
 from tables.validation import validate_rows
@@ -38,11 +38,5 @@ class MemoryTableForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        loaded = cleaned.get("loaded_version")
-        current = MemoryTable.objects.filter(pk=self.instance.pk).values_list("version", flat=True).first()
-        if loaded is not None and current is not None and loaded != current:
-            raise forms.ValidationError(
-                f"This table changed while you edited it (you loaded version {loaded}, it is now {current}). "
-                "Reload the page and make your change again; nothing was saved."
-            )
+        refuse_stale_edit(self, "version", cleaned.get("loaded_version"), kind="memory_table", noun="table")
         return cleaned

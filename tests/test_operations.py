@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from django.test import override_settings
-from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from memoryhub.api.throttling import PerKeyRateThrottle
 from tests.support.api import assert_envelope
+from tests.support.metrics import metric
 
 URL = "/v1/users/u1/conversations/c1/memory"
 MEMORY_ROUTE = "v1/users/<str:user_id>/conversations/<str:conversation_id>/memory"
@@ -29,15 +29,6 @@ DEAD_REDIS_CACHES = {
 def redis_down():
     """Redis configured but unreachable; override_settings resets django.core.cache.caches on entry and exit."""
     return override_settings(CACHES=DEAD_REDIS_CACHES, REDIS_URL=DEAD_REDIS)
-
-
-def metric(name: str, **labels: str) -> float:
-    text = APIClient().get("/metrics").content.decode()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                return sample.value
-    return 0.0
 
 
 # --- O1 -------------------------------------------------------------------------------------------

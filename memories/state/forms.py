@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from memoryhub.admin_base import StorableJSONField
+from memoryhub.admin_base import StorableJSONField, refuse_stale_edit
 from memoryhub.errors import DomainError
 
 from .models import ConversationState
@@ -46,11 +46,5 @@ class StateForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        loaded = cleaned.get("loaded_revision")
-        current = ConversationState.objects.filter(pk=self.instance.pk).values_list("revision", flat=True).first()
-        if loaded is not None and current is not None and loaded != current:
-            raise forms.ValidationError(
-                f"This state changed while you edited it (you loaded revision {loaded}, it is now {current}). "
-                "Reload the page and make your change again; nothing was saved."
-            )
+        refuse_stale_edit(self, "revision", cleaned.get("loaded_revision"), kind="conversation_state", noun="state")
         return cleaned

@@ -18,6 +18,7 @@ from memories.services.products import api_key_create
 from tests.factories import ProductFactory
 from tests.support.admin import log_messages, staff_client
 from tests.support.api import assert_envelope
+from tests.support.metrics import metric
 
 URL = "/v1/users/u1/conversations/c1/memory"
 KEY_PATTERN = re.compile(r"mhk_[A-Za-z0-9_-]+")
@@ -199,9 +200,11 @@ def test_operator_edit_creates_a_new_revision_recorded_as_the_operator(admin_cli
 def test_operator_edit_on_a_stale_revision_is_refused_visibly_and_changes_nothing(admin_client, written):
     document = document_of(written)
     written.put(URL, {"expectedRevision": 1, "memory": {"mood": "changed by the app"}})
+    conflicts = metric("memoryhub_conflicts_total", kind="memory_document")
     response = save_document(admin_client, document, {"mood": "operator's stale edit"}, loaded_revision=1)
     assert response.status_code == 200
     assert "changed while you edited it" in response.content.decode()
+    assert metric("memoryhub_conflicts_total", kind="memory_document") == conflicts + 1  # counted like the API's
     assert written.get(URL).json() == {"revision": 2, "memory": {"mood": "changed by the app"}}
     assert len(written.get(URL + "/revisions").json()["results"]) == 2
 

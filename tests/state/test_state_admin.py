@@ -10,6 +10,7 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from memories.state.models import ConversationState
+from tests.support.metrics import metric
 
 from .support import STATE, candidate, state_scenario, submit, upsert
 
@@ -58,10 +59,12 @@ def test_an_admin_edit_commits_the_next_revision(admin_client, written):
 
 def test_a_stale_admin_edit_is_refused_visibly_and_saves_nothing(admin_client, written):
     row = ConversationState.objects.get()
+    conflicts = metric("memoryhub_conflicts_total", kind="conversation_state")
     response = save(admin_client, row, "stale", [], 1)
     assert response.status_code == 200  # the form again, with the error
     body = response.content.decode()
     assert "changed while you edited it" in body
+    assert metric("memoryhub_conflicts_total", kind="conversation_state") == conflicts + 1
     assert written.get(STATE).json()["revision"] == 2 and written.get(STATE).json()["text"] == "second notes"
 
 

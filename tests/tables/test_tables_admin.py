@@ -13,6 +13,7 @@ from tables.forms import MemoryTableForm
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 from tables.turn_edits import turn_table_edits_apply
 from tests.factories import TableScenarioFactory, TurnFactory
+from tests.support.metrics import metric
 
 from .support import edit, events
 
@@ -64,9 +65,11 @@ def test_an_operator_edit_goes_through_the_cas_service(admin_client, scene, alic
 
 def test_a_stale_operator_edit_is_refused_with_a_visible_message(admin_client, scene):
     MemoryTable.objects.filter(pk=scene.pk).update(version=5)  # someone else wrote meanwhile
+    conflicts = metric("memoryhub_conflicts_total", kind="memory_table")
     response = save(admin_client, scene, [["x", "", "", ""]], loaded_version=2)
     page = response.content.decode()
     assert "changed while you edited it" in page and "nothing was saved" in page
+    assert metric("memoryhub_conflicts_total", kind="memory_table") == conflicts + 1
     assert not [m for m in get_messages(response.wsgi_request) if "successfully" in str(m)]
     scene.refresh_from_db()
     assert scene.rows == [["五月一日", "", "<b>灯塔</b>", ""]]
