@@ -34,6 +34,7 @@ from memories.models import Message
 from memoryhub.addresses import UserAddress
 from memoryhub.prepared import binding_cursor
 from memoryhub.ranking import FusedHit, Ranked, SignalHit, fuse_with_neighbours, script
+from memoryhub.timefmt import sql_time
 
 TABLE, MESSAGE_TABLE = HistoryEntry._meta.db_table, Message._meta.db_table
 FTS_TABLE = "history_entry_fts"
@@ -76,10 +77,10 @@ class HistoryFilters:
             params.extend(self.conversations)
         if self.after is not None:
             clauses.append("h.created_at >= %s")
-            params.append(self.after)
+            params.append(sql_time(self.after))
         if self.before is not None:
             clauses.append("h.created_at < %s")
-            params.append(self.before)
+            params.append(sql_time(self.before))
         if self.roles:
             clauses.append(f"h.role IN ({', '.join(['%s'] * len(self.roles))})")
             params.extend(self.roles)

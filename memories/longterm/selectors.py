@@ -52,6 +52,7 @@ from memoryhub.addresses import UserAddress
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
 from memoryhub.ranking import fuse_and_place, script
+from memoryhub.timefmt import sql_time
 
 KEYWORD, SEMANTIC, HYBRID = "keyword", "semantic", "hybrid"
 MAX_RESULTS = 1000  # deepest position a search cursor may reach
@@ -340,7 +341,7 @@ def _keyword_portable(
         "AND m.superseded_by = '' AND m.rolled_back_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > %s) "
         "ORDER BY score DESC, m.id DESC LIMIT %s OFFSET %s"
     )
-    params = [_fts_match(terms), scope.product.pk, scope.user_id, *kinds, now, limit, offset]
+    params = [_fts_match(terms), scope.product.pk, scope.user_id, *kinds, sql_time(now), limit, offset]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(pk, float(score)) for pk, score in cursor.fetchall()]

@@ -126,6 +126,24 @@ def test_filters_conversations_times_and_roles(alice):
     assert TRIP[2]["content"] not in early and TRIP[0]["content"] in early
 
 
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_after_is_inclusive_and_before_exclusive_at_a_messages_own_time(alice, mode):
+    """docs/history.md: `after` (inclusive), `before` (exclusive) — also at the stored time itself."""
+    lena = [
+        message("m1", "user", "My daughter Lena starts violin lessons on Tuesday.", "2024-03-01T18:00:00Z"),
+        message("m2", "assistant", "How exciting for Lena! Violin takes patience.", "2024-03-01T18:00:02Z"),
+        message("m3", "user", "Lena practised violin for an hour.", "2024-03-01T18:00:02.500001Z"),
+    ]
+    imported(alice, "u1", "c1", lena)
+    query = "Lena violin"
+    assert set(contents(search(alice, "u1", query, mode, before="2024-03-01T18:00:02Z"))) == {lena[0]["content"]}
+    assert set(contents(search(alice, "u1", query, mode, after="2024-03-01T18:00:02Z"))) == {
+        lena[1]["content"],
+        lena[2]["content"],
+    }
+    assert set(contents(search(alice, "u1", query, mode, after="2024-03-01T18:00:02.500001Z"))) == {lena[2]["content"]}
+
+
 @pytest.mark.parametrize(
     "body",
     [
