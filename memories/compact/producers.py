@@ -51,7 +51,7 @@ def _witnessed_history(request: RecallRequest, policy) -> SourceResult:
     room = policy.budget_chars - len(request.user_message)
     kept: list[HistoryMessage] = []
     rows = witnessed_by(live_messages(_address(request), before_round=request.round), request.character)
-    for row in rows.order_by("-id").values_list("id", "round", "role", "content").iterator():
+    for row in rows.order_by("-round", "-id").values_list("id", "round", "role", "content").iterator():
         message = HistoryMessage(*row)
         if history_chars("", [message, *kept]) > room:
             break

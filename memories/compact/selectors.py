@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from django.db.models import Q
+
 from memories.models import Conversation, Message
 from memoryhub import working_set
 from memoryhub.addresses import ConversationAddress
@@ -28,6 +30,10 @@ class CompactionRef:
     from_round: int
     through_round: int
     message_count: int
+
+    @property
+    def through_position(self) -> Position:
+        return (self.through_round, self.through_message_id)
 
     def as_details(self) -> dict:
         return {"id": self.id, "version": self.version, "throughMessageId": self.through_message_id}
@@ -87,7 +93,7 @@ def history_view(address: ConversationAddress, *, before_round: int | None = Non
     else:
         compaction = CompactionRef(*newest[:-1]) if newest else None
     messages = uncovered_messages(
-        address, after_message_id=compaction.through_message_id if compaction else 0, before_round=before_round
+        address, after=compaction.through_position if compaction else None, before_round=before_round
     )
     return HistoryView(compaction, tuple(messages), rebuild_pending)
 
@@ -116,18 +122,37 @@ def compaction_current(address: ConversationAddress, *, before_round: int | None
     return CompactionRef(*row) if row else None
 
 
+# A message's place in its conversation: (round, id). An edited or regenerated round's new messages have later
+# ids than the rounds after it but keep their round, so ids alone do not give the conversation's order.
+Position = tuple[int, int]
+
+
+def after_position(position: Position | None) -> Q:
+    if position is None:
+        return Q()
+    round_number, message_id = position
+    return Q(round__gt=round_number) | Q(round=round_number, id__gt=message_id)
+
+
+def at_or_before(position: Position) -> Q:
+    round_number, message_id = position
+    return Q(round__lt=round_number) | Q(round=round_number, id__lte=message_id)
+
+
 def uncovered_messages(
-    address: ConversationAddress, *, after_message_id: int, before_round: int | None = None
+    address: ConversationAddress, *, after: Position | None, before_round: int | None = None
 ) -> list[HistoryMessage]:
-    rows = Message.objects.filter(**_where(address), superseded=False, id__gt=after_message_id)
+    """The non-superseded messages after a compaction's last one, in conversation order."""
+    rows = Message.objects.filter(after_position(after), **_where(address), superseded=False)
     if before_round is not None:
         rows = rows.filter(round__lt=before_round)
-    return [HistoryMessage(*row) for row in rows.order_by("id").values_list("id", "round", "role", "content")]
+    columns = ("id", "round", "role", "content")
+    return [HistoryMessage(*row) for row in rows.order_by("round", "id").values_list(*columns)]
 
 
-def covered_count(address: ConversationAddress, *, through_message_id: int) -> int:
-    """Non-superseded messages with an id up to `through_message_id`: what a compaction through it must cover."""
-    return Message.objects.filter(**_where(address), superseded=False, id__lte=through_message_id).count()
+def covered_count(address: ConversationAddress, *, through: Position) -> int:
+    """Non-superseded messages up to `through` in conversation order: what a compaction through it must cover."""
+    return Message.objects.filter(at_or_before(through), **_where(address), superseded=False).count()
 
 
 def message_is_live(address: ConversationAddress, message_id: int) -> bool:

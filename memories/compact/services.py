@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max, Min
+from django.db.models import Max, Min, Q
 from django.utils import timezone
 
 from diaries.summarizers import (
@@ -182,7 +182,7 @@ def compaction_run(
     head, _ = CompactionHead.objects.get_or_create(**_where(address))
     expected = head.version  # read before anything else: a compaction saved meanwhile wins the race
     base = selectors.compaction_current(address, before_round=before_round)
-    pending = selectors.uncovered_messages(address, after_message_id=base.through_message_id if base else 0)
+    pending = selectors.uncovered_messages(address, after=base.through_position if base else None)
     if before_round is None:
         eligible, summarizable = pending, len(pending)
     else:
@@ -266,13 +266,14 @@ def _save(
 ) -> Compaction:
     last = plan.summarize[-1] if plan.summarize else None
     through_id = last.id if last else base.through_message_id if base else 0
+    through_round = last.round if last else base.through_round if base else 0
     count = (base.message_count if base else 0) + len(plan.summarize)
     saved: dict[str, Compaction] = {}
 
     def keep(version: int) -> None:
         # After the head row is locked by the compare-and-set: a regeneration committed meanwhile is visible here.
         if not selectors.message_is_live(address, through_id) or (
-            selectors.covered_count(address, through_message_id=through_id) != count
+            selectors.covered_count(address, through=(through_round, through_id)) != count
         ):
             raise RangeChanged(
                 f"the messages through {through_id} changed while they were summarised (a regenerated reply)"
@@ -286,7 +287,7 @@ def _save(
             through_message_id=through_id,
             message_count=count,
             from_round=base.from_round if base else plan.summarize[0].round,
-            through_round=last.round if last else base.through_round if base else 0,
+            through_round=through_round,
             summarizer=summarizer,
             trigger=trigger,
             turn=turn,
@@ -368,6 +369,16 @@ def compaction_reapply_hook(selected_turn_pk: int, displaced_turn_pk: int | None
     return None
 
 
+def _starts_at_or_before(position: selectors.Position) -> Q:
+    round_number, message_id = position
+    return Q(from_round__lt=round_number) | Q(from_round=round_number, from_message_id__lte=message_id)
+
+
+def _ends_at_or_after(position: selectors.Position) -> Q:
+    round_number, message_id = position
+    return Q(through_round__gt=round_number) | Q(through_round=round_number, through_message_id__gte=message_id)
+
+
 def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: int | None) -> list[int]:
     """The supersede hook: compactions covering the superseded messages are invalidated in the transaction that
     stores the new reply; with the newest compaction invalidated, a rebuild is pending (the task of the new reply's
@@ -380,6 +391,7 @@ def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: in
     span = Message.objects.filter(turn_id=superseded_turn_pk).aggregate(first=Min("id"), last=Max("id"))
     if span["first"] is None:
         return []
+    first, last = (turn.round, span["first"]), (turn.round, span["last"])  # a turn's messages are of its round
     # Lock the head: a compaction being saved now either committed before (and is found below) or waits and then
     # finds these messages superseded.
     CompactionHead.objects.get_or_create(**_where(address))
@@ -388,9 +400,9 @@ def compaction_invalidate_superseded(*, superseded_turn_pk: int, new_turn_pk: in
         Compaction.objects.filter(
             **_where(address),
             invalidated=False,
-            from_message_id__lte=span["last"],
-            through_message_id__gte=span["first"],
-        ).values_list("id", flat=True)
+        )
+        .filter(_starts_at_or_before(last), _ends_at_or_after(first))
+        .values_list("id", flat=True)
     )
     if not hit:
         return []

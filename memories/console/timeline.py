@@ -80,7 +80,7 @@ def conversation_timeline(
     first = max(1, last - size + 1)
     rounds = (0 if first == 1 else first, last)
     timed = by_time.window(first, last)
-    messages = Message.objects.filter(**where, round__range=rounds).order_by("pk")
+    messages = Message.objects.filter(**where, round__range=rounds).order_by("round", "pk")
     placed = [(m.round, Item("message", m.created_at, m)) for m in messages]
     placed += [(t.round, Item("turn", t.created_at, t)) for t in Turn.objects.filter(**where, round__range=rounds)]
     placed += _diary(where, rounds)

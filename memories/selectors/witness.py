@@ -38,7 +38,8 @@ def recent_witnessed(
 ) -> list[dict]:
     """The newest `limit` messages before the round that `character` witnessed, newest first."""
     rows = witnessed_by(live_messages(address, before_round=before_round), character)
-    return [dict(row) for row in rows.order_by("-id").values("id", "round", "role", "name", "content")[:limit]]
+    newest_first = rows.order_by("-round", "-id")  # an edited round's new messages have later ids: order by round
+    return [dict(row) for row in newest_first.values("id", "round", "role", "name", "content")[:limit]]
 
 
 def unwitnessed_rounds(address: ConversationAddress, *, character: str, before_round: int | None = None) -> set[int]:

@@ -151,7 +151,7 @@ def _replaced_turn(address: ConversationAddress, turn_id: int | None) -> Turn | 
 
 def _history(address: ConversationAddress, *, before_round: int, character: str | None) -> list[dict]:
     rows = witnessed_by(live_messages(address, before_round=before_round), character)  # all when no character
-    return [dict(row) for row in rows.order_by("id").values("role", "content")]
+    return [dict(row) for row in rows.order_by("round", "id").values("role", "content")]  # conversation order
 
 
 def _record_turn(
