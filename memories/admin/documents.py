@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from memories.forms import MemoryDocumentForm, ProductForm, pretty_json
 from memories.models import ApiKey, MemoryDocument, MemoryRevision, Product
-from memories.services.documents import memory_document_replace
+from memories.services.documents import memory_document_delete, memory_document_replace
 from memories.services.products import api_key_create, api_key_revoke_audited
 from memories.services.tools import tool_tokens_revoke_all
 from memoryhub.actors import Actor
@@ -129,6 +129,13 @@ class MemoryDocumentAdmin(VersionedEditAdmin):
             "<table>{}</table>",
             format_html_join_rows(rows),
         )
+
+    def delete_model(self, request, obj) -> None:
+        memory_document_delete(ConversationAddress(obj.product, obj.user_id, obj.conversation_id))
+
+    def delete_queryset(self, request, queryset) -> None:
+        for document in queryset.select_related("product"):
+            self.delete_model(request, document)
 
     def save_versioned(self, request, obj, form, actor: Actor) -> None:
         memory_document_replace(

@@ -145,3 +145,16 @@ def _cas_portable(key: tuple, expected: int, serialized: str, now, history: tupl
             (*history[:3], row[0], *history[3:]),
         )
     return row[0]
+
+
+def memory_document_delete(address: ConversationAddress) -> None:
+    """An operator's delete of a conversation's document: the document and its revisions go together.
+
+    A revision left behind would make the next write at revision 0 collide with it (its revision 1 exists).
+    The working set is invalidated first, so a cache outage refuses the delete before anything is removed.
+    """
+    working_set.invalidate(json_memory_scope(address))
+    with transaction.atomic():
+        where = {"product": address.product, "user_id": address.user_id, "conversation_id": address.conversation_id}
+        MemoryRevision.objects.filter(**where).delete()
+        MemoryDocument.objects.filter(**where).delete()

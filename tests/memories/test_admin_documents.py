@@ -248,3 +248,22 @@ def test_operator_edit_failing_the_product_schema_is_refused(admin_client, writt
     assert response.status_code == 200
     assert "mood" in str(response.context["adminform"].form.errors)
     assert written.get(URL).json()["memory"] == {"mood": "calm", "notes": ["第一"]}
+
+
+@pytest.mark.parametrize("how", ["page", "action"])
+def test_an_operator_delete_removes_the_revisions_too_so_the_memory_stays_writable(admin_client, written, how):
+    """A delete that left the revisions made every later write collide with them (503, then 409 for good)."""
+    document = document_of(written)
+    assert written.put(URL, {"expectedRevision": 1, "memory": {"mood": "second"}}).status_code == 200
+    if how == "page":
+        url = reverse("admin:memories_memorydocument_delete", args=[quote(document.pk)])
+        response = admin_client.post(url, {"post": "yes"})
+    else:
+        changelist = reverse("admin:memories_memorydocument_changelist")
+        data = {"action": "delete_selected", "_selected_action": [document.pk], "post": "yes"}
+        response = admin_client.post(changelist, data)
+    assert response.status_code == 302
+    assert written.get(URL).json() == {"revision": 0, "memory": None}
+    assert written.get(URL + "/revisions").json()["results"] == []
+    assert written.put(URL, {"expectedRevision": 0, "memory": {"mood": "fresh"}}).json() == {"revision": 1}
+    assert written.get(URL).json() == {"revision": 1, "memory": {"mood": "fresh"}}
