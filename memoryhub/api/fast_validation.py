@@ -22,6 +22,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from memoryhub.identifiers import validate_identifier
 
 from .fields import (
+    CheckedLaterObjectField,
     IdentifierField,
     JSONObjectField,
     StrictBooleanField,
@@ -92,6 +93,8 @@ def _check(field: serializers.Field) -> Check | None:
         return lambda v: type(v) is bool
     if kind is JSONObjectField and not field.binary:
         return lambda v: type(v) is dict
+    if kind is CheckedLaterObjectField:
+        return lambda v: True
     if kind is serializers.JSONField and not field.binary:
         return (lambda v: True) if field.allow_null else (lambda v: v is not None)
     return None

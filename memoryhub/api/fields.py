@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memoryhub.identifiers import MAX_SAFE_INTEGER, validate_identifier
@@ -53,6 +54,24 @@ class JSONObjectField(serializers.JSONField):
         if not isinstance(data, dict):
             raise serializers.ValidationError("must be a JSON object")
         return data
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class CheckedLaterObjectField(serializers.Field):
+    """A JSON object that the service checks itself (a memory document: validate_memory answers `invalid_memory`
+    for any other value, null included), so the field passes every parsed value on as it is. The schema declares
+    an object, not a nullable anything."""
+
+    def validate_empty_values(self, data):
+        if data is None:
+            return True, None
+        return super().validate_empty_values(data)
+
+    def to_internal_value(self, data):
+        return data
+
+    def to_representation(self, value):
+        return value
 
 
 class IdentifierField(StrictCharField):

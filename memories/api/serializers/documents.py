@@ -1,25 +1,13 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memoryhub.api.fields import StrictIntegerField, StrictSerializer
-
-
-@extend_schema_field({"type": "object", "additionalProperties": {}})
-class MemoryDocumentField(serializers.JSONField):
-    """A JSON object, declared as one; any other value (null included) reaches validate_memory, which answers
-    `invalid_memory` for it, so the schema does not call the field nullable."""
-
-    def validate_empty_values(self, data):
-        if data is None:
-            return True, None
-        return super().validate_empty_values(data)
+from memoryhub.api.fields import CheckedLaterObjectField, StrictIntegerField, StrictSerializer
 
 
 class MemoryWriteSerializer(StrictSerializer):
     expectedRevision = StrictIntegerField()
-    memory = MemoryDocumentField(help_text="The complete new document (a JSON object); replaces the old one.")
+    memory = CheckedLaterObjectField(help_text="The complete new document (a JSON object); replaces the old one.")
 
 
 class MemoryReadSerializer(serializers.Serializer):
