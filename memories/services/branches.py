@@ -83,6 +83,9 @@ def turn_select(*, address: ConversationAddress, turn_id: int) -> Selection:
             for other in current
         ]
         Turn.objects.filter(pk=turn.pk).update(status="committed")
+        # The round shows the selected reply's messages only: also not a user message kept by its reply's delete.
+        round_messages = Message.objects.filter(turn__conversation_row_id=turn.conversation_row_id, round=turn.round)
+        round_messages.exclude(turn_id=turn.pk).update(superseded=True)
         Message.objects.filter(turn_id=turn.pk, deleted=False).update(superseded=False)
         other_pk = current[0].pk if current else None
         kinds = registry.run_reapply_hooks(turn.pk, other_pk)

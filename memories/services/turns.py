@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memories.models import Conversation, Message, Scenario, Turn
 from memories.selectors.witness import live_messages, witnessed_by
-from memories.services.branches import turn_supersede
+from memories.services.branches import LIVE, turn_supersede
 from memories.services.conversations import conversation_scope, conversation_state
 from memories.services.events import event_emit_for_turn
 from memories.services.memory_write import memory_write_after_commit
@@ -241,7 +241,7 @@ def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
 def _store_reply(turn: Turn, assistant_message: str) -> None:
     conversation = Conversation.objects.select_for_update(no_key=True).get(pk=turn.conversation_row_id)
     if turn.replaces_id:
-        turn_supersede(turn.replaces_id, by_turn_pk=turn.pk, cause="regenerate")
+        _supersede_round(turn)
     else:
         conversation.rounds += 1
         conversation.save(update_fields=["rounds", "updated_at"])
@@ -266,6 +266,17 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
     turn.status = "completed"
     turn.completed_at = timezone.now()
     turn.save(update_fields=["assistant_message", "status", "completed_at", "round"])
+
+
+def _supersede_round(turn: Turn) -> None:
+    """A regenerated reply becomes its round's current one, whatever that is now: the reply it was prepared to
+    replace, or one that took that reply's place meanwhile (another regeneration, an edit, a swipe back). So a
+    round never has two current replies, and no discarded reply's writes stay (under the conversation's lock)."""
+    round_turns = Turn.objects.filter(conversation_row_id=turn.conversation_row_id, round=turn.round)
+    for other in round_turns.filter(status__in=LIVE).exclude(pk=turn.pk).order_by("pk").values_list("pk", flat=True):
+        turn_supersede(other, by_turn_pk=turn.pk, cause="regenerate")
+    # A user message kept visible by the delete of its reply belongs to the round's old branch as well.
+    Message.objects.filter(turn__in=round_turns, superseded=False).exclude(turn=turn).update(superseded=True)
 
 
 def turn_commit(*, turn: Turn) -> Turn:
