@@ -209,12 +209,21 @@ def _checked_anchor(address: ConversationAddress, row: StorySnapshot, message_id
             f"message {message_id} is not confirmed: {hint}",
             details={**details, "reason": "uncommitted", "turnStatus": turn.status},
         )
-    if current is not None and message_id <= current:
+    if current is not None and not _later(message, current):
         raise AnchorConflict(
             f"message {message_id} is not later than the story's current anchor {current}",
             details={**details, "reason": "not_later"},
         )
     return message
+
+
+def _later(message: Message, current_id: int) -> bool:
+    """Later in the conversation than the current anchor: by round, then id (a re-settled edited round's reply has
+    a newer id than the rounds after it, and comes before them)."""
+    current_round = Message.objects.filter(pk=current_id).values_list("round", flat=True).first()
+    if current_round is None:
+        return message.pk > current_id
+    return (message.round, message.pk) > (current_round, current_id)
 
 
 # --- rollback on regeneration ----------------------------------------------------------------------------

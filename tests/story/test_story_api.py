@@ -88,6 +88,26 @@ def test_an_anchor_not_later_than_the_current_one_is_refused(api):
     assert anchor_error(api, settlement(1, second["assistantMessageId"]))["reason"] == "not_later"  # the same one
 
 
+def test_later_is_by_round_so_the_rounds_after_an_edited_one_can_be_settled_again(api):
+    """An edited middle round's reply has the newest id but comes before the rounds after it (docs/story.md)."""
+    replies = [turn(api, f"u{n}", f"a{n}")["assistantMessageId"] for n in (1, 2, 3)]
+    for version, anchor in enumerate(replies):
+        assert (
+            settle(api, settlement(version, anchor, appendEvents=[{"text": f"event {version + 1}"}])).status_code == 201
+        )
+    edited = api.post(f"{CONV}/messages/{replies[1]}/edit", {"content": "a2 edited"})
+    assert edited.status_code == 200, edited.json()
+    version = api.get(STORY).json()["version"]
+    messages = api.get(f"{CONV}/messages", data={"limit": 200}).json()["results"]
+    new_reply = next(m["id"] for m in messages if m["content"] == "a2 edited")
+    assert new_reply > replies[2]
+    assert settle(api, settlement(version, new_reply, appendEvents=[{"text": "event 2 (edited)"}])).status_code == 201
+    again = settle(api, settlement(version + 1, replies[2], appendEvents=[{"text": "event 3 again"}]))
+    assert again.status_code == 201, again.json()
+    assert [e["text"] for e in api.get(STORY).json()["events"]] == ["event 1", "event 2 (edited)", "event 3 again"]
+    assert anchor_error(api, settlement(version + 2, new_reply))["reason"] == "not_later"  # round 2 after round 3
+
+
 def test_a_user_message_or_a_message_of_another_conversation_is_refused(api):
     first = turn(api)
     assert anchor_error(api, settlement(0, first["assistantMessageId"] - 1))["reason"] == "not_assistant"
