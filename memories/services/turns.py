@@ -154,11 +154,24 @@ def _history(address: ConversationAddress, *, before_round: int, character: str 
     return [dict(row) for row in rows.order_by("round", "id").values("role", "content")]  # conversation order
 
 
+def _references(sources, used: set[str]) -> tuple[list[str], list[str]]:
+    """The placeholders of the configured sources the template uses (a lorebook's `worldInfoBefore` as well as
+    its `worldInfo`), and the sources none of whose placeholders it uses: retrieved, never seen by the model."""
+    referenced: list[str] = []
+    unreferenced: list[str] = []
+    for config in sources:
+        placeholders = [name for name in registry.source_variables(config) if name in used]
+        referenced.extend(placeholders)
+        if not placeholders:
+            unreferenced.append(config.variable)
+    return referenced, unreferenced
+
+
 def _record_turn(
     scenario: Scenario, conversation_pk: int, context: TurnContext, recall, replaces, witness: dict
 ) -> Turn:
-    configured = [s.variable for s in context.sources]
     used = set(template_placeholders(scenario.template))
+    referenced, unreferenced = _references(context.sources, used)
     values = {**recall.variables, "userMessage": context.user_message}
     prompt = render_template(scenario.template, values, max_chars=settings.PROMPT_MAX_CHARS)
     # The durable record of what the model saw, committed before the answer (one INSERT; docs/performance.md).
@@ -177,8 +190,8 @@ def _record_turn(
         user_message=context.user_message,
         prompt=prompt,
         variables=recall.variables,
-        referenced_variables=[v for v in configured if v in used],
-        unreferenced_variables=[v for v in configured if v not in used],
+        referenced_variables=referenced,
+        unreferenced_variables=unreferenced,
         sources=recall.sources,
         runtime_state=recall.state,
         replaces=replaces,

@@ -242,3 +242,19 @@ def test_an_embedder_that_is_down_fails_the_turn_instead_of_answering_without_it
     response = alice.post(f"{CONV}/turns", {"scenarioId": "lore", "userMessage": "boats"})
     assert response.status_code in (502, 503, 504), response.json()
     assert alice.get(f"{CONV}/messages").json()["results"] == []
+
+
+def test_a_template_using_only_the_positional_variables_references_the_source(alice):
+    """The lore reached the prompt through {{worldInfoBefore}}: it was seen, and the turn says so."""
+    import_world(alice)
+    source = {"id": "wi", "agentRef": "lorebook", "variable": "worldInfo", "lorebooks": ["eldoria"]}
+    template = "{{worldInfoBefore}}\n[card]\n{{worldInfoAfter}}\nU: {{userMessage}}"
+    body = {"id": "placed", "name": "placed", "memorySources": [source], "template": template}
+    assert alice.post("/v1/scenarios", body).status_code == 201
+    turn = prepare(alice, "placed", "We sail to Eldoria.")
+    assert turn["referencedVariables"] == ["worldInfoBefore", "worldInfoAfter"]
+    assert turn["unreferencedVariables"] == []
+    unused = {"id": "unused", "name": "unused", "memorySources": [source], "template": "U: {{userMessage}}"}
+    assert alice.post("/v1/scenarios", unused).status_code == 201
+    turn = prepare(alice, "unused", "We sail to Eldoria.")
+    assert (turn["referencedVariables"], turn["unreferencedVariables"]) == ([], ["worldInfo"])
