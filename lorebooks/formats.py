@@ -227,8 +227,8 @@ def _card_view(native: dict) -> dict:
     found = {name: native[field] for name, field in _CARD_TOP.items() if field in native}
     found |= {name: extensions[field] for name, field in _CARD_EXTENSIONS.items() if field in extensions}
     found["disable"] = not native.get("enabled")  # SillyTavern: an entry without `enabled: true` is disabled
-    if "position" not in extensions and native.get("position") in ("before_char", "after_char"):
-        found["position"] = 0 if native["position"] == "before_char" else 1
+    if "position" not in extensions:  # SillyTavern's convertCharacterBook: only "before_char" is before
+        found["position"] = 0 if native.get("position") == "before_char" else 1
     if "caseSensitive" not in found and isinstance(native.get("case_sensitive"), bool):
         found["caseSensitive"] = native["case_sensitive"]  # the V2 spec's own field, when no extension says
     if "selective" not in native:

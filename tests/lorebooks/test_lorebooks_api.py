@@ -175,3 +175,36 @@ def test_the_entries_list_holds_the_live_entries_and_a_deleted_book_is_gone(alic
     assert alice.delete("/v1/lorebooks/eldoria").status_code == 204
     assert alice.get("/v1/lorebooks").json()["results"] == []
     assert_envelope(alice.get("/v1/lorebooks/eldoria/entries"), 404)
+
+
+def test_a_card_entry_without_a_position_is_placed_after_the_character_as_sillytavern_does(alice):
+    """SillyTavern's convertCharacterBook: extensions.position, else before only for "before_char"."""
+    entries = [
+        {
+            "id": 0,
+            "keys": ["river"],
+            "content": "no position",
+            "enabled": True,
+            "insertion_order": 10,
+            "extensions": {},
+        },
+        {"id": 1, "keys": ["hill"], "content": "before", "enabled": True, "position": "before_char"},
+        {
+            "id": 2,
+            "keys": ["sea"],
+            "content": "ext",
+            "enabled": True,
+            "position": "before_char",
+            "extensions": {"position": 4},
+        },
+    ]
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {"name": "Mara", "character_book": {"entries": entries}},
+    }
+    assert alice.post("/v1/lorebooks", {"id": "pos", "name": "pos", "characterCard": card}).status_code == 201
+    positions = [alice.get(f"/v1/lorebooks/pos/entries/{uid}").json()["entry"]["position"] for uid in (0, 1, 2)]
+    assert positions == [1, 0, 4]
+    exported = alice.get("/v1/lorebooks/pos/export", data={"format": "worldinfo"}).json()["entries"]
+    assert [exported[str(uid)]["position"] for uid in (0, 1, 2)] == [1, 0, 4]
