@@ -62,7 +62,7 @@ def produce_compass_memory(request: RecallRequest) -> SourceResult:
         hidden, newest = len(newest) - len(witnessed), witnessed
     rewound = False
     if request.replaces_turn_id is not None:  # a regeneration: the diary as the rollback will leave it
-        kept = [e for e in newest if not e["round_from"] <= request.round <= e["round_to"]]
+        kept = [e for e in newest if e["round_to"] < request.round]  # diaries/rollback.py takes the rest back
         rewound, newest = len(kept) < len(newest), kept
     chosen = newest[:count]
     rewind = {"asBeforeReplacedReply": True} if rewound else {}

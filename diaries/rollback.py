@@ -1,4 +1,4 @@
-"""Diary entries covering a superseded turn's round are taken back; a select brings the selected turn's back.
+"""Diary entries from a superseded turn's round on are taken back; a select brings the selected turn's back.
 
 Entries are append-only, so an undo marks them (`rolled_back_by`, `rolled_back_at`): kept for the history, no
 longer recalled or listed, and the conversation's `last_diary_round` returns to the newest live entry so the next
@@ -28,7 +28,9 @@ def diary_undo_turn(turn_pk: int, by_turn_pk: int | None) -> dict[str, Any] | No
     if turn is None:
         return None
     state = _locked_state(turn)
-    hit = _entries(turn).filter(rolled_back_at__isnull=True, round_from__lte=turn.round, round_to__gte=turn.round)
+    # The entry covering the round and every later one: the plan's bookmark is one round, so a live entry after
+    # the gap would keep the superseded round from being planned again.
+    hit = _entries(turn).filter(rolled_back_at__isnull=True, round_to__gte=turn.round)
     ids = sorted(hit.values_list("pk", flat=True))
     if not ids:
         return None

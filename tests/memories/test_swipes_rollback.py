@@ -309,3 +309,30 @@ def test_the_console_timeline_shows_the_rollback(alice, admin_client):
     page = admin_client.get(reverse("console:conversation-timeline", args=[conversation.pk])).content.decode()
     assert 'class="mh-rollback mh-status-ok" title="regenerate">rolled_back</span>' in page
     assert page.count("rollback · turn:") == 2  # the table version and the state revision that undid turn A's
+
+
+def test_an_edited_middle_round_is_summarised_again_with_the_rounds_after_it(alice):
+    """The plan's bookmark is one round: the entries after the edited round go back too, and are planned again."""
+    scenario = {
+        "id": "rp",
+        "name": "Lighthouse",
+        "memorySources": [{"id": "diary", "agentRef": "diary-orchestrator", "variable": "compassMemory"}],
+        "template": "{{compassMemory}}\nUser: {{userMessage}}",
+        "diary": {"minRounds": 1, "freeRoundsPerDiary": 1},
+    }
+    assert alice.post("/v1/scenarios", scenario).status_code == 201
+    turns = [turn(alice, f"Round {n}.", f"Ann talks about topic{n}.") for n in (1, 2, 3)]
+    diaries = lambda: alice.get(f"{CONV}/diaries").json()["results"]  # noqa: E731
+    assert sorted((d["roundFrom"], d["roundTo"]) for d in diaries()) == [(1, 1), (2, 2), (3, 3)]
+    later = sorted(d["id"] for d in diaries() if d["roundTo"] >= 2)
+    edited = alice.post(
+        f"{CONV}/messages/{reply_id(alice, turns[1]['turnId'])}/edit", {"content": "Ann talks about okapis."}
+    )
+    assert edited.status_code == 200, edited.json()
+    assert sorted(edited.json()["rollback"]["kinds"]["diaries"]["entryIds"]) == later
+    settled_turn(alice, edited.json()["turnId"])
+    turn(alice, "Round 4.", "Ann talks about topic4.")
+    covered = [r for d in diaries() for r in range(d["roundFrom"], d["roundTo"] + 1)]
+    assert sorted(covered) == [1, 2, 3, 4], diaries()
+    text = " ".join(d["summary"] for d in diaries())
+    assert "okapis" in text and "topic2" not in text
