@@ -8,6 +8,7 @@ from functools import cache
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_safe
 from markdown_it import MarkdownIt
@@ -21,6 +22,7 @@ DESCRIPTION = (
     "model was given.",
 )
 FIRST_SESSION_HEADING = "## A first session with curl"
+README_ADDRESS = "http://127.0.0.1:8000"  # the README's commands name the default serve address
 
 
 @cache
@@ -45,6 +47,12 @@ def first_session() -> str:
     return (body[: following.start()] if following else body).strip()
 
 
+def _with_this_address(html: SafeString, request: HttpRequest) -> SafeString:
+    """The session's commands aimed at the server that serves the page (another port, a real host)."""
+    here = request.build_absolute_uri("/").rstrip("/")
+    return mark_safe(html.replace(README_ADDRESS, escape(here)))  # the address escaped, the rest as rendered
+
+
 def links(request: HttpRequest) -> dict[str, str]:
     return {
         "apiDocs": request.build_absolute_uri("/api/docs/"),
@@ -66,6 +74,6 @@ def landing(request: HttpRequest) -> HttpResponse:
         "description": DESCRIPTION,
         "version": __version__,
         "links": links(request),
-        "session": first_session_html(),
+        "session": _with_this_address(first_session_html(), request),
     }
     return render(request, "landing.html", context)

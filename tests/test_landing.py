@@ -76,3 +76,9 @@ def test_the_schema_and_its_page_answer_errors_in_the_json_envelope(client, path
     assert_envelope(client.get(path, HTTP_ACCEPT="application/xml"), 406, "not_acceptable")
     page = client.get(path)
     assert page.status_code == 200 and not page["Content-Type"].startswith("application/json")
+
+
+def test_the_first_session_names_the_address_that_served_the_page(client):
+    """A server on another port (or host) gets commands that reach it, not 127.0.0.1:8000."""
+    page = client.get("/", HTTP_HOST="127.0.0.1:8103").content.decode()
+    assert "http://127.0.0.1:8103/v1/users/alice" in page and "127.0.0.1:8000" not in page
