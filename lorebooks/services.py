@@ -46,7 +46,7 @@ def lorebook_import(
                 for e in entries
             )
     except IntegrityError:
-        raise Conflict(f"a lorebook {slug!r} exists already", code="lorebook_exists") from None
+        raise Conflict(f"a lorebook {slug!r} already exists", code="already_exists") from None
     return lorebook
 
 
@@ -76,7 +76,7 @@ def entry_create(*, lorebook: Lorebook, entry: object, uid: object, actor: Actor
             raise InvalidRequest("uid must be a string", details={"field": "uid"})
         _check_uid(uid)
         if uid in taken:
-            raise Conflict(f"lorebook {lorebook.slug!r} has an entry {uid!r} already", code="entry_exists")
+            raise Conflict(f"lorebook {lorebook.slug!r} has an entry {uid!r} already", code="already_exists")
         position = (siblings.aggregate(last=Max("position"))["last"] or 0) + 1
         native = formats.new_native(lorebook.format, uid, view)
         row = LorebookEntry.objects.create(

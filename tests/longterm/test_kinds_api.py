@@ -58,7 +58,7 @@ def test_an_invalid_definition_is_400_naming_the_field(alice, changes, field):
 
 def test_a_kind_name_is_unique_per_product_and_searchable_is_fixed(alice, bob):
     define(alice)
-    assert_envelope(alice.post(KINDS_URL, DIET_KIND), 409, "conflict")
+    assert_envelope(alice.post(KINDS_URL, DIET_KIND), 409, "already_exists")
     define(bob)  # another product may use the same name
     error = assert_envelope(alice.patch(f"{KINDS_URL}/diet", {"searchable": False}), 400)
     assert error["details"]["field"] == "searchable"

@@ -124,7 +124,7 @@ class RevisionConflict(Conflict):
 
 
 class TurnStateConflict(Conflict):
-    """409: the turn (or task, claim, report) is already in another state."""
+    """409: the turn (or task, claim, report, lorebook proposal or entry) is already in another state."""
 
 
 class ErasureInProgress(Conflict):
@@ -263,6 +263,8 @@ _BY_CODE: dict[str, type[MemoryHubError]] = {
     "memory_superseded": MemorySuperseded,
     "memory_rolled_back": MemorySuperseded,
     "export_not_ready": ExportNotReady,
+    "proposal_decided": TurnStateConflict,
+    "entry_deleted": TurnStateConflict,
     "already_exists": AlreadyExists,
     "claim_already_committed": ClaimAlreadyCommitted,
     "length_required": LengthRequired,
