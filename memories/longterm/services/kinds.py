@@ -69,7 +69,9 @@ def kind_create(*, product: Product, data: Mapping[str, object]) -> MemoryKind:
             kind.save()
             working_set.invalidate(kinds_scope(product))
     except IntegrityError:
-        raise Conflict(f"memory kind {name!r} already exists", code="already_exists", details={"field": "name"}) from None
+        raise Conflict(
+            f"memory kind {name!r} already exists", code="already_exists", details={"field": "name"}
+        ) from None
     return kind
 
 
