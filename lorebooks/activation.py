@@ -41,12 +41,19 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+
+import re2
+
+from memories.schemas import MAX_PROGRAM_SIZE
 
 MAX_SCAN_DEPTH = 1000
 _REGEX_KEY = re.compile(r"^/([\w\W]+?)/([gimsuy]*)$")
 _UNESCAPED_SLASH = re.compile(r"(^|[^\\])/")
 _JS_NAMED_GROUP = re.compile(r"\(\?<(?![=!])")
 _GROUP_SEPARATOR = re.compile(r",\s*")
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a key RE2 refuses is plain text, not a line on stderr
 LOGIC = {0: "AND ANY", 1: "NOT ALL", 2: "NOT ANY", 3: "AND ALL"}
 # SillyTavern's world_info_position, by the name a template's variable gets (lorebooks/producers.py).
 POSITIONS = {0: "Before", 1: "After", 2: "ANTop", 3: "ANBottom", 4: "AtDepth", 5: "EMTop", 6: "EMBottom"}
@@ -130,19 +137,24 @@ def _join(contents) -> str:
     return "\n".join(content for content in contents if content)
 
 
-def parse_regex_key(key: str) -> re.Pattern[str] | None:
-    """`/pattern/flags` as a compiled regex, or None when the key is plain text (or not a valid regex)."""
+@lru_cache(maxsize=4096)
+def parse_regex_key(key: str) -> re2._Regexp | None:
+    """`/pattern/flags` as a compiled regex, or None when the key is plain text (or not a regex RE2 runs).
+
+    A key is a product's input run against every user message: RE2 runs it in linear time, where a backtracking
+    engine can spend minutes on `/(a+)+$/` (docs/security.md). Lookarounds and backreferences, which need
+    backtracking, are not regexes here: such a key is matched as plain text, as an invalid one is.
+    """
     match = _REGEX_KEY.match(key)
     if not match or _UNESCAPED_SLASH.search(match.group(1)):
         return None
-    flags = 0
-    for flag, value in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL)):
-        if flag in match.group(2):
-            flags |= value
+    flags = "".join(flag for flag in "ims" if flag in match.group(2))
+    pattern = (f"(?{flags})" if flags else "") + _JS_NAMED_GROUP.sub("(?P<", match.group(1))
     try:
-        return re.compile(_JS_NAMED_GROUP.sub("(?P<", match.group(1)), flags)
-    except re.error:
+        regex = re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error:
         return None
+    return regex if regex.programsize <= MAX_PROGRAM_SIZE else None
 
 
 def key_matches(haystack: str, key: str, view: dict, settings: ScanSettings) -> bool:

@@ -258,3 +258,24 @@ def test_a_template_using_only_the_positional_variables_references_the_source(al
     assert alice.post("/v1/scenarios", unused).status_code == 201
     turn = prepare(alice, "unused", "We sail to Eldoria.")
     assert (turn["referencedVariables"], turn["unreferencedVariables"]) == ([], ["worldInfo"])
+
+
+def test_a_regex_key_runs_on_re2_so_a_catastrophic_pattern_is_linear(alice):
+    """docs/security.md: a product's key runs against every user message. `/(a+)+$/` against "a"×60 + "!" would
+    take a backtracking engine longer than the age of the universe; RE2 answers at once."""
+    from lorebooks.activation import parse_regex_key
+
+    assert type(parse_regex_key("/(a+)+$/")).__module__.startswith("re2")
+    assert parse_regex_key("/(?=x)y/") is None  # a lookahead needs backtracking: plain text, as an invalid regex
+    entries = {
+        "0": {"uid": 0, "key": ["/(a+)+$/"], "content": "NESTED", "order": 10},
+        "1": {"uid": 1, "key": ["/MARA(?P<x>h)? vell/i"], "content": "MARA", "order": 20},
+    }
+    assert (
+        alice.post("/v1/lorebooks", {"id": "eldoria", "name": "e", "worldInfo": {"entries": entries}}).status_code
+        == 201
+    )
+    scenario(alice)
+    assert fired(prepare(alice, "lore", "a" * 60 + "!")) == []
+    assert fired(prepare(alice, "lore", "a" * 60)) == ["0"]
+    assert fired(prepare(alice, "lore", "I saw marah Vell")) == ["1"]
