@@ -2,18 +2,21 @@
 
 The one after-step is a webhook: the scenario's `tableWebhook` gets a POST with the rows of every table the
 turn wrote. It runs after the table transaction committed, so its failure can neither roll back nor hide
-the write: it is recorded on the TableEditRecord and as a `table.after_step_failed` event. A task that is
+the write: it is recorded on the TableEditRecord and as a `table.after_step_failed` event. The URL is checked and
+sent to as a webhook's is (memories/webhooks/targets.py, sender.py): public addresses only. A task that is
 redelivered before the outcome was recorded posts again (at-least-once delivery).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
-from urllib.parse import urlsplit
 
 from memories.services.events import event_emit_for_turn
-from memoryhub.clients.errors import UpstreamError
-from memoryhub.clients.http import make_client, new_request_id, post_json
+from memories.webhooks import sender, targets
+from memoryhub.clients.errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from memoryhub.clients.http import new_request_id
+from memoryhub.errors import DomainError
 from tables.models import MemoryTable, MemoryTableVersion, TableEditRecord
 
 SERVICE = "table_webhook"
@@ -51,13 +54,22 @@ def after_steps_run(record: TableEditRecord) -> str | None:
 
 
 def _post(webhook: dict[str, Any], payload: dict[str, Any]) -> None:
-    parts = urlsplit(webhook["url"])
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    request_id = new_request_id()
-    with make_client(
-        base_url=f"{parts.scheme}://{parts.netloc}", timeout_seconds=webhook["timeoutMs"] / 1000
-    ) as client:
-        post_json(client, path, service=SERVICE, json=payload, headers={"x-request-id": request_id})
+    """POST to the URL as webhooks are sent: its host checked again now and the request pinned to the checked
+    address (docs/security.md: a loopback, private or metadata address is refused, redirects are not followed)."""
+    try:
+        target = targets.check(webhook["url"])
+    except DomainError as exc:
+        raise UpstreamUnavailable(f"{SERVICE} target refused: {exc.message}", service=SERVICE) from None
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    headers = {"content-type": "application/json", "x-request-id": new_request_id()}
+    result = sender.send(target, headers=headers, body=body, timeout_seconds=webhook["timeoutMs"] / 1000)
+    if result.outcome == "timeout":
+        raise UpstreamTimeout(f"{SERVICE} did not answer in time", service=SERVICE)
+    if result.outcome == "network_error":
+        raise UpstreamUnavailable(f"{SERVICE} is unreachable: {result.error}", service=SERVICE)
+    if result.outcome != "success":
+        details = {"status": result.status_code, "body": result.excerpt[:500]}
+        raise UpstreamUnavailable(f"{SERVICE} answered HTTP {result.status_code}", service=SERVICE, details=details)
 
 
 def _payload(record: TableEditRecord) -> dict[str, Any]:

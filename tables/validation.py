@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from memoryhub.errors import InvalidRequest
+from memories.webhooks import targets
+from memoryhub.errors import DomainError, InvalidRequest
 from memoryhub.runtimes.registry import SectionInvalid
 from memoryhub.wording import count
 from tables.applying import RULE_KEYS
@@ -128,6 +129,16 @@ def _check_unique_names(templates: list[dict[str, Any]], errors: dict[str, str])
             seen.add(name)
 
 
+def _refused_target(url: str) -> str | None:
+    """Why a table webhook URL may not be used: webhooks' rules (no credentials; public addresses only, unless
+    WEBHOOK_ALLOW_PRIVATE), checked again before every POST."""
+    try:
+        targets.check(url)
+    except DomainError as exc:
+        return exc.message
+    return None
+
+
 def validate_webhook_section(value: object) -> dict[str, Any] | None:
     """`{"url": "https://…", "timeoutMs": 5000}`: where changed rows are POSTed after a successful replace."""
     if value is None:
@@ -139,6 +150,8 @@ def validate_webhook_section(value: object) -> dict[str, Any] | None:
     parts = urlsplit(url) if isinstance(url, str) and len(url) <= 2000 else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
         errors["tableWebhook.url"] = "required: an http(s) URL"
+    elif isinstance(url, str) and (refused := _refused_target(url)):
+        errors["tableWebhook.url"] = refused
     timeout = value.get("timeoutMs", DEFAULT_WEBHOOK_TIMEOUT_MS)
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 100 <= timeout <= 60_000:
         errors["tableWebhook.timeoutMs"] = "must be an integer between 100 and 60000"

@@ -7,6 +7,7 @@ import pytest
 from tables.models import MemoryTable, TableEditRecord
 from tables.tasks import apply_table_edits
 from tests.factories import TableScenarioFactory, TurnFactory
+from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
 from tests.support.processes import closed_port
 
@@ -15,6 +16,11 @@ from .support import edit, events
 pytestmark = pytest.mark.django_db
 
 REPLY = edit('insertRow(1, {0: "艾琳", 1: "铜制 风灯", 2: "风灯"})')
+
+
+@pytest.fixture(autouse=True)
+def _loopback_receivers(settings):
+    settings.WEBHOOK_ALLOW_PRIVATE = True  # the stub receivers listen on 127.0.0.1 (the rule: tests at the end)
 
 
 @pytest.fixture
@@ -106,3 +112,36 @@ def test_a_redelivered_task_does_not_post_again_once_the_outcome_is_recorded(ali
     assert apply_table_edits(turn.pk) == "updated"
     assert len(server.requests) == 1 and len(events(alice.product, "table.after_step_failed")) == 1
     assert TableEditRecord.objects.get(turn=turn).deliveries == 2
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:9/hook", "http://localhost/x", "http://10.0.0.1/x", "http://169.254.169.254/latest/"]
+)
+def test_a_scenario_whose_table_webhook_is_not_public_is_refused(alice, settings, url):
+    """docs/security.md: the table webhook follows webhooks' rules (SSRF: no loopback, private or metadata host)."""
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    body = {
+        "id": "ssrf",
+        "name": "ssrf",
+        "memorySources": [{"id": "tables", "agentRef": "table-agent", "variable": "memoryTable"}],
+        "template": "{{memoryTable}}\n{{userMessage}}",
+        "tables": "plugin-defaults",
+        "tableWebhook": {"url": url},
+    }
+    error = assert_envelope(alice.post("/v1/scenarios", body), 400, "invalid_request")
+    assert "tableWebhook.url" in error["details"]["fields"]
+    credentials = {**body, "tableWebhook": {"url": "https://u:p@exporter.example/x"}}
+    error = assert_envelope(alice.post("/v1/scenarios", credentials), 400, "invalid_request")
+    assert "credentials" in error["details"]["fields"]["tableWebhook.url"]
+
+
+def test_a_table_webhook_is_checked_again_before_it_is_sent_and_an_internal_answer_never_read(alice, server, settings):
+    server.route("POST", "/hook", Reply(500, {"internal": "db_password=hunter2"}))
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    scenario = TableScenarioFactory(product=alice.product, webhook={"url": f"{server.url}/hook", "timeoutMs": 2000})
+    settings.WEBHOOK_ALLOW_PRIVATE = False  # e.g. the name now resolves to an internal address
+    turn = TurnFactory(scenario=scenario, assistant_message=REPLY)
+    assert apply_table_edits(turn.pk) == "updated"
+    assert server.requests == []
+    [event] = events(alice.product, "table.after_step_failed")
+    assert "refused" in event.details["error"]["message"] and "hunter2" not in str(event.details)
