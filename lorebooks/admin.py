@@ -141,11 +141,16 @@ class LorebookEntryProposalAdmin(ReadOnlyAdmin):
     def changes_json(self, obj: LorebookEntryProposal) -> str:
         return pre(obj.changes)
 
-    @admin.action(description="Accept the selected proposals (each on its base revision)")
+    def has_decide_permission(self, request) -> bool:
+        """Deciding writes the entry (accept) or the proposal: the change permissions of both, never view alone."""
+        perms = ("lorebooks.change_lorebookentry", "lorebooks.change_lorebookentryproposal")
+        return request.user.has_perms(perms)
+
+    @admin.action(description="Accept the selected proposals (each on its base revision)", permissions=["decide"])
     def accept(self, request, queryset):
         self._decide(request, queryset, proposal_accept)
 
-    @admin.action(description="Reject the selected proposals")
+    @admin.action(description="Reject the selected proposals", permissions=["decide"])
     def reject(self, request, queryset):
         self._decide(request, queryset, proposal_reject)
 
@@ -158,3 +163,4 @@ class LorebookEntryProposalAdmin(ReadOnlyAdmin):
                 self.message_user(request, f"Proposal {proposal.pk}: {exc.message}", level=messages.ERROR)
             else:
                 self.message_user(request, f"Proposal {proposal.pk}: done.")
+                self.log_change(request, proposal, f"{decide.__name__.removeprefix('proposal_')}ed")

@@ -7,6 +7,7 @@ import pytest
 from django.urls import reverse
 
 from lorebooks.models import LorebookEntryProposal
+from tests.support.admin import log_messages, staff_client
 from tests.support.api import assert_envelope
 
 from .support import import_world
@@ -79,3 +80,25 @@ def test_the_admin_lists_proposals_and_accepts_them(alice, admin_client):
     assert alice.get("/v1/lorebooks/eldoria/entries/1").json()["entry"]["order"] == 33
     page = admin_client.get(reverse("admin:lorebooks_lorebookentryproposal_change", args=[proposal["id"]]))
     assert page.status_code == 200 and b"operator" in page.content
+
+
+@pytest.mark.parametrize("action", ["accept", "reject"])
+def test_a_view_only_operator_is_neither_offered_nor_allowed_to_decide_a_proposal(alice, action):
+    """docs/security.md: a state-changing admin action needs the change permission of what it changes."""
+    import_world(alice)
+    proposal = propose(alice, order=33)
+    viewer = staff_client("lorebooks.view_lorebookentryproposal", "lorebooks.view_lorebookentry")
+    url = reverse("admin:lorebooks_lorebookentryproposal_changelist")
+    listing = viewer.get(url)
+    assert listing.status_code == 200 and f'value="{action}"'.encode() not in listing.content
+    viewer.post(url, {"action": action, "_selected_action": [proposal["id"]]})
+    assert alice.get(f"{P}/{proposal['id']}").json()["status"] == "pending"
+    assert alice.get("/v1/lorebooks/eldoria/entries/1").json()["revision"] == 1
+    decider = staff_client(
+        "lorebooks.view_lorebookentryproposal",
+        "lorebooks.change_lorebookentryproposal",
+        "lorebooks.change_lorebookentry",
+    )
+    decider.post(url, {"action": action, "_selected_action": [proposal["id"]]})
+    assert alice.get(f"{P}/{proposal['id']}").json()["status"] == f"{action}ed"
+    assert log_messages(LorebookEntryProposal.objects.get(pk=proposal["id"])) == [f"{action}ed"]
