@@ -113,6 +113,20 @@ def test_e5_returns_384d_unit_vectors_and_encodes_queries_unlike_records(e5: Loc
     assert e5.embed_queries([]) == []
 
 
+def test_e5_reads_a_long_text_up_to_the_models_512_tokens(e5: LocalE5Embedder) -> None:
+    """A reply of 40,000 characters was fed whole (seconds of CPU, positions the model never learnt): now its
+    beginning is what the model reads, so the text and the text with more after it embed alike."""
+    from memoryhub.clients import e5 as bundled
+
+    head = "The lighthouse keeper keeps the brass key. " * 60
+    long, longer = e5.embed([head, head + "Another sentence, never read. " * 1000])
+    assert sum(a * b for a, b in zip(long, longer)) > 0.999
+    model = bundled.load_raw_model()
+    fitted = bundled._fitted(model, head + "x " * 20000, False)
+    assert model.token_count(fitted, False) <= bundled.MAX_TOKENS < model.token_count(head, False) + 20000
+    assert bundled._fitted(model, "short text", True) == "short text"
+
+
 def test_e5_ranks_the_paraphrase_first_where_the_previous_model_did_not(e5, local) -> None:
     query, records = "请简明扼要地回复我", ["请用英文回答。", "回答尽量简短，不要啰嗦。"]
     english, paraphrase = local.embed(records)

