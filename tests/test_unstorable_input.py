@@ -113,3 +113,18 @@ def test_nan_and_infinity_literals_stay_400(alice):
     for literal in ("NaN", "Infinity", "-Infinity"):
         body = '{"expectedRevision": 0, "memory": {"a": ' + literal + "}}"
         assert_envelope(_send(alice, "PUT", MEMORY, body), 400, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    ("charset", "body"),
+    [
+        ("utf-7", b'{"expectedRevision": 0, "memory": {"x": "+2AA-"}}'),  # +2AA- is U+D800 in UTF-7
+        ("unicode_escape", b'{"expectedRevision": 0, "memory": {"x": "\\ud800"}}'),
+    ],
+)
+def test_a_lone_surrogate_decoded_from_another_charset_is_400_naming_its_path(alice, charset, body):
+    """docs/contract.md: a body is UTF-8 unless the Content-Type names another charset; what that decodes to is
+    checked like a \\u escape (it was a 500 when the JSON held the surrogate itself, not its escape)."""
+    response = alice.client.generic("PUT", MEMORY, body, content_type=f"application/json; charset={charset}")
+    _refused(response, "/memory/x")
+    assert alice.get(MEMORY).json() == {"revision": 0, "memory": None}

@@ -6,11 +6,15 @@ refused here, with the JSON Pointer of the first one, rather than by the databas
 
 from __future__ import annotations
 
+import re
+
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
 
 from memoryhub import json_text
 from memoryhub.errors import InvalidRequest
+
+_RAW_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class UnstorableJSON(ParseError):
@@ -28,7 +32,11 @@ class StrictJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         encoding = get_encoding(parser_context or {})  # refuses bytes-to-bytes codecs (bz2_codec, …)
         try:
-            return json_text.loads(stream.read().decode(encoding))
+            text = stream.read().decode(encoding)
+            value = json_text.loads(text)
+            if _RAW_SURROGATE.search(text):  # only another charset (utf-7, unicode_escape) decodes to one
+                json_text.check_storable(value)
+            return value
         except InvalidRequest as exc:
             raise UnstorableJSON(exc) from None
         except RecursionError:
