@@ -128,3 +128,22 @@ def test_a_lone_surrogate_decoded_from_another_charset_is_400_naming_its_path(al
     response = alice.client.generic("PUT", MEMORY, body, content_type=f"application/json; charset={charset}")
     _refused(response, "/memory/x")
     assert alice.get(MEMORY).json() == {"revision": 0, "memory": None}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/users/u1/history/search", {"query": "x", "conversations": ["c1\n"]}, "conversations.0"),
+        ("/v1/lorebooks", {"id": "lb3 ", "name": "x", "worldInfo": {"entries": {}}}, "id"),
+        (
+            "/v1/users/u1/memories",
+            {"kind": "preference", "content": {"language": "zh"}, "evidence": "e", "source": "e", "consent": True,
+             "operationId": "op9\n"},
+            "operationId",
+        ),
+    ],
+)  # fmt: skip
+def test_an_id_in_a_body_with_whitespace_at_its_ends_is_refused_not_trimmed(alice, path, body, field):
+    """docs/contract.md, "Identifiers": "c1\\n" is not c1 (a trimmed copy reached c1's rows, or another retry's)."""
+    error = assert_envelope(alice.post(path, body), 400, "invalid_request")
+    assert field in error["details"]["fields"], error

@@ -34,7 +34,12 @@ class StrictFloatField(serializers.FloatField):
 
 
 class StrictCharField(serializers.CharField):
-    """A string that must be sent as a JSON string (DRF's CharField would accept numbers)."""
+    """A string that must be sent as a JSON string (DRF's CharField would accept numbers), kept as sent: DRF would
+    strip its ends, so "c1\n" would name c1 where an id rule refuses it (docs/contract.md, "Identifiers")."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
