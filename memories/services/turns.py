@@ -235,20 +235,30 @@ def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_messa
             raise Conflict(f"turn {turn_id} is already {turn.status}", code="turn_already_completed")
         else:
             _store_reply(turn, assistant_message)
+            if on_accept:  # with the reply, so a retry waiting on the row lock reads the turn whole
+                turn.memory_write = MemoryWrite("pending", "waiting for accept").as_dict()
+                Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)
     if on_accept:
-        turn.memory_write = MemoryWrite("pending", "waiting for accept").as_dict()
-        Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)
         return turn
-    return turn_commit(turn=turn)
+    return turn_commit(turn=turn, retry=retry)
 
 
 def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
     turn = turn_get(address=address, turn_id=turn_id)
     if turn.status != "completed":
-        raise Conflict(
-            f"turn {turn_id} is {turn.status}; only a completed turn can be accepted", code="turn_not_acceptable"
-        )
-    return turn_commit(turn=turn)
+        raise _not_acceptable(turn_id, turn.status)
+    try:
+        return turn_commit(turn=turn)
+    except LostCommit as lost:  # a concurrent accept (or a select) got there first: as if it had come before
+        raise _not_acceptable(turn_id, lost.status) from None
+
+
+def _not_acceptable(turn_id: int, status: str) -> Conflict:
+    return Conflict(
+        f"turn {turn_id} is {status}; only a completed turn can be accepted",
+        code="turn_not_acceptable",
+        details={"turnId": turn_id, "status": status},
+    )
 
 
 def _store_reply(turn: Turn, assistant_message: str) -> None:
@@ -292,15 +302,33 @@ def _supersede_round(turn: Turn) -> None:
     Message.objects.filter(turn__in=round_turns, superseded=False).exclude(turn=turn).update(superseded=True)
 
 
-def turn_commit(*, turn: Turn) -> Turn:
-    """Commit to the runtime (outside any transaction: it may call a remote service), then record and schedule."""
+class LostCommit(Conflict):
+    """Another request committed (or superseded) the turn between this one's read and its claim."""
+
+    def __init__(self, turn_pk: int, status: str):
+        if status == "committed":
+            super().__init__(f"turn {turn_pk} was committed already", code="turn_already_committed")
+        else:
+            message = f"turn {turn_pk} is {status}: another reply of its round was made current before it committed"
+            super().__init__(message, code="turn_superseded", details={"turnId": turn_pk, "status": status})
+        self.status = status
+
+
+def turn_commit(*, turn: Turn, retry: bool = False) -> Turn:
+    """Commit to the runtime (outside any transaction: it may call a remote service), then record and schedule.
+
+    `retry`: a complete repeating the stored reply; when a concurrent request committed the turn meanwhile,
+    it answers the committed turn (nothing done twice) instead of a conflict."""
     runtime_write = registry.get_runtime(turn.runtime).commit(turn)
     with transaction.atomic():
         claimed = Turn.objects.filter(pk=turn.pk, status="completed").update(
             status="committed", committed_at=timezone.now()
         )
         if not claimed:
-            raise Conflict(f"turn {turn.pk} was committed already", code="turn_already_committed")
+            status = Turn.objects.filter(pk=turn.pk).values_list("status", flat=True).first() or "gone"
+            if retry and status == "committed":
+                return Turn.objects.select_related("scenario").get(pk=turn.pk)
+            raise LostCommit(turn.pk, status)
         scheduled = registry.run_commit_hooks(turn.pk)
         turn.status, turn.memory_write = "committed", memory_write_after_commit(scheduled, runtime_write)
         Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)

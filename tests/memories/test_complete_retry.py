@@ -95,3 +95,46 @@ def test_the_same_reply_again_answers_a_turn_waiting_for_accept_without_committi
     after = alice.post(f"{CONV}/turns/{waiting}/complete", {"assistantMessage": "请进。"})
     assert after.status_code == 200 and after.json()["status"] == "committed"
     assert flaky_commit == [waiting] and Message.objects.filter(turn_id=waiting).count() == 2
+
+
+def _prepared(alice, **scenario) -> int:
+    assert alice.post("/v1/scenarios", {**SCENARIO, **scenario}).status_code == 201
+    return alice.post(f"{CONV}/turns", {"scenarioId": "gate", "userMessage": "Open?"}).json()["turnId"]
+
+
+def test_a_retry_that_loses_the_commit_to_the_request_it_repeats_answers_the_committed_turn(alice):
+    """Two identical completes at once (a client retrying while its first request still runs): the one that
+    loses the claim answers the committed turn, as a sequential retry does — not 409 turn_already_committed.
+    The race is replayed in order: the retry read the turn before the first request claimed it."""
+    from memories.services.turns import LostCommit, turn_commit
+
+    turn_id = _prepared(alice)
+    done = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "It opens."})
+    stale = Turn.objects.select_related("scenario").get(pk=turn_id)
+    stale.status = "completed"  # as the retry read it, before the first request's claim
+    assert turn_commit(turn=stale, retry=True).status == "committed"
+    with pytest.raises(LostCommit) as lost:
+        turn_commit(turn=stale)  # not a retry of the same reply: still a conflict
+    assert lost.value.code == "turn_already_committed"
+    assert Turn.objects.get(pk=turn_id).memory_write == done.json()["memoryWrite"]
+    assert Message.objects.filter(turn_id=turn_id).count() == 2
+
+
+def test_an_accept_that_loses_to_a_concurrent_accept_is_turn_not_acceptable_like_a_later_one(alice, monkeypatch):
+    from memories.services import turns as turns_service
+
+    turn_id = _prepared(alice, commitOn="accepted")
+    completed = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "It opens."}).json()
+    assert completed["memoryWrite"] == {"status": "pending", "reason": "waiting for accept"}
+    retried = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "It opens."}).json()
+    assert retried["memoryWrite"] == completed["memoryWrite"]  # stored with the reply: whole for any reader
+
+    def lost_to_another_accept(*, turn, retry=False):  # its claim found the turn committed by the other one
+        raise turns_service.LostCommit(turn.pk, "committed")
+
+    monkeypatch.setattr(turns_service, "turn_commit", lost_to_another_accept)
+    error = assert_envelope(alice.post(f"{CONV}/turns/{turn_id}/accept", {}), 409, "turn_not_acceptable")
+    assert error["details"] == {"turnId": turn_id, "status": "committed"}
+    monkeypatch.undo()
+    assert alice.post(f"{CONV}/turns/{turn_id}/accept", {}).status_code == 200
+    assert_envelope(alice.post(f"{CONV}/turns/{turn_id}/accept", {}), 409, "turn_not_acceptable")  # the same code
