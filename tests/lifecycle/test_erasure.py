@@ -187,3 +187,23 @@ def test_a_tool_call_for_the_user_during_the_erasure_answers_409(alice) -> None:
     erasure_start(product=alice.product, user_id=GONE, requested_by="t", schedule=False)
     called = client_for(token).post("/v1/tools/call", {"name": "get_memory", "arguments": {}}, format="json")
     assert_envelope(called, 409, "erasure_in_progress")
+
+
+def test_a_conversation_erasure_deletes_the_users_exports_which_hold_it(
+    alice, settings, tmp_path, django_capture_on_commit_callbacks
+) -> None:
+    """docs/data-lifecycle.md: an erasure deletes the user's export files, a conversation's too (they hold it)."""
+    settings.EXPORT_DIR = str(tmp_path / "exports")
+    for conversation in ("c1", "c2"):
+        body = {"expectedRevision": 0, "memory": {"secret": f"{conversation} zebrafish"}}
+        assert alice.put(f"/v1/users/{GONE}/conversations/{conversation}/memory", body).status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        export = alice.post(f"/v1/users/{GONE}/exports").json()
+    assert alice.get(f"/v1/exports/{export['exportId']}/download").status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        started = alice.delete(f"/v1/users/{GONE}/conversations/c1").json()
+    receipt = alice.get(f"/v1/erasures/{started['erasureId']}").json()
+    assert receipt["counts"]["exportFiles"] == 1 and receipt["counts"]["lifecycle.Export"] == 1
+    assert_envelope(alice.get(f"/v1/exports/{export['exportId']}/download"), 404, "not_found")
+    assert list((tmp_path / "exports").iterdir()) == []
+    assert alice.get(f"/v1/users/{GONE}/conversations/c2/memory").json()["revision"] == 1

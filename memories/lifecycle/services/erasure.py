@@ -142,6 +142,10 @@ def _erase(product: Any, user_id: str, conversation_id: str | None) -> dict[str,
     counts: dict[str, int] = {}
     with transaction.atomic():
         rows = user_rows(product, user_id, conversation_id)
+        if conversation_id is not None:  # the user's exports and imports hold the conversation too: they go
+            for job in (Export, Import):
+                mine = job.objects.filter(product=product, user_id=user_id).values_list("pk", flat=True)
+                rows.setdefault(job, set()).update(mine)
         counts.update(_delete_export_files(rows.get(Export, set())))
         counts.update(_delete_import_files(rows.get(Import, set())))
         counts.update(_delete_outbox_rows(rows, user_id))
