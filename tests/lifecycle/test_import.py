@@ -152,3 +152,58 @@ def test_an_erasure_removes_a_pending_import_and_its_file(alice, django_capture_
     counts = alice.get(f"/v1/erasures/{erasure_id}").json()["counts"]
     assert counts["importFiles"] == 1 and counts["lifecycle.Import"] == 1
     assert not files.path_of(job.file_name).exists() and not Import.objects.exists()
+
+
+def test_a_storys_anchor_is_remapped_so_regenerating_the_reply_still_rolls_it_back(
+    alice, django_capture_on_commit_callbacks
+) -> None:
+    """docs/data-lifecycle.md: references are re-mapped — the story's anchor is a message id in a plain column."""
+    from tests.story.support import settlement, story_scenario
+    from tests.story.support import turn as story_turn
+
+    capture = django_capture_on_commit_callbacks
+    story_scenario(alice)
+    conv = f"/v1/users/{USER}/conversations/c1"
+    story_turn(alice, "I knock.", "The door opens.", conv=conv)
+    last = story_turn(alice, "I wait.", "A guard comes.", conv=conv)
+    body = settlement(0, last["assistantMessageId"], setFacts={"gate": "open"}, appendEvents=[{"text": "seen"}])
+    assert alice.post(f"{conv}/story/settlements", body).status_code == 201
+    content = _export(alice, capture)
+    with capture(execute=True):
+        alice.delete(f"/v1/users/{USER}")
+    report = _import(alice, capture, content)
+    assert report["skipped"] == {}, report
+    messages = alice.get(f"{conv}/messages", data={"limit": 200}).json()["results"]
+    reply = [m for m in messages if m["role"] == "assistant"][-1]
+    story = alice.get(f"{conv}/story").json()
+    assert story["anchorMessageId"] == reply["id"] and story["events"][0]["messageId"] == reply["id"]
+    again = alice.post(
+        f"{conv}/turns", {"scenarioId": "saga", "userMessage": "I wait.", "replacesTurnId": reply["turnId"]}
+    )
+    assert "gate" not in again.json()["prompt"]
+    completed = alice.post(f"{conv}/turns/{again.json()['turnId']}/complete", {"assistantMessage": "Nobody."})
+    assert completed.status_code == 200
+    assert alice.get(f"{conv}/story").json()["worldFacts"] == {}
+
+
+def test_a_story_anchored_on_a_message_the_file_does_not_hold_is_refused(alice, django_capture_on_commit_callbacks):
+    capture = django_capture_on_commit_callbacks
+    from tests.story.support import settlement, story_scenario
+    from tests.story.support import turn as story_turn
+
+    story_scenario(alice)
+    conv = f"/v1/users/{USER}/conversations/c1"
+    reply = story_turn(alice, conv=conv)["assistantMessageId"]
+    assert alice.post(f"{conv}/story/settlements", settlement(0, reply, setFacts={"a": "b"})).status_code == 201
+    lines = gzip.decompress(_export(alice, capture)).decode().splitlines()
+    forged = []
+    for line in lines:
+        record = json.loads(line)
+        if record.get("kind", "").startswith("story."):
+            record["data"]["anchor_message_id"] = 999_999_999
+        forged.append(json.dumps(record))
+    with capture(execute=True):
+        alice.delete(f"/v1/users/{USER}")
+    report = _import(alice, capture, gzip.compress("\n".join(forged).encode()))
+    assert report["skipped"].get("story.StorySnapshot") == 1 and "anchor message" in " ".join(report["reasons"])
+    assert alice.get(f"{conv}/story").json()["version"] == 0

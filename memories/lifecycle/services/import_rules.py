@@ -93,6 +93,7 @@ class ImportContext:
     # conversations (e.g. one the target has already): what hangs off them is not restored either.
     refused: dict[str, set[str]] = field(default_factory=dict)
     refused_conversations: set[str] = field(default_factory=set)
+    ids: dict[str, dict[str, Any]] = field(default_factory=dict)  # kind → the file's id → the restored row's pk
 
     def index(self) -> IndexInUse:
         """The active embedding index (once per import): a mismatch fails the import with 503, nothing written."""
@@ -282,7 +283,34 @@ def _history_entry(values: dict[str, Any], context: ImportContext) -> None:
     context.after_save.append(lambda row: schedule_embedding([row.pk]))
 
 
+def _story(values: dict[str, Any], context: ImportContext) -> None:
+    """The anchor (and each event's message) is a message id in a plain column: the restored message's new id.
+    An anchor the file did not restore would anchor on nothing (or on another user's message): refused."""
+    messages = context.ids.get("memories.Message", {})
+    anchor = values.get("anchor_message_id")
+    if anchor is not None:
+        if str(anchor) not in messages:
+            raise RecordRefused(f"its anchor message {str(anchor)[:40]} was not restored from the file")
+        values["anchor_message_id"] = messages[str(anchor)]
+    events = values.get("events")
+    if isinstance(events, list):
+        values["events"] = [
+            {**event, "messageId": messages.get(str(event.get("messageId")), event.get("messageId"))}
+            if isinstance(event, dict) and "messageId" in event
+            else event
+            for event in events
+        ]
+
+
+# Kinds that name another kind's rows by id in a plain column: restored after it, re-mapped by their check.
+ID_REFERENCES: dict[str, tuple[str, ...]] = {
+    "story.StorySnapshot": ("memories.Message",),
+    "story.StoryVersion": ("memories.Message",),
+}
+
 KIND_CHECKS: dict[str, Callable[[dict[str, Any], ImportContext], None]] = {
+    "story.StorySnapshot": _story,
+    "story.StoryVersion": _story,
     "memories.MemoryDocument": _memory_document,
     "memories.MemoryRevision": _memory_revision,
     "longterm.LongTermMemory": _longterm_memory,

@@ -26,7 +26,7 @@ from ..models import DONE, FAILED, RUNNING, Import
 from . import files
 from .erasure import delete_working_set
 from .import_file import check_export, records_of
-from .import_rules import ImportContext, RecordRefused, check_record, importable
+from .import_rules import ID_REFERENCES, ImportContext, RecordRefused, check_record, importable
 
 TASK = "lifecycle.import"
 logger = logging.getLogger(__name__)
@@ -54,6 +54,9 @@ def _order(kinds: Iterable[str]) -> list[str]:
             target = field.related_model if field.is_relation else None
             if target is not None and target._meta.label in present and target._meta.label != kind:
                 visit(target._meta.label)
+        for label in ID_REFERENCES.get(kind, ()):  # ids held in a plain column, re-mapped by the kind's check
+            if label in present:
+                visit(label)
         visiting.discard(kind)
         ordered.append(kind)
 
@@ -86,7 +89,7 @@ def import_records(*, product: Any, user_id: str, content: bytes) -> dict:
     imported: dict[str, int] = {}
     skipped: dict[str, int] = {}
     reasons: list[str] = []
-    context = ImportContext(product=product, user_id=user_id)
+    context = ImportContext(product=product, user_id=user_id, ids=ids)
     with transaction.atomic():
         for kind in _order(present):
             model = _model(kind)
