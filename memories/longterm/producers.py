@@ -285,7 +285,10 @@ def produce_preferences(request: RecallRequest) -> SourceResult:
         cached = cached and not as_before
     if not items:
         nothing = "no preferences saved" if kind_names == [PREFERENCE] else "no memories of these kinds saved"
-        return SourceResult(text="", status="empty", details={"reason": nothing}, cached=cached)
+        if as_before:  # there are some: those written for the reply being regenerated, which go with it
+            nothing = "none before the reply being regenerated"
+        details = {"reason": nothing, **({"asBeforeReplacedReply": True} if as_before else {})}
+        return SourceResult(text="", status="empty", details=details, cached=cached)
     few = len(items) <= all_when_at_most
     index_pk = snapshots[0]["index"]
     chosen, whys = (

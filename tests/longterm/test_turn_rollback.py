@@ -122,6 +122,18 @@ def test_a_regeneration_is_prompted_with_the_memories_as_the_rollback_will_leave
     assert "language: en" in plain["prompt"] and "asBeforeReplacedReply" not in plain["sources"][0]["details"]
 
 
+def test_a_regeneration_whose_only_memory_goes_with_the_reply_says_so(alice):
+    """The source is empty because of the rollback, not because nothing is saved: it says which."""
+    setup(alice)
+    assert alice.post("/v1/scenarios", RECALL).status_code == 201
+    a = turn(alice, "From now on answer in English.", reply("lighthouse", "Eli"))
+    create(alice, {**PREFERENCE_EN, "turnId": a["turnId"]})
+    body = {"scenarioId": "assistant", "userMessage": "From now on answer in English.", "replacesTurnId": a["turnId"]}
+    [source] = alice.post(f"{CONV}/turns", body).json()["sources"]
+    assert source["status"] == "empty"
+    assert source["details"] == {"reason": "none before the reply being regenerated", "asBeforeReplacedReply": True}
+
+
 def test_a_memory_edited_after_its_turn_is_a_conflict_not_forced(alice):
     setup(alice)
     a = turn(alice, "Go on.", reply("lighthouse", "Eli"))
