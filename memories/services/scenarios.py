@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from memories.models import MemorySource, Product, Scenario, ScenarioVersion
+from memories.models import MemorySource, Product, Scenario, ScenarioVersion, Turn
 from memories.scenario_validation import CORE_FIELDS, SOURCE_FIELDS, ScenarioInvalid, validate_scenario
 from memoryhub import working_set
 from memoryhub.actors import Actor
@@ -83,13 +84,20 @@ def scenario_create(*, product: Product, data: object, actor: Actor) -> Scenario
     clean = validate_scenario(data)
     try:
         with transaction.atomic():
-            scenario = Scenario(product=product, slug=clean["id"])
+            scenario = Scenario(product=product, slug=clean["id"], version=_first_version(product, clean["id"]))
             _apply(scenario, clean)
             _record_version(scenario, actor)
             working_set.invalidate(scenario_scope(product.pk, scenario.slug))
     except IntegrityError:
         raise Conflict(f"a scenario {clean['id']!r} already exists", code="already_exists") from None
     return scenario
+
+
+def _first_version(product: Product, slug: str) -> int:
+    """1, or after a deleted scenario of the same id the version after the last its turns used: a turn's
+    (scenarioId, scenarioVersion) keeps naming the one definition it was prepared with."""
+    used = Turn.objects.filter(product=product, scenario_slug=slug).aggregate(last=Max("scenario_version"))["last"]
+    return (used or 0) + 1
 
 
 def scenario_update(*, product: Product, slug: str, data: object, actor: Actor, partial: bool) -> Scenario:

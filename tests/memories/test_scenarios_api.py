@@ -79,6 +79,21 @@ def test_delete_removes_the_scenario(alice):
     create(alice, BASE)  # the id is free again
 
 
+def test_a_scenario_created_again_after_a_delete_continues_the_versions_its_turns_used(alice):
+    """A turn keeps (scenarioId, scenarioVersion): after a delete and a new scenario of the same id, that pair
+    must not name another definition (docs/contract.md, "Scenarios and turns")."""
+    create(alice, BASE)
+    assert alice.put("/v1/scenarios/gate", {**BASE, "name": "Second"}).json()["version"] == 2
+    turn = alice.post("/v1/users/u1/conversations/c1/turns", {"scenarioId": "gate", "userMessage": "hi"}).json()
+    assert turn["scenarioVersion"] == 2
+    assert alice.delete("/v1/scenarios/gate").status_code == 204
+    again = create(alice, {**BASE, "name": "Again"})
+    assert again["version"] == 3
+    assert [v["version"] for v in alice.get("/v1/scenarios/gate/versions").json()["results"]] == [3]
+    assert alice.delete("/v1/scenarios/gate").status_code == 204
+    assert create(alice, {**BASE, "id": "fresh"})["version"] == 1  # an id no turn used starts at 1
+
+
 def test_list_is_paginated(alice):
     for index in range(3):
         create(alice, scenario(id=f"sc{index}"))
