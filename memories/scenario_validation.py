@@ -186,6 +186,8 @@ def _check_template(template: object, sources: list[SourceConfig], errors: dict[
     if uses > settings.TEMPLATE_MAX_PLACEHOLDERS:
         errors["template"] = f"{uses} placeholders; the limit is {settings.TEMPLATE_MAX_PLACEHOLDERS}"
         return
+    if any(key.startswith("memorySources") for key in errors):
+        return  # a refused source fills nothing: its placeholders would be reported as unknown, falsely
     configured = {name for s in sources for name in registry.source_variables(s)}
     unknown = [name for name in template_placeholders(template) if name not in configured | set(BUILTIN_VARIABLES)]
     if unknown:

@@ -44,8 +44,10 @@ class KeyAuthentication(BaseAuthentication):
 
 def bearer_token(request) -> str | None:
     parts = get_authorization_header(request).split()
-    if not parts or parts[0].lower() != b"bearer":
+    if not parts:
         return None
+    if parts[0].lower() != b"bearer":  # a key sent bare or as "Token …": say how, not "not provided"
+        raise AuthenticationFailed("Authorization must be 'Bearer <key>'")
     if len(parts) != 2:
         raise AuthenticationFailed("Authorization must be 'Bearer <key>'")
     try:

@@ -110,6 +110,9 @@ def dependency_outage(exc: Exception) -> dict | None:
     return None
 
 
+NO_CREDENTIALS = "no credentials: send the key as 'Authorization: Bearer <key>'"
+
+
 def _describe_drf(exc: drf.APIException) -> tuple[int, dict, dict]:
     code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "invalid_request")
     headers = {}
@@ -117,6 +120,8 @@ def _describe_drf(exc: drf.APIException) -> tuple[int, dict, dict]:
         headers["Retry-After"] = str(int(exc.wait) + 1)
     if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
         headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(exc, drf.NotAuthenticated):  # DRF's words do not say how to send them
+        return exc.status_code, envelope(code, NO_CREDENTIALS), headers
     if isinstance(exc.detail, (dict, list)):
         return exc.status_code, envelope(code, "the request is invalid", {"fields": _flatten(exc.detail)}), headers
     return exc.status_code, envelope(code, str(exc.detail), getattr(exc, "details", None)), headers

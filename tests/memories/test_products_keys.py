@@ -110,3 +110,15 @@ def test_key_of_a_deleted_product_is_401(alice):
     key = alice.key
     alice.product.delete()
     assert_envelope(client_for(key).get(URL), 401, "unauthenticated")
+
+
+@pytest.mark.parametrize("header", [None, "{key}", "Token {key}", "Basic {key}"])
+def test_a_key_not_sent_as_bearer_is_told_how_to_send_it(alice, header):
+    """A newcomer's `Authorization: mhk_…` answered "credentials were not provided": now the 401 says how."""
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    if header is not None:
+        client.credentials(HTTP_AUTHORIZATION=header.format(key=alice.key))
+    error = assert_envelope(client.get(URL), 401, "unauthenticated")
+    assert "Bearer <key>" in error["message"], error

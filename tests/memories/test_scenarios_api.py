@@ -321,3 +321,14 @@ def test_a_registered_section_is_validated_by_its_owner_and_stored(alice):
     created = create(alice, scenario(testSection={"size": 3}))
     assert created["testSection"] == {"size": 3, "normalized": True}
     assert alice.patch("/v1/scenarios/gate", {"name": "x"}).json()["testSection"] == {"size": 3, "normalized": True}
+
+
+def test_a_source_with_a_bad_option_is_the_only_error_not_the_template_too(alice):
+    """The template names the source's variable: that is right, and only the option is reported."""
+    body = scenario(
+        memorySources=[{"id": "past", "agentRef": "history-search", "variable": "recalledHistory", "topK": 21}],
+        template="{{recalledHistory}} {{userMessage}}",
+    )
+    fields = refused(alice, body)
+    assert list(fields) == ["memorySources[0].topK"], fields
+    assert "template" in refused(alice, scenario(template="{{nowhere}} {{userMessage}}"))
