@@ -232,7 +232,12 @@ def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_messa
         if retry and turn.status == "completed":
             pass  # a retry: the reply was stored but the commit did not happen (the database went away): commit now
         elif turn.status != "prepared":
-            raise Conflict(f"turn {turn_id} is already {turn.status}", code="turn_already_completed")
+            raise Conflict(
+                f"turn {turn_id} is already {turn.status} with another reply; for a new reply of its round, prepare"
+                " a turn with replacesTurnId (a regeneration)",
+                code="turn_already_completed",
+                details={"turnId": turn_id, "status": turn.status},
+            )
         else:
             _store_reply(turn, assistant_message)
             if on_accept:  # with the reply, so a retry waiting on the row lock reads the turn whole

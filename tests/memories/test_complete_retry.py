@@ -65,7 +65,8 @@ def test_the_same_reply_again_commits_the_turn_once(alice, flaky_commit):
     assert again.status_code == 200 and again.json() == retried.json()
     assert flaky_commit == [turn_id] and Message.objects.filter(turn_id=turn_id).count() == 2
     other = alice.post(f"{CONV}/turns/{turn_id}/complete", {"assistantMessage": "另一个回答"})
-    assert_envelope(other, 409, "turn_already_completed")
+    error = assert_envelope(other, 409, "turn_already_completed")
+    assert "replacesTurnId" in error["message"] and error["details"] == {"turnId": turn_id, "status": "committed"}
 
 
 @pytest.mark.django_db
