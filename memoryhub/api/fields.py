@@ -97,10 +97,15 @@ class StrictSerializer(serializers.Serializer):
     def to_internal_value(self, data):
         if not isinstance(data, dict):
             raise serializers.ValidationError({"non_field_errors": ["the body must be a JSON object"]})
-        unknown = sorted(set(data) - set(self.fields))
+        unknown = {name: ["unknown field"] for name in sorted(set(data) - set(self.fields))}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:  # with the unknown ones: `revision` sent for `expectedRevision`
+            detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            raise serializers.ValidationError({**unknown, **detail}) from None
         if unknown:
-            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return super().to_internal_value(data)
+            raise serializers.ValidationError(unknown)
+        return value
 
 
 class EmptyBodySerializer(StrictSerializer):

@@ -182,3 +182,10 @@ def test_out_of_range_integer_cursor_pages_from_there_never_500(alice, cursor, e
 @pytest.mark.parametrize("path", ["/v1/users/%FF/conversations/c1/memory", "/v1/users/%00/conversations/c1/memory"])
 def test_undecodable_or_control_bytes_in_ids_are_400(alice, path):
     assert_envelope(alice.get(path), 400)
+
+
+def test_an_unknown_field_and_a_missing_one_are_reported_together(alice):
+    """`revision` (what GET answers) sent for `expectedRevision`: both the wrong name and the missing one."""
+    error = assert_envelope(alice.put(URL, {"revision": 1, "memory": {}}), 400, "invalid_request")
+    assert set(error["details"]["fields"]) == {"revision", "expectedRevision"}, error
+    assert alice.get(URL).json() == {"revision": 0, "memory": None}
