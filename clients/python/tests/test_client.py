@@ -118,6 +118,11 @@ def test_long_term_memories_create_search_update_delete(hub: MemoryHub, user_id:
     assert [r["id"] for r in found["results"]] == [first["id"]]
     semantic = memories.search("concise replies", mode="semantic")
     assert semantic["results"][0]["id"] == first["id"] and "embeddingIdentity" in semantic
+    hybrid = memories.search("concise replies", mode="hybrid")
+    assert hybrid["mode"] == "hybrid" and hybrid["results"][0]["id"] == first["id"]
+    assert "semantic" in hybrid["results"][0]["why"]
+    assert memories.search("the weather in Paris", mode="hybrid", min_score=0.99)["results"] == []
+    assert [r["id"] for r in memories.iter_search("concise replies", mode="hybrid", min_score=-1)] == [first["id"]]
     proposal = {"evidence": "Answer briefly.", "source": "Answer briefly.", "consent": True}
     updated = memories.update(first["id"], expected_version=1, content={"detail": "brief", "text": "brief"}, **proposal)
     assert updated["version"] == 2

@@ -421,20 +421,22 @@ class AsyncLongTermMemories(_Area):
         self,
         query: str,
         *,
-        mode: Literal["keyword", "semantic"] = "semantic",
+        mode: m.SearchMode = "semantic",
         limit: int | None = None,
         cursor: str | None = None,
+        min_score: float | None = None,
     ) -> m.SearchPage:
-        payload = body(query=query, mode=mode, limit=limit, cursor=cursor)
+        """`mode` keyword, semantic or hybrid (docs/recall.md); `min_score` floors the cosine (minScore)."""
+        payload = body(query=query, mode=mode, limit=limit, cursor=cursor, minScore=min_score)
         call = Call("POST", self._path + "/search", json=payload, idempotent=True)
         return cast(m.SearchPage, await self._hub._request(call))
 
     async def iter_search(
-        self, query: str, *, mode: Literal["keyword", "semantic"] = "semantic", limit: int | None = None
+        self, query: str, *, mode: m.SearchMode = "semantic", limit: int | None = None, min_score: float | None = None
     ) -> AsyncIterator[m.SearchResult]:
         cursor: str | None = None
         while True:
-            page = await self.search(query, mode=mode, limit=limit, cursor=cursor)
+            page = await self.search(query, mode=mode, limit=limit, cursor=cursor, min_score=min_score)
             for result in page["results"]:
                 yield result
             cursor = page["next"]

@@ -421,20 +421,22 @@ class LongTermMemories(_Area):
         self,
         query: str,
         *,
-        mode: Literal["keyword", "semantic"] = "semantic",
+        mode: m.SearchMode = "semantic",
         limit: int | None = None,
         cursor: str | None = None,
+        min_score: float | None = None,
     ) -> m.SearchPage:
-        payload = body(query=query, mode=mode, limit=limit, cursor=cursor)
+        """`mode` keyword, semantic or hybrid (docs/recall.md); `min_score` floors the cosine (minScore)."""
+        payload = body(query=query, mode=mode, limit=limit, cursor=cursor, minScore=min_score)
         call = Call("POST", self._path + "/search", json=payload, idempotent=True)
         return cast(m.SearchPage, self._hub._request(call))
 
     def iter_search(
-        self, query: str, *, mode: Literal["keyword", "semantic"] = "semantic", limit: int | None = None
+        self, query: str, *, mode: m.SearchMode = "semantic", limit: int | None = None, min_score: float | None = None
     ) -> Iterator[m.SearchResult]:
         cursor: str | None = None
         while True:
-            page = self.search(query, mode=mode, limit=limit, cursor=cursor)
+            page = self.search(query, mode=mode, limit=limit, cursor=cursor, min_score=min_score)
             for result in page["results"]:
                 yield result
             cursor = page["next"]

@@ -66,6 +66,7 @@ class SearchPage(TypedDict):
 
 # "statement": the preference statement rules apply too; "quote": consent, a verbatim quote and no secret only.
 EvidencePolicy = Literal["statement", "quote"]
+SearchMode = Literal["keyword", "semantic", "hybrid"]  # docs/recall.md
 
 
 class Kind(TypedDict):
