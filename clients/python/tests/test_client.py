@@ -217,6 +217,33 @@ def test_scenarios_turns_history(hub: MemoryHub, user_id: str, live_server: Live
     assert conversation.diaries()["results"] == []
 
 
+def test_a_turns_witness_scope_and_a_memory_written_for_a_turn(hub: MemoryHub, user_id: str) -> None:
+    """prepare_turn's name/user_name/present reach the round's messages; create's turn_id ties a memory to
+    the turn, so regenerating its reply rolls the memory back (docs/roleplay.md)."""
+    scenario_id = _scenario(hub)
+    conversation = hub.conversation(user_id, "scene")
+    turn = conversation.prepare_turn(
+        scenario_id=scenario_id, user_message="Hello both.", name="Mara", user_name="Rowan", present=["Mara", "Oderic"]
+    )
+    conversation.complete_turn(turn["turnId"], assistant_message="Well met.")
+    said = {m["role"]: m for m in conversation.iter_messages()}
+    assert (said["assistant"]["name"], said["user"]["name"]) == ("Mara", "Rowan")
+    memory = hub.memories(user_id).create(
+        kind="preference",
+        content={"language": "en"},
+        evidence="Use English with me.",
+        source="Use English with me.",
+        consent=True,
+        turn_id=turn["turnId"],
+    )
+    assert memory["turnId"] == turn["turnId"]
+    again = conversation.prepare_turn(
+        scenario_id=scenario_id, user_message="Hello both.", replaces_turn_id=turn["turnId"]
+    )
+    conversation.complete_turn(again["turnId"], assistant_message="Greetings.")
+    assert hub.memories(user_id).get(memory["id"])["rolledBackAt"] is not None
+
+
 def _fits(answer: typing.Any, typed: type) -> bool:
     """The answer has every key its TypedDict requires and none it does not declare."""
     hints = typing.get_type_hints(typed, include_extras=True)  # models.py's annotations are strings: read them here

@@ -184,13 +184,20 @@ class Conversation(_Area):
         subscription_category: str | None = None,
         request_id: str | None = None,
         replaces_turn_id: int | None = None,
+        name: str | None = None,
+        user_name: str | None = None,
+        present: list[str] | None = None,
     ) -> m.PreparedTurn:
+        """`name`, `user_name` and `present` are the round's witness scope (docs/roleplay.md)."""
         payload = body(
             scenarioId=scenario_id,
             userMessage=user_message,
             subscriptionCategory=subscription_category,
             requestId=request_id,
             replacesTurnId=replaces_turn_id,
+            name=name,
+            userName=user_name,
+            present=present,
         )
         return cast(m.PreparedTurn, self._hub._request(Call("POST", self._path + "/turns", json=payload)))
 
@@ -273,7 +280,9 @@ class Conversation(_Area):
         upsert: list[Mapping[str, Any]] | None = None,
         delete: list[Mapping[str, Any]] | None = None,
         operation_id: str | None = None,
+        turn_id: int | None = None,
     ) -> m.Committed:
+        """`turn_id`: the turn whose reply this candidate comes from (superseding it rolls the commit back)."""
         payload = body(
             scenarioId=scenario_id,
             baseRevision=base_revision,
@@ -281,6 +290,7 @@ class Conversation(_Area):
             upsert=upsert,
             delete=delete,
             operationId=operation_id or new_key(),
+            turnId=turn_id,
         )
         call = Call("POST", self._path + "/state/candidates", json=payload, idempotent=True)
         return cast(m.Committed, self._hub._request(call))
@@ -351,9 +361,11 @@ class LongTermMemories(_Area):
         consent: bool,
         operation_id: str | None = None,
         expires_at: str | None = None,
+        turn_id: int | None = None,
     ) -> m.Memory:
         """Propose a memory; admission may refuse it (RejectedByPolicy with `reason`). An operationId is generated
-        when none is given, so retries replay the first result."""
+        when none is given, so retries replay the first result. `turn_id`: the turn it was written for
+        (regenerating that turn's reply rolls it back)."""
         payload = body(
             kind=kind,
             content=dict(content),
@@ -362,6 +374,7 @@ class LongTermMemories(_Area):
             consent=consent,
             operationId=operation_id or new_key(),
             expiresAt=expires_at,
+            turnId=turn_id,
         )
         return cast(m.Memory, self._hub._request(Call("POST", self._path, json=payload, idempotent=True)))
 
