@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -56,8 +56,23 @@ class LorebookImportSerializer(StrictSerializer):
     characterCard = JSONObjectField(required=False, help_text="A Character Card V2/V3 with data.character_book.")
 
 
+@extend_schema_field(
+    {"oneOf": [{"type": "string", "minLength": 1, "maxLength": 64}, {"type": "integer", "minimum": 0}]}
+)
+class EntryUidField(StrictCharField):
+    """An entry's uid: a string, or the integer a World Info file writes (`"uid": 0`), read as its digits."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=64, **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, int) and not isinstance(data, bool) and data >= 0:
+            data = str(data)
+        return super().to_internal_value(data)
+
+
 class EntryCreateSerializer(StrictSerializer):
-    uid = StrictCharField(required=False, max_length=64, help_text="Default: the next free integer.")
+    uid = EntryUidField(required=False, help_text="Default: the next free integer.")
     entry = JSONObjectField(help_text="World Info fields (key, keysecondary, content, order, …).")
 
 
@@ -67,7 +82,7 @@ class EntryEditSerializer(StrictSerializer):
 
 
 class ProposalSubmitSerializer(StrictSerializer):
-    uid = StrictCharField(max_length=64, help_text="The entry to edit.")
+    uid = EntryUidField(help_text="The entry to edit.")
     baseRevision = StrictIntegerField(help_text="The entry revision you read; a different stored one is 409.")
     entry = JSONObjectField(help_text="The World Info fields to change, as an edit's.")
     reason = StrictCharField(required=False, allow_blank=True, max_length=1000)

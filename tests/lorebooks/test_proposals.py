@@ -102,3 +102,13 @@ def test_a_view_only_operator_is_neither_offered_nor_allowed_to_decide_a_proposa
     decider.post(url, {"action": action, "_selected_action": [proposal["id"]]})
     assert alice.get(f"{P}/{proposal['id']}").json()["status"] == f"{action}ed"
     assert log_messages(LorebookEntryProposal.objects.get(pk=proposal["id"])) == [f"{action}ed"]
+
+
+def test_a_uid_may_be_sent_as_the_integer_world_info_files_write(alice):
+    import_world(alice)
+    proposal = alice.post(P, {"uid": 1, "baseRevision": 1, "entry": {"order": 8}})
+    assert proposal.status_code == 201 and proposal.json()["uid"] == "1", proposal.json()
+    created = alice.post("/v1/lorebooks/eldoria/entries", {"uid": 40, "entry": {"key": ["x"], "content": "X"}})
+    assert created.status_code == 201 and created.json()["uid"] == "40", created.json()
+    for bad in (-1, True, 1.5):
+        assert_envelope(alice.post(P, {"uid": bad, "baseRevision": 1, "entry": {"order": 8}}), 400, "invalid_request")

@@ -1634,7 +1634,7 @@ export interface components {
         };
         EntryCreateRequest: {
             /** @description Default: the next free integer. */
-            uid?: string;
+            uid?: string | number;
             /** @description World Info fields (key, keysecondary, content, order, …). */
             entry: unknown;
         };
@@ -2246,7 +2246,7 @@ export interface components {
         };
         ProposalSubmitRequest: {
             /** @description The entry to edit. */
-            uid: string;
+            uid: string | number;
             /** @description The entry revision you read; a different stored one is 409. */
             baseRevision: number;
             /** @description The World Info fields to change, as an edit's. */
