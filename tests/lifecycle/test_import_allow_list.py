@@ -269,3 +269,16 @@ def test_an_upload_past_its_limit_is_413(bob, settings) -> None:
     assert len(content) > 2048
     answer = bob.client.post(f"/v1/users/{USER}/imports", content, content_type="application/gzip")
     assert_envelope(answer, 413, "import_too_large")
+
+
+def test_task_json_past_the_apis_bounds_is_skipped(bob, django_capture_on_commit_callbacks) -> None:
+    """A checkpoint's data nested 41 levels was restored and served; the API refuses past 32."""
+    task = record("longterm.Task", {"task_id": "t1", "input": {"q": 1}}, record_id=1)
+    shallow = record("longterm.TaskCheckpoint", {"stage": "s1", "data": {"ok": True}}, {"task": 1}, record_id=1)
+    nested = json.loads("[" * 40 + "]" * 40)
+    deep = record("longterm.TaskCheckpoint", {"stage": "s2", "data": {"a": nested}}, {"task": 1}, record_id=2)
+    report = run_import(bob, django_capture_on_commit_callbacks, export_file([task, shallow, deep]))
+    assert report["skipped"] == {"longterm.TaskCheckpoint": 1}, report
+    assert "nested deeper than 32" in "\n".join(report["reasons"])
+    stages = bob.get(f"/v1/users/{USER}/tasks/t1").json()["stages"]
+    assert [s["stage"] for s in stages] == ["s1"], stages

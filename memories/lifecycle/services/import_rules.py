@@ -23,7 +23,7 @@ from memories.longterm import admission, keyword, kinds
 from memories.longterm.selectors import kind_spec
 from memories.longterm.services.embedding_index import IndexInUse, index_in_use
 from memories.schemas import check_memory_against_schema
-from memories.validation import json_depth, validate_memory, validate_revision
+from memories.validation import compact_json, json_depth, validate_memory, validate_revision
 from memoryhub import json_text
 from memoryhub.errors import DomainError
 from memoryhub.identifiers import validate_identifier
@@ -239,6 +239,20 @@ def _longterm_history(values: dict[str, Any], context: ImportContext) -> None:
 
 def _task(values: dict[str, Any], context: ImportContext) -> None:
     _api_check(lambda: validate_identifier(values.get("task_id", ""), "task_id"))
+    _task_json(values, "input")
+
+
+def _task_json(values: dict[str, Any], name: str) -> None:
+    """A task's input, a checkpoint's data, a report: the API's bounds (an object, depth 32, 64 KiB)."""
+    from memories.longterm.api.serializers import MAX_JSON_BYTES, MAX_JSON_DEPTH
+
+    value = values.get(name)
+    if not isinstance(value, dict):
+        raise RecordRefused(f"{name}: must be a JSON object")
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise RecordRefused(f"{name}: nested deeper than {MAX_JSON_DEPTH} levels")
+    if len(compact_json(value).encode()) > MAX_JSON_BYTES:
+        raise RecordRefused(f"{name}: larger than {MAX_JSON_BYTES} bytes as compact JSON")
 
 
 def _memory_table(values: dict[str, Any], context: ImportContext) -> None:
@@ -317,6 +331,8 @@ KIND_CHECKS: dict[str, Callable[[dict[str, Any], ImportContext], None]] = {
     "longterm.LongTermMemoryVersion": _longterm_history,
     "longterm.AdmissionRefusal": _longterm_history,
     "longterm.Task": _task,
+    "longterm.TaskCheckpoint": lambda values, context: _task_json(values, "data"),
+    "longterm.TaskReport": lambda values, context: _task_json(values, "report"),
     "tables.MemoryTable": _memory_table,
     "tables.MemoryTableVersion": _memory_table_version,
     "history.HistoryEntry": _history_entry,
