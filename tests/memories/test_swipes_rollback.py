@@ -264,15 +264,20 @@ def test_another_product_gets_404_and_changes_nothing(alice, bob):
     assert alice.get(f"{CONV}/turns/{b['turnId']}").json()["status"] == "committed"
 
 
-def test_a_diary_covering_a_superseded_reply_is_rolled_back_rewritten_and_brought_back_by_a_select(alice):
+def diary_scenario(api, *, rounds: int) -> None:
+    """A diary every `rounds` rounds, recalled into the prompt."""
     scenario = {
         "id": "rp",
         "name": "Lighthouse",
         "memorySources": [{"id": "diary", "agentRef": "diary-orchestrator", "variable": "compassMemory"}],
         "template": "{{compassMemory}}\nUser: {{userMessage}}",
-        "diary": {"minRounds": 2, "freeRoundsPerDiary": 2},
+        "diary": {"minRounds": rounds, "freeRoundsPerDiary": rounds},
     }
-    assert alice.post("/v1/scenarios", scenario).status_code == 201
+    assert api.post("/v1/scenarios", scenario).status_code == 201
+
+
+def test_a_diary_covering_a_superseded_reply_is_rolled_back_rewritten_and_brought_back_by_a_select(alice):
+    diary_scenario(alice, rounds=2)
     turn(alice, "Where are we?", "Ann reached the harbour.")
     a = turn(alice, "Go on.", "Eli climbed the lighthouse.")
     [first] = alice.get(f"{CONV}/diaries").json()["results"]
@@ -313,14 +318,7 @@ def test_the_console_timeline_shows_the_rollback(alice, admin_client):
 
 def test_an_edited_middle_round_is_summarised_again_with_the_rounds_after_it(alice):
     """The plan's bookmark is one round: the entries after the edited round go back too, and are planned again."""
-    scenario = {
-        "id": "rp",
-        "name": "Lighthouse",
-        "memorySources": [{"id": "diary", "agentRef": "diary-orchestrator", "variable": "compassMemory"}],
-        "template": "{{compassMemory}}\nUser: {{userMessage}}",
-        "diary": {"minRounds": 1, "freeRoundsPerDiary": 1},
-    }
-    assert alice.post("/v1/scenarios", scenario).status_code == 201
+    diary_scenario(alice, rounds=1)
     turns = [turn(alice, f"Round {n}.", f"Ann talks about topic{n}.") for n in (1, 2, 3)]
     diaries = lambda: alice.get(f"{CONV}/diaries").json()["results"]  # noqa: E731
     assert sorted((d["roundFrom"], d["roundTo"]) for d in diaries()) == [(1, 1), (2, 2), (3, 3)]
