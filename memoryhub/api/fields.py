@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -37,7 +39,7 @@ class StrictCharField(serializers.CharField):
     """A string that must be sent as a JSON string (DRF's CharField would accept numbers), kept as sent: DRF would
     strip its ends, so "c1\n" would name c1 where an id rule refuses it (docs/contract.md, "Identifiers")."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
 

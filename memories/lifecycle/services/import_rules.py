@@ -23,7 +23,14 @@ from memories.longterm import admission, keyword, kinds
 from memories.longterm.selectors import kind_spec
 from memories.longterm.services.embedding_index import IndexInUse, index_in_use
 from memories.schemas import check_memory_against_schema
-from memories.validation import compact_json, json_depth, validate_memory, validate_revision
+from memories.validation import (
+    MAX_MEMORY_BYTES,
+    MAX_MEMORY_DEPTH,
+    compact_json,
+    json_depth,
+    validate_memory,
+    validate_revision,
+)
 from memoryhub import json_text
 from memoryhub.errors import DomainError
 from memoryhub.identifiers import validate_identifier
@@ -243,16 +250,15 @@ def _task(values: dict[str, Any], context: ImportContext) -> None:
 
 
 def _task_json(values: dict[str, Any], name: str) -> None:
-    """A task's input, a checkpoint's data, a report: the API's bounds (an object, depth 32, 64 KiB)."""
-    from memories.longterm.api.serializers import MAX_JSON_BYTES, MAX_JSON_DEPTH
-
+    """A task's input, a checkpoint's data, a report: the API's bounds, a memory document's (an object, depth 32,
+    64 KiB: memories/longterm/api/serializers.py's BoundedObjectField)."""
     value = values.get(name)
     if not isinstance(value, dict):
         raise RecordRefused(f"{name}: must be a JSON object")
-    if json_depth(value) > MAX_JSON_DEPTH:
-        raise RecordRefused(f"{name}: nested deeper than {MAX_JSON_DEPTH} levels")
-    if len(compact_json(value).encode()) > MAX_JSON_BYTES:
-        raise RecordRefused(f"{name}: larger than {MAX_JSON_BYTES} bytes as compact JSON")
+    if json_depth(value) > MAX_MEMORY_DEPTH:
+        raise RecordRefused(f"{name}: nested deeper than {MAX_MEMORY_DEPTH} levels")
+    if len(compact_json(value).encode()) > MAX_MEMORY_BYTES:
+        raise RecordRefused(f"{name}: larger than {MAX_MEMORY_BYTES} bytes as compact JSON")
 
 
 def _memory_table(values: dict[str, Any], context: ImportContext) -> None:

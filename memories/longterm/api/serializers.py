@@ -13,7 +13,7 @@ from memories.longterm.kinds import EVIDENCE_POLICIES
 from memories.longterm.models import LongTermMemory, MemoryKind, TaskCheckpoint, TaskReport
 from memories.longterm.selectors import TaskState
 from memories.services.runonce import OPERATION_ID
-from memories.validation import compact_json, json_depth
+from memories.validation import MAX_MEMORY_BYTES, MAX_MEMORY_DEPTH, compact_json, json_depth
 from memoryhub.api.fields import (
     JSONObjectField,
     StrictBooleanField,
@@ -24,8 +24,8 @@ from memoryhub.api.fields import (
 )
 from memoryhub.timefmt import iso
 
-MAX_JSON_BYTES = 65_536
-MAX_JSON_DEPTH = 32
+MAX_JSON_BYTES = MAX_MEMORY_BYTES  # a task's JSON is bounded as a memory document is (the import checks the same)
+MAX_JSON_DEPTH = MAX_MEMORY_DEPTH
 
 
 class BoundedObjectField(JSONObjectField):
