@@ -9,5 +9,8 @@ class LorebooksConfig(AppConfig):
 
     def ready(self) -> None:
         from lorebooks.producers import register
+        from lorebooks.rollback import lorebook_edit_timed_effects
+        from memoryhub.runtimes import registry
 
         register()
+        registry.register_supersede_hook("lorebookTimedEffects", lorebook_edit_timed_effects)

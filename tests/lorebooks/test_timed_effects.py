@@ -139,6 +139,24 @@ def test_a_regenerated_reply_leaves_no_sticky_behind_and_a_swipe_back_restores_i
     assert fired(prepare(alice, "lore", "And then?")) == {"1": "sticky"}
 
 
+def test_editing_away_the_words_that_made_an_entry_sticky_ends_its_effect(alice):
+    """docs/roleplay.md, "Timed effects": the state follows the visible conversation — after an edit too."""
+    import_world(alice, body=book(entry(1, ["torch"], sticky=3)))
+    scenario(alice, scanDepth=1)
+    play(alice, ["hello"])
+    lit = prepare(alice, "lore", "light the torch")
+    complete(alice, lit, "it burns")
+    assert fired(lit) == {"1": "key"}
+    messages = alice.get(f"{CONV}/messages", data={"limit": 200}).json()["results"]
+    user = next(m["id"] for m in messages if m["content"] == "light the torch")
+    edited = alice.post(f"{CONV}/messages/{user}/edit", {"content": "keep it dark"})
+    assert edited.status_code == 200, edited.json()
+    edit_turn = alice.get(f"{CONV}/turns/{edited.json()['turnId']}").json()
+    assert edit_turn["sources"][0]["details"]["timedEffects"]["sticky"] == {}
+    assert fired(prepare(alice, "lore", "walk on")) == {}  # no visible message ever said "torch"
+    assert fired(prepare(alice, "lore", "light the torch again")) == {"1": "key"}  # the entry itself still fires
+
+
 def test_a_regenerated_turn_starts_from_the_same_state_as_the_turn_it_replaces(alice):
     import_world(alice, body=book(entry(1, ["lantern"], cooldown=4)))
     scenario(alice)
