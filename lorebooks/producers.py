@@ -27,7 +27,7 @@ from lorebooks.activation import (
 )
 from lorebooks.selectors import entries_for_recall, timed_state_before
 from memories.selectors.witness import live_messages, recent_witnessed, witnessed_count
-from memoryhub.clients.embeddings import get_embedder
+from memoryhub.clients.embeddings import embed_queries, get_embedder
 from memoryhub.identifiers import ID_PATTERN
 from memoryhub.runtimes import registry
 from memoryhub.runtimes.base import RecallRequest, SourceResult
@@ -143,7 +143,11 @@ def _vector_scores(candidates: list[Candidate], messages: list[str], options: di
     text = "\n".join(m for m in messages if m.strip())
     if not vectorized or not text:
         return {}
-    query, *vectors = get_embedder().embed([text] + [c.view["content"] for c in vectorized])
+    embedder = get_embedder()
+    # The scanned text is the search and the entries the records, as in every other search: an asymmetric
+    # embedder (e5, the blend) gives cosines on one scale only that way (docs/recall.md).
+    (query,) = embed_queries(embedder, [text])
+    vectors = embedder.embed([c.view["content"] for c in vectorized])
     scored = sorted(
         ((sum(a * b for a, b in zip(query, v, strict=True)), c) for v, c in zip(vectors, vectorized, strict=True)),
         key=lambda pair: -pair[0],

@@ -275,11 +275,12 @@ CELERY_BEAT_SCHEDULE["webhooks-retry-due"] = {"task": "webhooks.retry_due", "sch
 
 # --- Outbound services (all optional).
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
-# Without EMBEDDING_BASE_URL: the bundled model, "e5-small" (the default) or "use" (the previous default);
-# switching changes the embedding identity, so run `manage.py reindex_embeddings` (docs/recall.md).
+# Without EMBEDDING_BASE_URL: the bundled model, "e5-small" (the default), "e5-minilm" (e5 with an English
+# model beside it) or "use" (the previous default); switching changes the embedding identity, so run
+# `manage.py reindex_embeddings` (docs/recall.md).
 EMBEDDING_LOCAL_MODEL = env_str("EMBEDDING_LOCAL_MODEL", "e5-small")
-if EMBEDDING_LOCAL_MODEL not in ("e5-small", "use"):
-    raise ImproperlyConfigured("EMBEDDING_LOCAL_MODEL must be 'e5-small' or 'use'")
+if EMBEDDING_LOCAL_MODEL not in ("e5-small", "e5-minilm", "use"):
+    raise ImproperlyConfigured("EMBEDDING_LOCAL_MODEL must be 'e5-small', 'e5-minilm' or 'use'")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 512, minimum=1)
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")

