@@ -19,7 +19,8 @@ EN→EN, ZH→ZH, EN→ZH and ZH→EN each have 50 query → record pairs.
 (120 records, 60 per language) written by a helper who never saw the embedders, the rankings or their results;
 after two measurements it was opened to study the blend's misses, so it is a tuning set now.
 bench/data/paraphrase_blind2.jsonl is the held-out set since (120 records, written the same way, its queries
-told to avoid the record's own words): whoever tunes never opens it, and the bench prints only recall for it. `--answers FILE` counts a query
+told to avoid the record's own words): whoever tunes never opens it, and the bench prints only recall for it.
+`--answers FILE` counts a query
 as found when any record that an annotation accepts as answering it as well ranks first
 (bench/data/paraphrase_pairs_answers.jsonl: the committed set has queries that another record answers equally,
 e.g. "What car do I drive?" with one car in English and another in Chinese; annotated blind, see

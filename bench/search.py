@@ -12,10 +12,11 @@ SEPARATE virtualenv (never memoryhub's .venv):
 BENCH_REDIS_URL (e.g. redis://127.0.0.1:6379/7; the bench product's entries are deleted there) puts memoryhub's
 working set, and so its query-vector cache, in Redis; without it the local-memory cache holds it.
 
-Both systems embed with memoryhub's default bundled model, e5 (multilingual-e5-small, centred, 384-d; --model use
-for the previous default, USE 512-d): memoryhub in process, as deployed by default (no EMBEDDING_BASE_URL); mem0
-through an OpenAI-compatible server on 127.0.0.1 (tests.support.embedding_server, started here, backed by the
-same embedder). e5 encodes a search text ("query: …") unlike a record ("passage: …"): the server serves the
+Both systems embed with memoryhub's default bundled model, e5-minilm (multilingual-e5-small, centred, with
+all-MiniLM-L6-v2 beside it for English, 769-d; --model e5 for e5 alone, 384-d, --model use for USE, 512-d):
+memoryhub in process, as deployed by default (no EMBEDDING_BASE_URL); mem0 through an OpenAI-compatible server
+on 127.0.0.1 (tests.support.embedding_server, started here, backed by the same embedder). e5 and the blend
+encode a search text unlike a record ("query: …" / "passage: …"): the server serves the
 query side under a second model name, which mem0's `embed` asks for when it embeds for a search. The records'
 vectors (record side) and the queries' (search side) are computed once in process, exactly as memoryhub computes
 them, cached in --workdir by chunks of 2,500 texts (`--embed-only K/N` fills the K-th of N shares, so N processes
@@ -264,19 +265,21 @@ def tenants_workload(records: int, queries: int, warmup: int, recall_users: int)
 class Names:
     """The bundled model both systems embed with (--model): memoryhub's setting, the server's model names."""
 
-    local: str  # EMBEDDING_LOCAL_MODEL: "e5-small" (memoryhub's default) or "use"
+    local: str  # EMBEDDING_LOCAL_MODEL: "e5-minilm" (memoryhub's default), "e5-small" or "use"
     model: str  # the server's name for record-side vectors (what mem0's `add` asks for)
     query_model: str  # the server's name for search-text vectors (what mem0's `search` asks for)
     dimension: int
 
 
 def names_for(model: str) -> Names:
-    from memoryhub.clients import e5
-    from memoryhub.clients.embeddings import LOCAL_DIMENSION, LOCAL_E5, LOCAL_MODEL, LOCAL_USE
+    from memoryhub.clients import blend, e5
+    from memoryhub.clients.embeddings import LOCAL_DIMENSION, LOCAL_E5, LOCAL_E5_MINILM, LOCAL_MODEL, LOCAL_USE
 
     if model == "use":
         return Names(LOCAL_USE, LOCAL_MODEL, LOCAL_MODEL, LOCAL_DIMENSION)  # symmetric: one name
-    return Names(LOCAL_E5, e5.MODEL, f"{e5.MODEL}-query", e5.DIMENSION)
+    if model == "e5":
+        return Names(LOCAL_E5, e5.MODEL, f"{e5.MODEL}-query", e5.DIMENSION)
+    return Names(LOCAL_E5_MINILM, blend.MODEL, f"{blend.MODEL}-query", blend.DIMENSION)
 
 
 def start_embedding_server(port: int, names: Names) -> subprocess.Popen:
@@ -300,10 +303,10 @@ CHUNK = 2500  # texts per cached file: a run over a prefix of another run's text
 
 
 def embedder_for(model: str):
-    """The bundled embedder whose identity the bench measures: e5 (memoryhub's default) or USE (--model use)."""
-    from memoryhub.clients.embeddings import LocalE5Embedder, LocalUSEEmbedder
+    """The bundled embedder whose identity the bench measures (--model: e5-minilm, memoryhub's default; e5; use)."""
+    from memoryhub.clients.embeddings import LocalBlendEmbedder, LocalE5Embedder, LocalUSEEmbedder
 
-    return LocalUSEEmbedder() if model == "use" else LocalE5Embedder()
+    return {"use": LocalUSEEmbedder, "e5": LocalE5Embedder}.get(model, LocalBlendEmbedder)()
 
 
 def embed_cached(embedder, texts: list[str], work: Path, *, query: bool, part: tuple[int, int] = (0, 1)) -> np.ndarray:
@@ -647,13 +650,17 @@ def hybrid(
 
 def embedder_cost(embedder, queries: int = 60, batch_texts: int = 256) -> list[str]:
     """The bundled embedder's own cost in this process: loading, one search text per call, records in batches."""
-    from memoryhub.clients import e5
+    from memoryhub.clients import blend, e5, minilm
     from memoryhub.clients.embeddings import embed_queries
 
     lines = [f"embedder `{embedder.identity.model}` ({embedder.identity.dimension}-d), in process; load average "]
     if embedder.identity.model == e5.MODEL:
         e5.load_raw_model()
         lines.append(f"- model load (once per process, with one warm-up text): {e5.load_seconds * 1000:.0f} ms")
+    elif embedder.identity.model == blend.MODEL:
+        blend.load()
+        seconds = (e5.load_seconds or 0) + (minilm.load_seconds or 0)
+        lines.append(f"- models' load (once per process, e5 and MiniLM, a warm-up text each): {seconds * 1000:.0f} ms")
     asked = list(dict.fromkeys(make_queries(queries * 2, seed=99)))[:queries]  # texts this run never searches
     singles = []
     for text in asked:
@@ -940,7 +947,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=18777)
     parser.add_argument("--workdir", default="/tmp/memoryhub-bench")
     parser.add_argument(
-        "--model", choices=["e5", "use"], default="e5", help="bundled embedder of both systems (e5: the default)"
+        "--model",
+        choices=["e5-minilm", "e5", "use"],
+        default="e5-minilm",
+        help="bundled embedder of both systems (e5-minilm: the default)",
     )
     parser.add_argument("--embed-only", metavar="K/N", help="compute the K-th of N shares of the records' vectors")
     args = parser.parse_args()

@@ -275,10 +275,10 @@ CELERY_BEAT_SCHEDULE["webhooks-retry-due"] = {"task": "webhooks.retry_due", "sch
 
 # --- Outbound services (all optional).
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
-# Without EMBEDDING_BASE_URL: the bundled model, "e5-small" (the default), "e5-minilm" (e5 with an English
-# model beside it) or "use" (the previous default); switching changes the embedding identity, so run
+# Without EMBEDDING_BASE_URL: the bundled model, "e5-minilm" (the default: e5 with an English model beside
+# it), "e5-small" (e5 alone, the previous default) or "use"; switching changes the embedding identity, so run
 # `manage.py reindex_embeddings` (docs/recall.md).
-EMBEDDING_LOCAL_MODEL = env_str("EMBEDDING_LOCAL_MODEL", "e5-small")
+EMBEDDING_LOCAL_MODEL = env_str("EMBEDDING_LOCAL_MODEL", "e5-minilm")
 if EMBEDDING_LOCAL_MODEL not in ("e5-small", "e5-minilm", "use"):
     raise ImproperlyConfigured("EMBEDDING_LOCAL_MODEL must be 'e5-small', 'e5-minilm' or 'use'")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
@@ -290,7 +290,9 @@ QDRANT_URL = env_str("QDRANT_URL")
 # one's 1, the RRF constant and the floor on the semantic cosine, all measured by bench/embedders.py.
 SEARCH_KEYWORD_WEIGHT = float(env_str("SEARCH_KEYWORD_WEIGHT", "0.1") or "0.1")
 SEARCH_RRF_K = env_int("SEARCH_RRF_K", 5, minimum=1)
-SEARCH_MIN_SCORE = float(env_str("SEARCH_MIN_SCORE", "0.15") or "0.15")
+# Unset: the floor measured for the configured bundled embedder (0.18 for e5-minilm, 0.15 otherwise).
+_min_score = env_str("SEARCH_MIN_SCORE")
+SEARCH_MIN_SCORE = float(_min_score) if _min_score is not None else None
 # Long-term memories each process holds for hybrid and semantic search (memories/longterm/resident.py); 0: none.
 SEARCH_HELD_MEMORY_MB = env_int("SEARCH_HELD_MEMORY_MB", 128, minimum=0)
 # A user's history each process holds for history search and recall (memories/history/resident.py); 0: none.

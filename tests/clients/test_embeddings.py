@@ -11,6 +11,7 @@ from memoryhub.clients.embeddings import (
     DIMENSION_MISMATCH,
     EmbeddingDimensionMismatch,
     EmbeddingIdentity,
+    LocalBlendEmbedder,
     LocalE5Embedder,
     LocalUSEEmbedder,
     OpenAIEmbedder,
@@ -94,7 +95,7 @@ def test_embed_rejects_a_bare_string(local: LocalUSEEmbedder) -> None:
         local.embed("not a list")  # type: ignore[arg-type]
 
 
-# --- bundled e5 (the default) -------------------------------------------------------------------
+# --- bundled e5 (alone; the default puts MiniLM beside it) -----------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -270,9 +271,12 @@ def test_get_embedder_follows_settings_and_caches(settings, server: StubHttpServ
     reset_embedder_cache()
     try:
         settings.EMBEDDING_BASE_URL = None
+        del settings.EMBEDDING_LOCAL_MODEL  # not configured: the default
         default = get_embedder()
-        assert isinstance(default, LocalE5Embedder) and get_embedder() is default
-        settings.EMBEDDING_LOCAL_MODEL = "use"  # the previous default stays selectable
+        assert isinstance(default, LocalBlendEmbedder) and get_embedder() is default
+        settings.EMBEDDING_LOCAL_MODEL = "e5-small"  # the previous defaults stay selectable
+        assert type(get_embedder()) is LocalE5Embedder
+        settings.EMBEDDING_LOCAL_MODEL = "use"
         assert isinstance(get_embedder(), LocalUSEEmbedder)
         settings.EMBEDDING_BASE_URL = server.url
         settings.EMBEDDING_MODEL = "emb"

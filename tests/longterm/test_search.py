@@ -184,6 +184,16 @@ def test_an_unrelated_query_is_refused_by_the_hybrid_floor_but_semantic_mode_sta
     assert ids(search(alice, "how should you answer me", "hybrid")) == [record["id"]]
 
 
+def test_the_default_floor_is_the_one_measured_for_the_embedder_and_the_setting_overrides_it(alice, settings):
+    record = create(alice, ZH_LANGUAGE)  # cosine ~0.17 with the unrelated English query below
+    assert settings.SEARCH_MIN_SCORE is None and get_embedder().min_score == 0.18
+    semantic = search(alice, "What is the weather in Paris?", "semantic").json()["results"]
+    assert [r["id"] for r in semantic] == [record["id"]] and 0.15 < semantic[0]["score"] < 0.18
+    assert ids(search(alice, "What is the weather in Paris?", "hybrid")) == []  # the blend's 0.18
+    settings.SEARCH_MIN_SCORE = 0.15
+    assert ids(search(alice, "What is the weather in Paris?", "hybrid")) == [record["id"]]
+
+
 def test_a_hybrid_cursor_is_bound_to_its_floor(alice):
     for i in range(3):
         create(alice, proposal(content={"language": "zh", "text": f"中文回答 {i}"}))

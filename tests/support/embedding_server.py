@@ -22,9 +22,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from memoryhub.clients.embeddings import (
     LOCAL_CHOICES,
+    LOCAL_E5_MINILM,
     LOCAL_MODEL,
     LOCAL_USE,
     Embedder,
+    LocalBlendEmbedder,
     LocalE5Embedder,
     LocalUSEEmbedder,
     embed_queries,
@@ -169,7 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--local", choices=LOCAL_CHOICES, default=LOCAL_USE, help="the bundled model that embeds")
     parser.add_argument("--query-model", default=None, help="model name whose requests are embedded as search texts")
     args = parser.parse_args(argv)
-    embedder: Embedder = LocalUSEEmbedder() if args.local == LOCAL_USE else LocalE5Embedder()
+    embedder: Embedder = {LOCAL_USE: LocalUSEEmbedder, LOCAL_E5_MINILM: LocalBlendEmbedder}.get(
+        args.local, LocalE5Embedder
+    )()
     embedder.embed(["warm-up"])  # load the weights before accepting traffic
     server = make_server(
         args.host,
