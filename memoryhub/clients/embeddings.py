@@ -1,4 +1,5 @@
-"""Text embedders: the bundled offline models (e5, the default; USE) and an OpenAI-compatible HTTP endpoint.
+"""Text embedders: the bundled offline models (e5 with MiniLM for English, the default; e5 alone; USE) and an
+OpenAI-compatible HTTP endpoint.
 
 Every vector index is pinned to an `EmbeddingIdentity`; two embedders with different identities
 must never share an index, even when their dimensions agree (docs/contract.md). An embedder that is down
@@ -150,7 +151,7 @@ def local_model_load_seconds() -> float | None:
 
 
 class LocalUSEEmbedder:
-    """USE multilingual v3 (pure numpy, bundled weights): offline, 512-d, the default."""
+    """USE multilingual v3 (pure numpy, bundled weights): offline, 512-d, the default before e5."""
 
     identity = EmbeddingIdentity(LOCAL_PROVIDER, LOCAL_MODEL, LOCAL_DIMENSION, PREPROCESSING_ID)
     min_score = DEFAULT_MIN_SCORE

@@ -93,7 +93,10 @@ class SearchSerializer(StrictSerializer):
         min_value=-1.0,
         max_value=1.0,
         required=False,
-        help_text="Floor on the semantic cosine (semantic and hybrid); hybrid defaults to SEARCH_MIN_SCORE.",
+        help_text=(
+            "Floor on the semantic cosine (semantic and hybrid); hybrid defaults to SEARCH_MIN_SCORE, unset the "
+            "floor measured for the configured embedder (0.18 for the bundled default)."
+        ),
     )
     cursor = StrictCharField(required=False, allow_null=True, max_length=200)
 
