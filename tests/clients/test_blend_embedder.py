@@ -106,8 +106,9 @@ def test_the_wheels_code_is_never_run_only_its_weights_read() -> None:
 def test_missing_weights_are_a_503_not_a_quiet_fallback_to_e5(monkeypatch, tmp_path, blended) -> None:
     from memoryhub.api.handler import status_for
     from memoryhub.clients.errors import DependencyUnavailable
+    from memoryhub.clients.once import LoadedOnce
 
-    monkeypatch.setattr(minilm, "_model", None)
+    monkeypatch.setattr(minilm, "loaded", LoadedOnce(minilm._build))  # not loaded yet in this process
     monkeypatch.setattr(minilm, "model_dir", lambda: tmp_path)  # an install without the weights
     with pytest.raises(DependencyUnavailable) as raised:
         blended.embed(["I'm lactose intolerant."])

