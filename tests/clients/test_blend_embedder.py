@@ -113,3 +113,22 @@ def test_missing_weights_are_a_503_not_a_quiet_fallback_to_e5(monkeypatch, tmp_p
     with pytest.raises(DependencyUnavailable) as raised:
         blended.embed(["I'm lactose intolerant."])
     assert status_for(raised.value) == 503
+
+
+def test_minilm_runs_on_one_blas_thread_and_gives_the_others_back(monkeypatch) -> None:
+    """OpenBLAS's spinning workers made a paragraph cost seconds on the shared CPU (an outside check)."""
+    from threadpoolctl import ThreadpoolController
+
+    model = minilm.load()
+    seen: list[int] = []
+    forward = model._forward
+
+    def counting(sequences):
+        seen.extend(pool["num_threads"] for pool in ThreadpoolController().info() if pool["user_api"] == "blas")
+        return forward(sequences)
+
+    monkeypatch.setattr(model, "_forward", counting)
+    before = [pool["num_threads"] for pool in ThreadpoolController().info() if pool["user_api"] == "blas"]
+    model.vectors(["I'm lactose intolerant."])
+    assert seen and set(seen) == {1}
+    assert [pool["num_threads"] for pool in ThreadpoolController().info() if pool["user_api"] == "blas"] == before
