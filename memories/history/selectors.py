@@ -26,9 +26,9 @@ from memories.longterm.keyword import BM25_B, BM25_K1  # one choice of BM25's co
 from memories.longterm.models import EmbeddingIndex
 from memories.longterm.services.embedding_index import (
     IndexInUse,
-    active_index_pk,
     index_in_use,
     index_last_seen,
+    stored_active_index_pk,
 )
 from memories.models import Message
 from memoryhub.addresses import UserAddress
@@ -540,7 +540,7 @@ def _adjacent(
 
 def history_status(scope: UserAddress) -> dict[str, int]:
     rows = HistoryEntry.objects.filter(product=scope.product, user_id=scope.user_id)
-    active = active_index_pk()
+    active = stored_active_index_pk()
     total = rows.count()
     embedded = rows.filter(embedding_index_id=active).count() if active else 0
     return {"messages": total, "embedded": embedded, "pending": total - embedded}

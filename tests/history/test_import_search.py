@@ -191,6 +191,28 @@ def test_status_counts_pending_vectors(alice):
     assert alice.get("/v1/users/u1/history").json() == {"messages": 4, "embedded": 4, "pending": 0}
 
 
+def test_status_follows_an_index_switched_by_another_process(alice):
+    """`reindex_embeddings` runs in its own process: it cannot reach the server's local-memory working set, and
+    the status went on counting the old index's vectors until the entry expired (an outside check)."""
+    from django.core.cache import cache
+
+    from memories.longterm.models import EmbeddingIndex
+    from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE
+
+    imported(alice, "u1", "c1", TRIP)
+    cache.delete(ACTIVE_INDEX_SCOPE.key)  # a server process that has not seen the index change itself
+    assert alice.get("/v1/users/u1/history").json()["embedded"] == 4  # the active index is in the working set now
+    old = EmbeddingIndex.objects.get(status="active")
+    EmbeddingIndex.objects.filter(pk=old.pk).update(status="retired")  # as the command's process commits it
+    new = EmbeddingIndex.objects.create(
+        provider=old.provider, model=f"{old.model}-next", dimension=old.dimension, preprocessing=old.preprocessing,
+        identity_key=f"{old.identity_key}-next", backend=old.backend, status="active",
+    )  # fmt: skip
+    assert alice.get("/v1/users/u1/history").json() == {"messages": 4, "embedded": 0, "pending": 4}
+    HistoryEntry.objects.filter(product=alice.product).update(embedding_index=new)  # the backfill's work
+    assert alice.get("/v1/users/u1/history").json() == {"messages": 4, "embedded": 4, "pending": 0}
+
+
 def test_a_cross_lingual_hit_keeps_its_semantic_place_against_keyword_matches(alice):
     # The Chinese query shares the word 名字 with two Chinese messages; the English answer shares no word with
     # it. Fused with equal weights, those two keyword hits would push the answer down to third.

@@ -69,11 +69,15 @@ ACTIVE_INDEX_SCOPE = working_set.Scope("*", "", "", "activeEmbeddingIndex")
 
 
 def active_index_pk() -> int | None:
-    pk, _ = working_set.get_or_build(
-        ACTIVE_INDEX_SCOPE,
-        lambda: EmbeddingIndex.objects.filter(status="active").values_list("pk", flat=True).first() or 0,
-    )
+    """The active index, from the working set (hot paths: a search checks its index again in its statement)."""
+    pk, _ = working_set.get_or_build(ACTIVE_INDEX_SCOPE, lambda: stored_active_index_pk() or 0)
     return pk or None
+
+
+def stored_active_index_pk() -> int | None:
+    """The active index as the database has it now. A reindex run by a management command cannot reach a server's
+    local-memory working set (the embedded default), so a status that reports it reads this."""
+    return EmbeddingIndex.objects.filter(status="active").values_list("pk", flat=True).first()
 
 
 def forget_active_index() -> None:
