@@ -44,6 +44,21 @@ def env_int(name: str, default: int, *, minimum: int | None = None, environ: Map
     return parsed
 
 
+def env_float(
+    name: str, default: float | None, *, bounds: tuple[float, float], environ: Mapping[str, str] = os.environ
+) -> float | None:
+    value = env_str(name, None, environ)
+    if value is None:
+        return default
+    try:
+        parsed = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
+    if not bounds[0] <= parsed <= bounds[1]:  # NaN fails too
+        raise ImproperlyConfigured(f"{name} must be between {bounds[0]} and {bounds[1]}, got {value!r}")
+    return parsed
+
+
 def env_list(name: str, default: list[str], environ: Mapping[str, str] = os.environ) -> list[str]:
     value = env_str(name, None, environ)
     if value is None:

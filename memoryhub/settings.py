@@ -13,7 +13,17 @@ from kombu import Queue
 
 from . import __version__
 from .converters import MAX_ROW_ID
-from .env import env_bool, env_int, env_list, env_networks, env_origins, env_proxy_ssl_header, env_str, env_url
+from .env import (
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_networks,
+    env_origins,
+    env_proxy_ssl_header,
+    env_str,
+    env_url,
+)
 from .secret_key import fallback_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -291,8 +301,7 @@ QDRANT_URL = env_str("QDRANT_URL")
 SEARCH_KEYWORD_WEIGHT = float(env_str("SEARCH_KEYWORD_WEIGHT", "0.1") or "0.1")
 SEARCH_RRF_K = env_int("SEARCH_RRF_K", 5, minimum=1)
 # Unset: the floor measured for the configured bundled embedder (0.18 for e5-minilm, 0.15 otherwise).
-_min_score = env_str("SEARCH_MIN_SCORE")
-SEARCH_MIN_SCORE = float(_min_score) if _min_score is not None else None
+SEARCH_MIN_SCORE = env_float("SEARCH_MIN_SCORE", None, bounds=(-1.0, 1.0))  # a cosine, as a request's minScore
 # Long-term memories each process holds for hybrid and semantic search (memories/longterm/resident.py); 0: none.
 SEARCH_HELD_MEMORY_MB = env_int("SEARCH_HELD_MEMORY_MB", 128, minimum=0)
 # A user's history each process holds for history search and recall (memories/history/resident.py); 0: none.

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from memoryhub.env import env_bool, env_int, env_list, env_str, env_url
+from memoryhub.env import env_bool, env_float, env_int, env_list, env_str, env_url
 
 
 @pytest.mark.parametrize(
@@ -66,6 +66,14 @@ def test_env_int_below_the_minimum_is_improperly_configured():
     with pytest.raises(ImproperlyConfigured, match="at least 24"):
         env_int("HOURS", 48, minimum=24, environ={"HOURS": "23"})
     assert env_int("HOURS", 48, minimum=24, environ={"HOURS": "24"}) == 24
+
+
+def test_env_float_parses_within_its_bounds_and_names_the_variable_otherwise():
+    assert env_float("F", None, bounds=(-1.0, 1.0), environ={}) is None
+    assert env_float("F", None, bounds=(-1.0, 1.0), environ={"F": " 0.2 "}) == 0.2
+    for raw, message in (("x", "F must be a number"), ("1.5", "F must be between"), ("nan", "F must be between")):
+        with pytest.raises(ImproperlyConfigured, match=message):
+            env_float("F", None, bounds=(-1.0, 1.0), environ={"F": raw})
 
 
 @pytest.mark.parametrize(
@@ -139,6 +147,9 @@ def test_settings_with_only_a_secret_key_use_sqlite_locmem_and_in_process_tasks(
         ("DEBUG", "maybe"),
         ("WORKING_SET_TTL_SECONDS", "0"),
         ("IDEMPOTENCY_KEY_RETENTION_HOURS", "12"),
+        ("SEARCH_MIN_SCORE", "abc"),
+        ("SEARCH_MIN_SCORE", "2"),  # above any cosine: the semantic signal would never count
+        ("EMBEDDING_LOCAL_MODEL", "e5-bogus"),
     ],
 )
 def test_settings_refuse_to_start_on_a_malformed_variable(tmp_path, name, value):
