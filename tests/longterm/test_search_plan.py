@@ -19,6 +19,7 @@ from memories.longterm import resident
 from memories.longterm.models import EmbeddingIndex, LongTermMemory
 from memories.longterm.services import vectors
 from memories.longterm.services.embedding_index import index_in_use
+from memoryhub.clients.embeddings import get_embedder
 from tests.longterm.support import ZH_LANGUAGE, create
 from tests.longterm.support import search as search_api
 from tests.support.api import assert_envelope
@@ -26,11 +27,9 @@ from tests.support.pg_plans import plans_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.requires_postgres]
 
-DIM = 384  # the bundled default (e5)
-
 
 def unit(rng: np.random.Generator) -> np.ndarray:
-    vector = rng.standard_normal(DIM)
+    vector = rng.standard_normal(get_embedder().identity.dimension)  # the configured embedder's (769-d by default)
     return vector / np.linalg.norm(vector)
 
 
@@ -216,7 +215,7 @@ def test_vectors_are_stored_in_the_row_not_in_the_toast_table(alice):
         (size,) = cursor.fetchone()
         cursor.execute(f"SELECT count(*) FROM {toast}")
         (chunks,) = cursor.fetchone()
-    assert storage == "m" and size > 1500 and chunks == 0  # a 384-d vector of 1.5 KB, inline
+    assert storage == "m" and size > 1500 and chunks == 0  # the default's 769-d vector (3 KB), inline
 
 
 def test_the_search_function_answers_every_column_of_a_memory_but_the_vector_and_the_tokens():
