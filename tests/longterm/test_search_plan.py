@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.requires_postgres]
 
 
 def unit(rng: np.random.Generator) -> np.ndarray:
-    vector = rng.standard_normal(get_embedder().identity.dimension)  # the configured embedder's (769-d by default)
+    vector = rng.standard_normal(get_embedder().identity.dimension)  # the configured embedder's (1281-d by default)
     return vector / np.linalg.norm(vector)
 
 
@@ -215,7 +215,7 @@ def test_vectors_are_stored_in_the_row_not_in_the_toast_table(alice):
         (size,) = cursor.fetchone()
         cursor.execute(f"SELECT count(*) FROM {toast}")
         (chunks,) = cursor.fetchone()
-    assert storage == "m" and size > 1500 and chunks == 0  # the default's 769-d vector (3 KB), inline
+    assert storage == "m" and size > 1500 and chunks == 0  # the default's 1281-d vector (5 KB), inline
 
 
 def test_the_search_function_answers_every_column_of_a_memory_but_the_vector_and_the_tokens():

@@ -4,7 +4,8 @@ Used by tests and bench/search.py to exercise the HTTP embedder path with real v
 
     python -m tests.support.embedding_server --port 8765 [--model NAME] [--api-key KEY] [--local e5-small]
 
-`--local` picks the bundled model (`use`, the default here, or `e5-small`, memoryhub's default). e5 encodes a
+`--local` picks the bundled model (`use`, the default here, `e5-small`, `e5-minilm` or `e5-use-minilm`,
+memoryhub's default). e5 encodes a
 search text unlike a record; OpenAI's API has no field for that, so with `--query-model NAME` a request for
 model NAME gets the query-side vectors and a request for `--model` the record-side ones.
 
@@ -22,14 +23,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from memoryhub.clients.embeddings import (
     LOCAL_CHOICES,
-    LOCAL_E5_MINILM,
     LOCAL_MODEL,
     LOCAL_USE,
     Embedder,
-    LocalBlendEmbedder,
-    LocalE5Embedder,
     LocalUSEEmbedder,
     embed_queries,
+    local_embedder,
 )
 
 MAX_INPUTS = 2048
@@ -171,9 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--local", choices=LOCAL_CHOICES, default=LOCAL_USE, help="the bundled model that embeds")
     parser.add_argument("--query-model", default=None, help="model name whose requests are embedded as search texts")
     args = parser.parse_args(argv)
-    embedder: Embedder = {LOCAL_USE: LocalUSEEmbedder, LOCAL_E5_MINILM: LocalBlendEmbedder}.get(
-        args.local, LocalE5Embedder
-    )()
+    embedder = local_embedder(args.local)
     embedder.embed(["warm-up"])  # load the weights before accepting traffic
     server = make_server(
         args.host,
