@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
+from typing import overload
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -44,6 +45,12 @@ def env_int(name: str, default: int, *, minimum: int | None = None, environ: Map
     return parsed
 
 
+@overload
+def env_float(name: str, default: float, *, bounds: tuple[float, float], environ: Mapping[str, str] = ...) -> float: ...
+@overload
+def env_float(
+    name: str, default: None, *, bounds: tuple[float, float], environ: Mapping[str, str] = ...
+) -> float | None: ...
 def env_float(
     name: str, default: float | None, *, bounds: tuple[float, float], environ: Mapping[str, str] = os.environ
 ) -> float | None:

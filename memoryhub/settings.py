@@ -298,7 +298,7 @@ EMBEDDING_TIMEOUT_SECONDS = env_int("EMBEDDING_TIMEOUT_SECONDS", 10, minimum=1)
 QDRANT_URL = env_str("QDRANT_URL")
 # Hybrid long-term search and recall (docs/recall.md): the keyword ranking's RRF weight beside the semantic
 # one's 1, the RRF constant and the floor on the semantic cosine, all measured by bench/embedders.py.
-SEARCH_KEYWORD_WEIGHT = float(env_str("SEARCH_KEYWORD_WEIGHT", "0.1") or "0.1")
+SEARCH_KEYWORD_WEIGHT = env_float("SEARCH_KEYWORD_WEIGHT", 0.1, bounds=(0.0, 100.0))
 SEARCH_RRF_K = env_int("SEARCH_RRF_K", 5, minimum=1)
 # Unset: the floor measured for the configured bundled embedder (0.18 for e5-minilm, 0.15 for the others).
 SEARCH_MIN_SCORE = env_float("SEARCH_MIN_SCORE", None, bounds=(-1.0, 1.0))  # a cosine, as a request's minScore

@@ -149,6 +149,8 @@ def test_settings_with_only_a_secret_key_use_sqlite_locmem_and_in_process_tasks(
         ("IDEMPOTENCY_KEY_RETENTION_HOURS", "12"),
         ("SEARCH_MIN_SCORE", "abc"),
         ("SEARCH_MIN_SCORE", "2"),  # above any cosine: the semantic signal would never count
+        ("SEARCH_KEYWORD_WEIGHT", "nan"),  # float() took it, and every fused score became NaN
+        ("SEARCH_KEYWORD_WEIGHT", "-1"),  # a keyword match would push a record down
         ("EMBEDDING_LOCAL_MODEL", "e5-bogus"),
     ],
 )

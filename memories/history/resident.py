@@ -101,7 +101,8 @@ _held: HeldUsers[Resident] = HeldUsers(lambda: max_bytes())
 
 def max_bytes() -> int:
     """Held rows per process, all users together (least recently searched out first): HISTORY_HELD_MEMORY_MB,
-    by default 64 MB, about 14 users of 1,000 messages at 384 dimensions (fewer at 769). 0: no user is held."""
+    by default 64 MB, about 14 users of 1,000 messages at 384 dimensions (fewer at the default's 1281).
+    0: no user is held."""
     return int(settings.HISTORY_HELD_MEMORY_MB) * 1024 * 1024
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 EPOCH_TABLE = "history_vector_epoch"  # the change counter (migration 0003): one row per (product, user)
-# 64 MB holds ~20,000 messages at 769 dimensions (the default embedder's) per process.
+# 64 MB holds ~13,000 messages at 1281 dimensions (the default embedder's) per process.
 MAX_BYTES = 64 * 1024 * 1024
 
 Key = tuple[int, str, int]  # product pk, user id, embedding index pk

@@ -176,7 +176,7 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "Keyword, semantic or hybrid search over the user's searchable memories. `mode` is required, with no "
         "default: `keyword` (BM25), `semantic` (cosine) or `hybrid` (both rankings fused; docs/recall.md); it is "
         "echoed. `limit` 1–50 (default 10); `minScore` floors the semantic cosine (hybrid defaults to "
-        "SEARCH_MIN_SCORE, unset the floor measured for the configured embedder: 0.18 for the bundled default); "
+        "SEARCH_MIN_SCORE, unset the floor measured for the configured embedder: 0.15 for the bundled default); "
         "`next` goes back as `cursor` with the same query, mode and floor.",
     ),
     "tasks_get": (

@@ -248,9 +248,10 @@ def test_a_hits_adjacent_turn_earns_a_share_of_its_score(alice):
             message("m4", "assistant", "The Alps are beautiful in summer.", "2024-05-02T10:00:05Z", "Alex"),
             message("m5", "user", "Our band needs a new drummer for the summer tour.", "2024-05-03T10:00:00Z", "Kim"),
             message("m6", "assistant", "Ask at the music school downtown.", "2024-05-03T10:00:05Z", "Alex"),
+            message("m7", "user", "Learning the violin or the piano is hard at first.", "2024-05-04T10:00:00Z", "Kim"),
         ],
     )
-    hits = search(alice, "u1", "Which instrument did Sam pick up?", "hybrid", limit=6).json()["results"]
+    hits = search(alice, "u1", "Which instrument did Sam pick up?", "hybrid", limit=7).json()["results"]
     assert [hit["clientId"] for hit in hits[:2]] == ["m1", "m2"]
     assert hits[1]["why"]["semantic"]["rank"] > 2  # lifted over a message the semantic signal preferred
     assert hits[1]["why"]["keyword"]["rank"] is None and hits[1]["why"]["neighbours"]["score"] > 0

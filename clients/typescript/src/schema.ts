@@ -1311,7 +1311,7 @@ export interface paths {
         put?: never;
         /**
          * Search memories
-         * @description Keyword, semantic or hybrid search over the user's searchable memories. `mode` is required, with no default: `keyword` (BM25), `semantic` (cosine) or `hybrid` (both rankings fused; docs/recall.md); it is echoed. `limit` 1–50 (default 10); `minScore` floors the semantic cosine (hybrid defaults to SEARCH_MIN_SCORE, unset the floor measured for the configured embedder: 0.18 for the bundled default); `next` goes back as `cursor` with the same query, mode and floor.
+         * @description Keyword, semantic or hybrid search over the user's searchable memories. `mode` is required, with no default: `keyword` (BM25), `semantic` (cosine) or `hybrid` (both rankings fused; docs/recall.md); it is echoed. `limit` 1–50 (default 10); `minScore` floors the semantic cosine (hybrid defaults to SEARCH_MIN_SCORE, unset the floor measured for the configured embedder: 0.15 for the bundled default); `next` goes back as `cursor` with the same query, mode and floor.
          */
         post: operations["memories_search"];
         delete?: never;
@@ -2451,7 +2451,7 @@ export interface components {
             limit: number;
             /**
              * Format: double
-             * @description Floor on the semantic cosine (semantic and hybrid); hybrid defaults to SEARCH_MIN_SCORE, unset the floor measured for the configured embedder (0.18 for the bundled default).
+             * @description Floor on the semantic cosine (semantic and hybrid); hybrid defaults to SEARCH_MIN_SCORE, unset the floor measured for the configured embedder (0.15 for the bundled default, 0.18 for e5-minilm).
              */
             minScore?: number;
             cursor?: string | null;
