@@ -290,7 +290,8 @@ EMBEDDING_BASE_URL = env_url("EMBEDDING_BASE_URL", ("http", "https"))
 # embedding identity, so run `manage.py reindex_embeddings` (docs/recall.md).
 EMBEDDING_LOCAL_MODEL = env_str("EMBEDDING_LOCAL_MODEL", "e5-use-minilm")
 if EMBEDDING_LOCAL_MODEL not in ("e5-use-minilm", "e5-minilm", "e5-small", "use"):
-    raise ImproperlyConfigured("EMBEDDING_LOCAL_MODEL must be 'e5-use-minilm', 'e5-minilm', 'e5-small' or 'use'")
+    choices = "'e5-use-minilm', 'e5-minilm', 'e5-small' or 'use'"
+    raise ImproperlyConfigured(f"EMBEDDING_LOCAL_MODEL must be {choices}, got {EMBEDDING_LOCAL_MODEL!r}")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 512, minimum=1)
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")

@@ -175,6 +175,8 @@ def test_moving_to_a_blend_reindexes_every_vector_at_its_dimensions(alice, setti
         settings.EMBEDDING_LOCAL_MODEL = after
     error = assert_envelope(search(alice, "中文", "semantic"), 503, "embedding_index_mismatch")
     assert "MiniLM" in error["details"]["configured"]["identity"]
+    with pytest.raises(CommandError, match="reindex_embeddings"):  # the documented order swapped: a clear error
+        call_command("backfill_history", "--no-progress", stdout=StringIO())
     call_command("reindex_embeddings", "--no-progress", stdout=StringIO())
     new = active()
     assert new.pk != old.pk and new.dimension == dimension and new.records_indexed == 2
