@@ -98,6 +98,20 @@ def manage(py: Path, *args, **kwargs) -> subprocess.CompletedProcess:
     return run(py, ROOT / "manage.py", *args, **kwargs)
 
 
+def migrate_or_exit(py: Path) -> None:
+    """Migrate the database; a malformed setting stops here, so name it instead of printing a traceback."""
+    res = manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if not res.returncode:
+        return
+    setting = [
+        line for line in res.stderr.splitlines() if line.startswith("django.core.exceptions.ImproperlyConfigured")
+    ]
+    if setting:
+        sys.exit(f"[dev] {setting[-1].split(': ', 1)[-1]} (docs/contract.md, Configuration)")
+    sys.stderr.write(res.stderr)
+    sys.exit("[dev] migrate failed")
+
+
 def dev_key(py: Path, new_key: bool) -> str:
     """The dev product's API key: kept in KEY_FILE across restarts, a new one with `new_key`."""
     res = manage(
@@ -150,8 +164,7 @@ def cmd_serve(port: int, new_key: bool = False, workers: int = 0) -> None:
         sys.exit(f"[dev] 127.0.0.1:{port} is already in use: stop what listens there or pass --port N")
     py = ensure_venv()
     os.environ["SECRET_KEY"] = secret_key()  # migrate, dev_key and the server (all its workers) share it
-    if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
-        sys.exit("[dev] migrate failed")
+    migrate_or_exit(py)
     key = dev_key(py, new_key)
     base = f"http://127.0.0.1:{port}"
     print(
@@ -185,8 +198,7 @@ def cmd_test(pytest_args: list[str]) -> None:
 
 def cmd_superuser(noinput: bool = False) -> None:
     py = ensure_venv()
-    if manage(py, "migrate", "--noinput", stdout=subprocess.DEVNULL).returncode:
-        sys.exit("[dev] migrate failed")
+    migrate_or_exit(py)
     # --noinput: Django reads DJANGO_SUPERUSER_USERNAME, DJANGO_SUPERUSER_EMAIL and DJANGO_SUPERUSER_PASSWORD,
     # and would take the password unvalidated: check it first (memories/management/commands/).
     if noinput and manage(py, "check_superuser_password").returncode:

@@ -220,3 +220,15 @@ def test_serve_on_a_busy_port_fails_before_the_key_is_printed(monkeypatch, capsy
             dev.cmd_serve(port)
     assert f"127.0.0.1:{port} is already in use" in str(stop.value.code)
     assert calls == [] and "API key" not in capsys.readouterr().out
+
+
+def test_a_malformed_setting_is_named_not_a_traceback_and_migrate_failed(monkeypatch, capsys, tmp_path):
+    dev = load_dev()
+    monkeypatch.setenv("MEMORYHUB_VAR_DIR", str(tmp_path))
+    monkeypatch.setenv("SEARCH_KEYWORD_WEIGHT", "200")
+    with pytest.raises(SystemExit) as stopped:
+        dev.migrate_or_exit(Path(sys.executable))  # a real `manage.py migrate`, which reads the settings first
+    assert str(stopped.value) == (
+        "[dev] SEARCH_KEYWORD_WEIGHT must be between 0.0 and 100.0, got '200' (docs/contract.md, Configuration)"
+    )
+    assert "Traceback" not in capsys.readouterr().err
