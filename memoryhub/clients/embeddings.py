@@ -128,11 +128,12 @@ class LocalUSEEmbedder:
         if not prepared:
             return []
         try:
-            matrix = use_model.vectors(prepared)
+            use_model.load()
         except Exception as exc:  # missing package/resources: the embedder is unavailable
             raise DependencyUnavailable(
                 f"local embedding model failed to load: {exc.__class__.__name__}: {exc}", service="embedder"
             ) from exc
+        matrix = use_model.vectors(prepared)
         if matrix.shape[1] != self.identity.dimension:
             raise _dimension_mismatch("embedder", self.identity.dimension, int(matrix.shape[1]))
         return [_normalise(row.tolist(), service="embedder") for row in matrix]
@@ -175,7 +176,7 @@ class LocalBlendEmbedder(LocalE5Embedder):
     default (1281-d), adds USE multilingual v3 for every text and all-MiniLM-L6-v2 for English; `e5-minilm` (769-d)
     MiniLM only, and its cosines for an English query run a little higher (docs/recall.md, "The floor")."""
 
-    def __init__(self, name: str = "e5-use-minilm") -> None:
+    def __init__(self, name: str = LOCAL_E5_USE_MINILM) -> None:
         from . import blend
 
         chosen = blend.BLENDS[name]
