@@ -20,9 +20,11 @@ EN→EN, ZH→ZH, EN→ZH and ZH→EN each have 50 query → record pairs.
 `--paraphrases FILE` ranks another set of that format: bench/data/paraphrase_blind.jsonl is a held-out set
 (120 records, 60 per language) written by a helper who never saw the embedders, the rankings or their results;
 after two measurements it was opened to study the blend's misses, so it is a tuning set now.
-bench/data/paraphrase_blind2.jsonl and bench/data/paraphrase_blind3.jsonl are held-out sets since (120 records
-each, written the same way, their queries told to avoid the record's own words): whoever tunes never opens
-them, and the bench prints only recall for them.
+bench/data/paraphrase_blind2.jsonl is the held-out set since (120 records, written the same way, its queries
+told to avoid the record's own words): whoever tunes never opens it, and the bench prints only recall for it.
+bench/data/paraphrase_blind3.jsonl was written the same way for the default's USE weights and measured once
+they were fixed; its lines were then shown to the tuner in a diff (2026-12-07 10:15 UTC), so it is a tuning
+set from then on.
 `--answers FILE` counts a query
 as found when any record that an annotation accepts as answering it as well ranks first
 (bench/data/paraphrase_pairs_answers.jsonl: the committed set has queries that another record answers equally,
