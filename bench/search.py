@@ -662,7 +662,8 @@ def embedder_cost(embedder, queries: int = 60, batch_texts: int = 256) -> list[s
         lines.append(f"- model load (once per process, with one warm-up text): {e5.loaded.seconds * 1000:.0f} ms")
     elif chosen := next((b for b in blend.BLENDS.values() if b.model == embedder.identity.model), None):
         chosen.load()
-        seconds = sum(m.loaded.seconds or 0 for m in (e5, minilm, use) if m is not use or chosen.use_weights)
+        parts = (e5, minilm, use) if chosen.use_weights else (e5, minilm)
+        seconds = sum(part.loaded.seconds or 0 for part in parts)
         lines.append(f"- models' load (once per process, {chosen.name}, a warm-up text each): {seconds * 1000:.0f} ms")
     asked = list(dict.fromkeys(make_queries(queries * 2, seed=99)))[:queries]  # texts this run never searches
     singles = []

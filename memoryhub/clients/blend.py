@@ -37,6 +37,7 @@ class Blend:
     english_weight: float  # λ
     english_unread: float  # c: the MiniLM score counted for a record it cannot read
     use_weights: tuple[float, float] | None = None  # (a_en, a_other): USE's weight for a query; None: no USE
+    min_score: float = 0.15  # the hybrid floor measured for it (docs/recall.md, "The floor")
 
     @property
     def model(self) -> str:
@@ -74,7 +75,7 @@ class Blend:
             use.load()
 
 
-E5_MINILM = Blend("e5-minilm", english_weight=0.5, english_unread=0.3)
+E5_MINILM = Blend("e5-minilm", english_weight=0.5, english_unread=0.3, min_score=0.18)
 E5_USE_MINILM = Blend("e5-use-minilm", english_weight=0.5, english_unread=0.3, use_weights=(0.3, 0.7))
 BLENDS = {blend.name: blend for blend in (E5_MINILM, E5_USE_MINILM)}
 

@@ -32,7 +32,6 @@ LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM, LOCAL_E5_USE_MINILM = "e5-small", "use", "
 LOCAL_CHOICES = (LOCAL_E5_USE_MINILM, LOCAL_E5, LOCAL_USE, LOCAL_E5_MINILM)
 OPENAI_PROVIDER = "openai-compatible"
 DEFAULT_MIN_SCORE = 0.15
-MIN_SCORES = {LOCAL_E5_MINILM: 0.18}  # the hybrid floor measured for a bundled embedder, where not the default
 DIMENSION_MISMATCH = "embedding_dimension_mismatch"
 
 _WHITESPACE = re.compile(r"\s+")
@@ -181,7 +180,7 @@ class LocalBlendEmbedder(LocalE5Embedder):
 
         chosen = blend.BLENDS[name]
         self.identity = EmbeddingIdentity(LOCAL_PROVIDER, chosen.model, chosen.dimension, PREPROCESSING_ID)
-        self.min_score = MIN_SCORES.get(name, DEFAULT_MIN_SCORE)
+        self.min_score = chosen.min_score
         self._encode = chosen.vectors
 
 
