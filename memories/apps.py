@@ -8,10 +8,12 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from django.urls import register_converter
 
+        from memoryhub import blas
         from memoryhub.converters import RowIdConverter
         from memoryhub.runtimes import registry
 
         register_converter(RowIdConverter, "id")  # before any URLconf is imported
+        blas.limit_to_one_thread()  # web and Celery worker processes alike (memoryhub/blas.py)
 
         from memoryhub import turn_jobs
 
