@@ -24,7 +24,8 @@ bench/data/paraphrase_blind2.jsonl is the held-out set since (120 records, writt
 told to avoid the record's own words): whoever tunes never opens it, and the bench prints only recall for it.
 bench/data/paraphrase_blind3.jsonl was written the same way for the default's USE weights and measured once
 they were fixed; its lines were then shown to the tuner in a diff (2026-12-07 10:15 UTC), so it is a tuning
-set from then on.
+set from then on. bench/data/paraphrase_blind4.jsonl was written the same way on 2026-12-07 and copied in
+unread: with paraphrase_blind2.jsonl, a held-out set nobody who tunes has opened.
 `--answers FILE` counts a query
 as found when any record that an annotation accepts as answering it as well ranks first
 (bench/data/paraphrase_pairs_answers.jsonl: the committed set has queries that another record answers equally,
