@@ -22,7 +22,13 @@ before = threads()
 if sys.argv[1] == "django":
     import django
     django.setup()
-print(json.dumps({"before": before, "after": threads()}))
+read, write = os.pipe()
+if os.fork() == 0:  # a child forked after set-up, as Celery's prefork pool makes its workers
+    os.write(write, json.dumps(threads()).encode())
+    os._exit(0)
+os.wait()
+forked = json.loads(os.read(read, 1000))
+print(json.dumps({"before": before, "after": threads(), "forked": forked}))
 """
 
 
@@ -42,3 +48,4 @@ def test_django_setup_leaves_one_blas_thread() -> None:
     with_django = probe("django")
     assert set(with_django["before"]) == {2}
     assert with_django["after"] and set(with_django["after"]) == {1}
+    assert with_django["forked"] == with_django["after"]
