@@ -58,6 +58,11 @@ REFUSALS = [
         "secret_detected",
     ),
     (
+        "card number half in full-width digits in source",  # an outside check: stored before
+        dict(source="以后请用简短的中文回答我。4111１１１１1111 1111"),
+        "secret_detected",
+    ),
+    (
         "chit-chat",
         dict(source="今天天气不错", evidence="今天天气不错", content={"language": "zh"}),
         "not_durable_preference/not_stated",

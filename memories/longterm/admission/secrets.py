@@ -54,6 +54,9 @@ _TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{20,}")
 _CARD = re.compile(
     r"(?<![\d-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}(?:\1\d{1,4})?|\d{4}([ -])\d{6}\2\d{4,5})(?![\d])"
 )
+# Any grouping of 3+ digit groups (a number typed half in full-width digits joins groups: "4111１１１１1111 1111"
+# is "411111111111 1111" after NFKC); only 13-19 digits in all with a valid Luhn sum count (_number_findings).
+_CARD_GROUPED = re.compile(r"(?<![\d-])\d{3,}(?:[ -]\d{3,}){1,5}(?![\d])")
 _CN_ID = re.compile(
     r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
 )
@@ -178,6 +181,10 @@ def _key_findings(text: str) -> Iterator[SecretFinding]:
 def _number_findings(text: str) -> Iterator[SecretFinding]:
     for match in _CARD.finditer(text):
         if luhn_valid(re.sub(r"[ -]", "", match.group())):
+            yield SecretFinding("payment_card", match.start(), match.end())
+    for match in _CARD_GROUPED.finditer(text):
+        digits = re.sub(r"[ -]", "", match.group())
+        if 13 <= len(digits) <= 19 and luhn_valid(digits):
             yield SecretFinding("payment_card", match.start(), match.end())
     for match in _CN_ID.finditer(text):
         if cn_resident_id_valid(match.group()):
