@@ -46,6 +46,9 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", Fals
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]  # load balancers and Prometheus probe by HTTP
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", PUBLIC)
+# The admin shows a new API key or webhook secret once, as a message: kept in the server-side session, never in
+# the (signed, not encrypted) cookie Django's default storage would put it in (an outside check decoded one).
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", PUBLIC)
 CSRF_COOKIE_HTTPONLY = True  # the admin's forms carry the token; no script needs the cookie
 # The admin and console's Content-Security-Policy (memoryhub/security.py); "" sends none. Their pages run only

@@ -100,6 +100,17 @@ def test_adding_a_product_shows_its_key_once_and_the_key_works(admin_client, db)
     assert keys[0] not in again.content.decode()
 
 
+def test_a_new_key_never_travels_in_a_cookie(admin_client, db):
+    """The message showing it is kept in the server-side session (settings.MESSAGE_STORAGE)."""
+    data = {"name": "Cookie product", "memory_schema": "", **INLINE_MANAGEMENT}
+    response = admin_client.post(reverse("admin:memories_product_add"), data)
+    assert response.status_code == 302
+    assert "messages" not in response.cookies
+    assert not any("mhk_" in morsel.value for morsel in response.cookies.values())
+    shown = admin_client.get(response["Location"])
+    assert len(KEY_PATTERN.findall(shown.content.decode())) == 1
+
+
 def test_product_with_a_valid_schema_is_saved_and_enforced_by_the_api(admin_client, alice):
     schema = {"type": "object", "required": ["mood"]}
     data = {
