@@ -87,7 +87,7 @@ class MemoryDocumentView(PlannedView):
             return Answer(200, {"revision": memory_document_write(checked, actor=request.user.actor, key=key)})
 
         with working_set.invalidated_ahead(plan.admission.invalidated):
-            return idempotent_response(request, checked.address.product, "memory.replace", perform)
+            return idempotent_response(request, checked.address, "memory.replace", perform)
 
 
 class MemoryRevisionListView(APIView):

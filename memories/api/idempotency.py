@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from rest_framework.response import Response
 
-from memories.models import Product
 from memories.services import runonce
+from memoryhub.addresses import ConversationAddress
 
 HEADER = "Idempotency-Key"
 
@@ -31,13 +31,14 @@ ANSWER = runonce.Codec[Answer](
 )
 
 
-def idempotent_response(request, product: Product, action: str, perform: Callable[[], Answer]) -> Response:
-    """`perform` once per (product, Idempotency-Key); without the header, simply `perform`."""
+def idempotent_response(request, address: ConversationAddress, action: str, perform: Callable[[], Answer]) -> Response:
+    """`perform` once per (product, Idempotency-Key); without the header, simply `perform`. The record names the
+    addressed user and conversation: erasing either removes it."""
     key = request.headers.get(HEADER)
     if key is None:
         answer = perform()  # no run-once record, so no transaction around the write either (no extra round trips)
     else:
         fingerprint = runonce.request_fingerprint(request.method, request.path, request.data)
-        answer = runonce.run_once(runonce.RunOnce.idempotency_key(product, key, action, fingerprint), perform, ANSWER)
+        answer = runonce.run_once(runonce.RunOnce.idempotency_key(address, key, action, fingerprint), perform, ANSWER)
     headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
     return Response(answer.body, status=answer.status, headers=headers)

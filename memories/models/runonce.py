@@ -23,7 +23,12 @@ class RunOnceRecord(models.Model):
     product = models.ForeignKey(Product, on_delete=models.CASCADE)
     kind = models.CharField(max_length=32, choices=Kind.choices)
     key = models.CharField(max_length=255, help_text="The Idempotency-Key or the operationId.")
-    user_id = models.CharField(max_length=128, blank=True, help_text="Empty for Idempotency-Key records.")
+    # An Idempotency-Key record names the user and conversation of the document it wrote, so erasing either
+    # removes it and a retry afterwards writes anew (data-lifecycle.md); an operationId record is user-level.
+    user_id = models.CharField(max_length=128, blank=True, help_text="The user the write addressed.")
+    conversation_id = models.CharField(
+        max_length=128, blank=True, default="", help_text="The conversation of an Idempotency-Key's document write."
+    )
     action = models.CharField(
         max_length=32, help_text="memory.replace, memory.create, memory.update, task.checkpoint, task.report"
     )

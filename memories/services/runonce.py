@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from memories.models import Product, RunOnceRecord
 from memoryhub import faults
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import DomainError, IdempotencyKeyReused, InvalidRequest, RejectedByPolicy
 
 T = TypeVar("T")
@@ -67,15 +68,17 @@ class RunOnce:
     action: str
     fingerprint: str
     user_id: str = ""
+    conversation_id: str = ""
 
     @classmethod
-    def idempotency_key(cls, product: Product, key: str, action: str, request_hash: str) -> RunOnce:
+    def idempotency_key(cls, address: ConversationAddress, key: str, action: str, request_hash: str) -> RunOnce:
         if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_LENGTH:
             raise InvalidRequest(
                 f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY_LENGTH} characters",
                 details={"header": "Idempotency-Key"},
             )
-        return cls(product, IDEMPOTENCY_KEY, key, action, request_hash)
+        product = address.product
+        return cls(product, IDEMPOTENCY_KEY, key, action, request_hash, address.user_id, address.conversation_id)
 
     @classmethod
     def operation(cls, product: Product, user_id: str, operation_id: str, action: str, request_hash: str) -> RunOnce:
@@ -168,6 +171,7 @@ def _record(request: RunOnce, result: dict) -> None:
         kind=request.kind,
         key=request.key,
         user_id=request.user_id,
+        conversation_id=request.conversation_id,
         action=request.action,
         fingerprint=request.fingerprint,
         result=result,

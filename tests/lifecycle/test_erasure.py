@@ -131,6 +131,32 @@ def test_a_conversation_erasure_keeps_the_rest_of_the_user(alice, django_capture
     assert len(alice.get(f"/v1/users/{GONE}/conversations/c2/messages").json()["results"]) == 2
 
 
+@pytest.mark.parametrize("scope", ["user", "conversation"])
+def test_an_idempotency_key_retried_after_the_erasure_writes_anew(
+    alice, scope, django_capture_on_commit_callbacks
+) -> None:
+    """An outside check: the key's record outlived the erasure, so a retry was "replayed" and nothing stored."""
+    conv = f"/v1/users/{GONE}/conversations/c1"
+    body = {"expectedRevision": 0, "memory": {"pet": "cat"}}
+    assert alice.put(f"{conv}/memory", body, HTTP_IDEMPOTENCY_KEY="erase-k1").status_code == 200
+    exported = _export_counts(alice, django_capture_on_commit_callbacks)
+    assert exported["memories.RunOnceRecord"] == 1  # the record is the user's, so their export holds it
+    with django_capture_on_commit_callbacks(execute=True):
+        target = f"/v1/users/{GONE}" + ("/conversations/c1" if scope == "conversation" else "")
+        started = alice.delete(target).json()
+    receipt = alice.get(f"/v1/erasures/{started['erasureId']}").json()
+    assert receipt["status"] == "done" and receipt["counts"]["memories.RunOnceRecord"] == 1
+    again = alice.put(f"{conv}/memory", body, HTTP_IDEMPOTENCY_KEY="erase-k1")
+    assert again.status_code == 200 and "Idempotent-Replayed" not in again.headers
+    assert alice.get(f"{conv}/memory").json() == {"revision": 1, "memory": {"pet": "cat"}}
+
+
+def _export_counts(api, capture) -> dict:
+    with capture(execute=True):
+        started = api.post(f"/v1/users/{GONE}/exports").json()
+    return api.get(f"/v1/exports/{started['exportId']}").json()["counts"]
+
+
 def test_requests_for_the_user_during_the_erasure_answer_409(alice) -> None:
     erasure = erasure_start(product=alice.product, user_id=GONE, requested_by="t", schedule=False)
     assert erasure.status == "pending"

@@ -19,6 +19,7 @@ from memories.longterm.services import checkpoints, memories
 from memories.models import RunOnceRecord
 from memories.services import runonce
 from memories.services.runonce import Codec, OperationIdReused, RunOnce
+from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, IdempotencyKeyReused
 
 JSON = Codec[dict](encode=lambda value: dict(value), decode=lambda stored: {**stored, "replayed": True})
@@ -29,7 +30,8 @@ def operation(product, key: str = "op-1", request: object = "body") -> RunOnce:
 
 
 def idempotency_key(product, key: str = "key-1", request: object = "body") -> RunOnce:
-    return RunOnce.idempotency_key(product, key, "memory.replace", runonce.request_fingerprint("PUT", "/x", request))
+    address = ConversationAddress(product, "u1", "c1")
+    return RunOnce.idempotency_key(address, key, "memory.replace", runonce.request_fingerprint("PUT", "/x", request))
 
 
 def test_one_fingerprint_canonical_json_sha256():
