@@ -130,6 +130,21 @@ SECTIONS = {"description": "A section of an app that registered one (diary, tabl
 OPEN_COMPONENTS = {"Scenario": SECTIONS, "ScenarioRequest": SECTIONS, "PatchedScenarioRequest": SECTIONS}
 
 
+# PATCH bodies validated whole (not partially): drf-spectacular marks every PATCH body's fields optional, as DRF's
+# partial update would; these views require their serializer's required fields (an outside check).
+WHOLE_PATCH_BODIES = {"PatchedMemoryUpdateRequest": ("memories.longterm.api.serializers", "MemoryUpdateSerializer")}
+
+
+def _require_whole_patch_bodies(schemas: dict) -> None:
+    from importlib import import_module
+
+    for name, (module, serializer) in WHOLE_PATCH_BODIES.items():
+        fields = getattr(import_module(module), serializer)().fields
+        required = [f.field_name for f in fields.values() if f.required and not f.read_only]
+        if name in schemas and required:
+            schemas[name]["required"] = required
+
+
 # The header a replayed answer carries (docs/contract.md#idempotency-retries-run-once), derived from what an
 # operation takes: a new operation with an operationId or an Idempotency-Key declares it without an entry.
 REPLAY_HEADERS = {
@@ -167,6 +182,7 @@ def add_error_envelope(result, generator, request, public):
             schemas[name]["additionalProperties"] = extra
     result["paths"] = {**OPS_PATHS, **result.get("paths", {})}
     _declare_replay_headers(result["paths"], schemas)
+    _require_whole_patch_bodies(schemas)
     envelope = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
     result["tags"] = [{"name": name, "description": description} for name, description in TAGS.items()]
     for operations in result.get("paths", {}).values():

@@ -164,6 +164,21 @@ def test_patch_needs_expected_version(alice):
     assert LongTermMemory.objects.get().version == 1
 
 
+@pytest.mark.parametrize("missing", ["expectedVersion", "content", "evidence", "source", "consent"])
+def test_openapi_marks_what_a_patch_needs_as_required(alice, missing):
+    """A PATCH is validated whole; the OpenAPI said every field was optional (an outside check)."""
+    schema = alice.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    operation = schema["paths"]["/v1/users/{user_id}/memories/{memory_id}"]["patch"]
+    ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert missing in schema["components"]["schemas"][ref]["required"]
+    record = create(alice)
+    body = update_body(expected=1)
+    del body[missing]
+    response = alice.patch(f"{memories_url()}/{record['id']}", body)
+    assert_envelope(response, 400, "invalid_request")
+    assert missing in response.json()["error"]["details"]["fields"]
+
+
 def test_a_patch_refused_by_admission_leaves_the_record_as_it_was(alice):
     record = create(alice)
     body = update_body(expected=1, consent=False)
