@@ -180,6 +180,8 @@ def cmd_serve(port: int, new_key: bool = False, workers: int = 0) -> None:
         flush=True,
     )
     os.chdir(ROOT)
+    # Without a broker nothing else runs the periodic sweeps (webhook retries, …): memoryhub/embedded_beat.py.
+    os.environ["MEMORYHUB_EMBEDDED_BEAT"] = "1"
     if workers:  # the production server: gunicorn with memoryhub/gunicorn.conf.py (docs/production.md)
         gunicorn = ["-m", "gunicorn", "-c", "memoryhub/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"]
         os.execv(py, [str(py), *gunicorn, "--workers", str(workers)])

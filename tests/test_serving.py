@@ -94,7 +94,9 @@ def test_dev_serve_with_workers_runs_the_same_gunicorn_command(monkeypatch):
     commands: list[list[str]] = []
     monkeypatch.setattr(dev.os, "execv", lambda path, argv: commands.append(argv[1:]))
     monkeypatch.setattr(dev.os, "chdir", lambda path: None)
+    monkeypatch.delenv("MEMORYHUB_EMBEDDED_BEAT", raising=False)
     dev.cmd_serve(8123, workers=3)
     dev.cmd_serve(8123)
     assert commands[0] == ["-m", *GUNICORN, "--bind", "127.0.0.1:8123", "--workers", "3"]
     assert commands[1] == ["manage.py", "runserver", "127.0.0.1:8123", "--noreload"]  # no --insecure
+    assert os.environ["MEMORYHUB_EMBEDDED_BEAT"] == "1"  # its server runs the sweeps (memoryhub/embedded_beat.py)
