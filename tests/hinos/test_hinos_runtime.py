@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memories.models import Event, Turn
@@ -131,6 +133,15 @@ def test_a_failed_prepare_fails_the_turn_and_creates_nothing(alice, hinos, setti
     error = assert_envelope(post_turn(alice, "gate", "我答应明天归还铜钥匙"), status, code)
     assert error["details"]["service"] == "hinos"
     assert Turn.objects.count() == 0
+
+
+def test_a_failure_keeps_the_upstream_body_in_the_log_not_in_the_answer(alice, hinos, caplog):
+    hinos.route("POST", PREPARE, Reply(404, {"error": {"message": "no scenario 'gate' in the memory product"}}))
+    make_scenario(alice)
+    error = assert_envelope(post_turn(alice, "gate", "我答应明天归还铜钥匙"), 502, "upstream_failed")
+    assert error["details"] == {"service": "hinos", "status": 404}
+    assert "no scenario" not in json.dumps(error)
+    assert "no scenario 'gate' in the memory product" in caplog.text
 
 
 def test_without_hinos_memory_url_the_turn_fails_with_502(alice, hinos, settings):
