@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -51,7 +52,7 @@ def test_prepare_sends_the_protocol_and_memory_becomes_hinos_memory(alice, hinos
     [sent] = requests_to(hinos, PREPARE)
     system = '你是守卫。\nMemory: \nState: {"gate":"closed"}\nUser: 我答应明天归还铜钥匙'
     assert sent.json() == {
-        "user_id": "u1",
+        "user_id": f"{alice.product.pk}.u1",
         "request_id": "req-1",
         "scenario_id": "gate",
         "model_config_id": "mc-1",
@@ -59,7 +60,7 @@ def test_prepare_sends_the_protocol_and_memory_becomes_hinos_memory(alice, hinos
         "system": system,
         "messages": [{"role": "user", "content": "我答应明天归还铜钥匙"}],
     }
-    assert sent.headers["x-flow-conversation-id"] == "c1"
+    assert sent.headers["x-flow-conversation-id"] == f"{alice.product.pk}.c1"
     assert sent.headers["x-request-id"] == "req-1"
     assert sent.headers["authorization"] == "Bearer hinos-secret"
     assert turn["prompt"] == system.replace("Memory: \n", "Memory: 用户答应明天归还铜钥匙\n")
@@ -78,7 +79,7 @@ def test_commit_sends_the_claim_with_user_and_assistant(alice, hinos):
     assert response.json()["committed"] is True and response.json()["memoryWrite"] == {"status": "committed"}
     [sent] = requests_to(hinos, COMMIT)
     assert sent.json() == {"claim_id": "claim-1", "user": "我答应明天归还铜钥匙", "assistant": "守卫点头，记下了约定"}
-    assert sent.headers["x-flow-conversation-id"] == "c1"
+    assert sent.headers["x-flow-conversation-id"] == f"{alice.product.pk}.c1"
     assert sent.headers["x-request-id"] == "req-1"
     assert sent.headers["authorization"] == "Bearer hinos-secret"
     assert events(alice, "memory.write_failed") == []
@@ -94,6 +95,36 @@ def test_the_next_prepare_sends_the_formal_chat_with_the_current_user_message_la
         {"role": "assistant", "content": "守卫点头，记下了约定"},
         {"role": "user", "content": "那我们出发吧"},
     ]
+
+
+def test_two_products_send_different_ids_for_the_same_user_and_conversation(alice, bob, hinos):
+    for api in (alice, bob):
+        make_scenario(api)
+        complete(api, prepare(api, "gate", "我答应明天归还铜钥匙")["turnId"])
+    alice_prepare, bob_prepare = requests_to(hinos, PREPARE)
+    alice_commit, bob_commit = requests_to(hinos, COMMIT)
+    for api, sent in ((alice, alice_prepare), (bob, bob_prepare)):
+        assert sent.json()["user_id"] == f"{api.product.pk}.u1"
+    for api, sent in ((alice, alice_prepare), (alice, alice_commit), (bob, bob_prepare), (bob, bob_commit)):
+        assert sent.headers["x-flow-conversation-id"] == f"{api.product.pk}.c1"
+
+
+def test_an_id_too_long_to_prefix_is_sent_hashed(alice, hinos):
+    make_scenario(alice)
+    user = "u" * 120
+    turn = alice.post(f"/v1/users/{user}/conversations/c1/turns", {"scenarioId": "gate", "userMessage": "hi"})
+    assert turn.status_code == 201, turn.json()
+    sent = requests_to(hinos, PREPARE)[-1].json()["user_id"]
+    assert sent == f"{alice.product.pk}-{hashlib.sha256(user.encode()).hexdigest()}" and len(sent) <= 128
+
+
+def test_a_single_tenant_deployment_can_send_the_raw_ids(alice, hinos, settings):
+    settings.HINOS_MEMORY_SCOPE = "none"
+    make_scenario(alice)
+    complete(alice, prepare(alice, "gate", "我答应明天归还铜钥匙")["turnId"])
+    [prepared], [committed] = requests_to(hinos, PREPARE), requests_to(hinos, COMMIT)
+    assert prepared.json()["user_id"] == "u1" and prepared.headers["x-flow-conversation-id"] == "c1"
+    assert committed.headers["x-flow-conversation-id"] == "c1"
 
 
 def test_without_token_or_section_no_authorization_and_null_identifiers(alice, hinos, settings):
