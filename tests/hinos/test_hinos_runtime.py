@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -11,6 +14,7 @@ from memories.models import Event, Turn
 from tests.hinos.support import COMMIT, PREPARE, PREPARED
 from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
+from tests.support.processes import ROOT
 from tests.support.turns import post_turn, prepare
 
 CONV = "/v1/users/u1/conversations/c1"
@@ -259,3 +263,16 @@ def test_another_product_cannot_complete_the_turn(alice, bob, hinos):
     turn = prepare(alice, "gate", "我答应明天归还铜钥匙")
     assert_envelope(complete(bob, turn["turnId"]), 404, "not_found")
     assert requests_to(hinos, COMMIT) == []
+
+
+@pytest.mark.parametrize(("value", "scope"), [(None, "product"), ("none", "none"), ("tenant", None)])
+def test_hinos_memory_scope_is_product_by_default_and_checked_at_start_up(value, scope):
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("HINOS_", "PYTEST", "MEMORYHUB_FAULT"))}
+    env = {**base, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", **({"HINOS_MEMORY_SCOPE": value} if value else {})}
+    code = "import django; django.setup(); from django.conf import settings; print(settings.HINOS_MEMORY_SCOPE)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    if scope is None:
+        assert result.returncode != 0 and "HINOS_MEMORY_SCOPE must be product or none" in result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == scope
