@@ -323,6 +323,11 @@ ADMISSION_JUDGE_TIMEOUT_MS = env_int("ADMISSION_JUDGE_TIMEOUT_MS", 3000, minimum
 HINOS_MEMORY_URL = env_url("HINOS_MEMORY_URL", ("http", "https"))
 HINOS_MEMORY_TIMEOUT_MS = env_int("HINOS_MEMORY_TIMEOUT_MS", 10000, minimum=1)
 HINOS_MEMORY_TOKEN = env_str("HINOS_MEMORY_TOKEN")
+# One HINOS_MEMORY_URL serves every product: "product" prefixes the user and conversation ids sent with the
+# product's id, so products never share a memory; "none" sends them raw (a single-tenant deployment).
+HINOS_MEMORY_SCOPE = env_str("HINOS_MEMORY_SCOPE", "product")
+if HINOS_MEMORY_SCOPE not in ("product", "none"):
+    raise ImproperlyConfigured(f"HINOS_MEMORY_SCOPE must be product or none, got {HINOS_MEMORY_SCOPE!r}")
 
 # --- Prompt templates (docs/contract.md "Prompt size limits"): far above any real prompt, so a template
 # repeating {{userMessage}} cannot make one prepare build, store and return hundreds of megabytes.

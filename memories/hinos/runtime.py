@@ -8,11 +8,17 @@ a turn row exists. commit: the same `claim_id` with the user input and the reply
 counts. A failure is recorded as `memory.write_failed` (with the claim id, so an operator can re-send
 it); `memoryIngest: best_effort` completes the turn anyway, `required` fails the completion with 502.
 
+The user id and the conversation id (the ids that address memory on the service) are sent scoped by the
+product (`scoped_id`), so two products' turns never share a memory behind the deployment-wide
+HINOS_MEMORY_URL; HINOS_MEMORY_SCOPE=none sends them raw.
+
 `model_config_id` and `prompt_id` come from the scenario's optional "hinos" section
 (`{"modelConfigId": "...", "promptId": "..."}`); both are sent as null when not configured.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from django.conf import settings
 from django.db import transaction
@@ -28,6 +34,22 @@ HINOS_VARIABLE = "hinosMemory"
 SECTION = "hinos"
 SECTION_FIELDS = ("modelConfigId", "promptId")
 FAILED_EVENT = "memory.write_failed"
+# The longest id memoryhub's own Hinos server (and its API) accepts.
+SCOPED_ID_MAX_CHARS = 128
+
+
+def scoped_id(product_id: str, value: str) -> str:
+    """The id sent for a product's user or conversation: `<productId>.<id>`, hashed when that is too long.
+
+    A product id is `prd_` and hex (no "." or "-"), so the form is unambiguous and two products never send
+    the same id; the hashed form (`<productId>-<sha256 hex>`) differs from the plain one at the separator.
+    """
+    if settings.HINOS_MEMORY_SCOPE == "none":
+        return value
+    scoped = f"{product_id}.{value}"
+    if len(scoped) <= SCOPED_ID_MAX_CHARS:
+        return scoped
+    return f"{product_id}-{hashlib.sha256(value.encode()).hexdigest()}"
 
 
 def validate_hinos_section(value: object) -> dict:
@@ -101,9 +123,9 @@ def _prepare(context: TurnContext, *, system: str) -> HinosPrepared:
     section = (context.scenario.sections or {}).get(SECTION) or {}
     messages = [*context.history, {"role": "user", "content": context.user_message}]
     return get_hinos_client().prepare(
-        conversation_id=context.conversation_id,
+        conversation_id=scoped_id(context.product.pk, context.conversation_id),
         request_id=context.request_id,
-        user_id=context.user_id,
+        user_id=scoped_id(context.product.pk, context.user_id),
         scenario_id=context.scenario.slug,
         model_config_id=section.get("modelConfigId"),
         prompt_id=section.get("promptId"),
@@ -133,7 +155,7 @@ def send_commit(turn) -> None:
     if not claim_id:
         raise UpstreamProtocolError("the turn has no Hinos claim id to commit", service=SERVICE)
     get_hinos_client().commit(
-        conversation_id=turn.conversation_id,
+        conversation_id=scoped_id(turn.product_id, turn.conversation_id),
         request_id=turn.request_id or None,
         claim_id=claim_id,
         user=turn.user_message,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 
 import httpx
 
 from .errors import UpstreamProtocolError, UpstreamTimeout, UpstreamUnavailable
+
+logger = logging.getLogger(__name__)
 
 
 def make_client(*, base_url: str, timeout_seconds: float, headers: Mapping[str, str] | None = None) -> httpx.Client:
@@ -34,10 +37,10 @@ def post_json(
     except httpx.HTTPError as exc:
         raise UpstreamUnavailable(f"{service} is unreachable: {exc.__class__.__name__}", service=service) from exc
     if not response.is_success:
+        # The body is the upstream's own text (possibly internal): the log keeps it, the error never does.
+        logger.warning("%s answered HTTP %s: %s", service, response.status_code, response.text[:500])
         raise UpstreamUnavailable(
-            f"{service} answered HTTP {response.status_code}",
-            service=service,
-            details={"status": response.status_code, "body": response.text[:500]},
+            f"{service} answered HTTP {response.status_code}", service=service, details={"status": response.status_code}
         )
     try:
         return response.json()

@@ -11,6 +11,7 @@ import pytest
 from diaries.models import DiaryEntry
 from memories.hinos.models import HinosClaim
 from memories.models import Event, Message, Turn
+from tests.support.api import ProductApi
 from tests.support.processes import wait_for
 
 CONV = "/v1/users/u1/conversations/c1"
@@ -48,13 +49,22 @@ def turn(api, user_message: str, reply: str) -> tuple[dict, dict]:
     return prepared.json(), completed.json()
 
 
-def diary_written(product) -> DiaryEntry:
+def diaries_written(product, count: int) -> None:
     wait_for(
-        lambda: Event.objects.filter(product=product, type="diary.written").exists(),
+        lambda: Event.objects.filter(product=product, type="diary.written").count() >= count,
         timeout=60,
-        message="the diary of round 1",
+        message=f"{count} diary(ies)",
     )
-    return DiaryEntry.objects.get(product=product, conversation_id="c1")
+
+
+def diary_written(product, conversation_id: str = "c1") -> DiaryEntry:
+    diaries_written(product, 1)
+    return DiaryEntry.objects.get(product=product, conversation_id=conversation_id)
+
+
+def scoped(api, path: str) -> str:
+    """The conversation path under which the memory product stores `api`'s u1/c1 (docs/hinos.md)."""
+    return f"/v1/users/{api.product.pk}.u1/conversations/{api.product.pk}.c1{path}"
 
 
 def next_prepare(api) -> dict:
@@ -65,6 +75,7 @@ def next_prepare(api) -> dict:
 
 def test_same_product_the_next_prepare_reflects_the_committed_round(alice, memoryhub_as_hinos, settings):
     settings.HINOS_MEMORY_TOKEN = alice.key
+    settings.HINOS_MEMORY_SCOPE = "none"  # a single-tenant deployment: the server adopts the client's own turn
     make_scenario(
         alice, memoryRuntime="hinos", template=TEMPLATE, memorySources=[HINOS_SOURCE, DIARY_SOURCE], diary=SMALL_DIARY
     )
@@ -93,13 +104,39 @@ def test_another_product_as_the_hinos_service(alice, bob, memoryhub_as_hinos, se
     first, completed = turn(alice, "我答应明天归还铜钥匙", "守卫点头，记下了约定")
     assert first["variables"]["hinosMemory"] == ""
     assert completed["memoryWrite"] == {"status": "committed"}
-    stored = bob.get(f"{CONV}/messages").json()["results"]
+    stored = bob.get(scoped(alice, "/messages")).json()["results"]
     assert [(m["role"], m["content"]) for m in stored] == [
         ("user", "我答应明天归还铜钥匙"),
         ("assistant", "守卫点头，记下了约定"),
     ]
-    entry = diary_written(bob.product)
+    entry = diary_written(bob.product, f"{alice.product.pk}.c1")
     second = next_prepare(alice)
     assert second["variables"]["hinosMemory"] == f"## Diary summaries\nRounds 1-1: {entry.summary}"
     assert second["runtimeState"]["hinos"]["state_through_round"] == 1
     assert not DiaryEntry.objects.filter(product=alice.product).exists()
+
+
+def test_two_products_with_the_same_ids_never_share_the_hinos_memory(alice, bob, memoryhub_as_hinos, settings):
+    """One deployment-wide HINOS_MEMORY_URL/TOKEN (bob's); alice and carol both run scenario "gate" for u1/c1."""
+    settings.HINOS_MEMORY_TOKEN = bob.key
+    carol = ProductApi("carol-app")
+    for api in (alice, carol):
+        make_scenario(api, memoryRuntime="hinos", template=TEMPLATE, memorySources=[HINOS_SOURCE])
+    make_scenario(
+        bob, memoryRuntime="axon_go", template="{{compassMemory}}", memorySources=[DIARY_SOURCE], diary=SMALL_DIARY
+    )
+    turn(alice, "我答应明天归还铜钥匙", "守卫点头，记下了约定")
+    diaries_written(bob.product, 1)
+    # read: carol's prepare for the same scenario, user and conversation gets none of alice's memory
+    carol_first, _ = turn(carol, "INJECTED BY CAROL", "carol reply")
+    assert carol_first["variables"]["hinosMemory"] == ""
+    assert carol_first["sources"][0]["details"]["turn"] == 1
+    diaries_written(bob.product, 2)
+    # write: carol's committed round is not in alice's memory, and alice's is not in carol's
+    alice_next, carol_next = next_prepare(alice), next_prepare(carol)
+    assert "铜钥匙" in alice_next["variables"]["hinosMemory"] and "CAROL" not in alice_next["prompt"]
+    assert "Rounds 2-2" not in alice_next["prompt"] and alice_next["runtimeState"]["hinos"]["turn"] == 2
+    assert "CAROL" in carol_next["variables"]["hinosMemory"] and "铜钥匙" not in carol_next["prompt"]
+    for api, said in ((alice, "我答应明天归还铜钥匙"), (carol, "INJECTED BY CAROL")):
+        stored = bob.get(scoped(api, "/messages")).json()["results"]
+        assert [m["content"] for m in stored if m["role"] == "user"] == [said]

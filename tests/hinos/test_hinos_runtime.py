@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from memories.models import Event, Turn
 from tests.hinos.support import COMMIT, PREPARE, PREPARED
 from tests.support.api import assert_envelope
 from tests.support.http_server import Reply, StubHttpServer
+from tests.support.processes import ROOT
 from tests.support.turns import post_turn, prepare
 
 CONV = "/v1/users/u1/conversations/c1"
@@ -49,7 +56,7 @@ def test_prepare_sends_the_protocol_and_memory_becomes_hinos_memory(alice, hinos
     [sent] = requests_to(hinos, PREPARE)
     system = '你是守卫。\nMemory: \nState: {"gate":"closed"}\nUser: 我答应明天归还铜钥匙'
     assert sent.json() == {
-        "user_id": "u1",
+        "user_id": f"{alice.product.pk}.u1",
         "request_id": "req-1",
         "scenario_id": "gate",
         "model_config_id": "mc-1",
@@ -57,7 +64,7 @@ def test_prepare_sends_the_protocol_and_memory_becomes_hinos_memory(alice, hinos
         "system": system,
         "messages": [{"role": "user", "content": "我答应明天归还铜钥匙"}],
     }
-    assert sent.headers["x-flow-conversation-id"] == "c1"
+    assert sent.headers["x-flow-conversation-id"] == f"{alice.product.pk}.c1"
     assert sent.headers["x-request-id"] == "req-1"
     assert sent.headers["authorization"] == "Bearer hinos-secret"
     assert turn["prompt"] == system.replace("Memory: \n", "Memory: 用户答应明天归还铜钥匙\n")
@@ -76,7 +83,7 @@ def test_commit_sends_the_claim_with_user_and_assistant(alice, hinos):
     assert response.json()["committed"] is True and response.json()["memoryWrite"] == {"status": "committed"}
     [sent] = requests_to(hinos, COMMIT)
     assert sent.json() == {"claim_id": "claim-1", "user": "我答应明天归还铜钥匙", "assistant": "守卫点头，记下了约定"}
-    assert sent.headers["x-flow-conversation-id"] == "c1"
+    assert sent.headers["x-flow-conversation-id"] == f"{alice.product.pk}.c1"
     assert sent.headers["x-request-id"] == "req-1"
     assert sent.headers["authorization"] == "Bearer hinos-secret"
     assert events(alice, "memory.write_failed") == []
@@ -92,6 +99,36 @@ def test_the_next_prepare_sends_the_formal_chat_with_the_current_user_message_la
         {"role": "assistant", "content": "守卫点头，记下了约定"},
         {"role": "user", "content": "那我们出发吧"},
     ]
+
+
+def test_two_products_send_different_ids_for_the_same_user_and_conversation(alice, bob, hinos):
+    for api in (alice, bob):
+        make_scenario(api)
+        complete(api, prepare(api, "gate", "我答应明天归还铜钥匙")["turnId"])
+    alice_prepare, bob_prepare = requests_to(hinos, PREPARE)
+    alice_commit, bob_commit = requests_to(hinos, COMMIT)
+    for api, sent in ((alice, alice_prepare), (bob, bob_prepare)):
+        assert sent.json()["user_id"] == f"{api.product.pk}.u1"
+    for api, sent in ((alice, alice_prepare), (alice, alice_commit), (bob, bob_prepare), (bob, bob_commit)):
+        assert sent.headers["x-flow-conversation-id"] == f"{api.product.pk}.c1"
+
+
+def test_an_id_too_long_to_prefix_is_sent_hashed(alice, hinos):
+    make_scenario(alice)
+    user = "u" * 120
+    turn = alice.post(f"/v1/users/{user}/conversations/c1/turns", {"scenarioId": "gate", "userMessage": "hi"})
+    assert turn.status_code == 201, turn.json()
+    sent = requests_to(hinos, PREPARE)[-1].json()["user_id"]
+    assert sent == f"{alice.product.pk}-{hashlib.sha256(user.encode()).hexdigest()}" and len(sent) <= 128
+
+
+def test_a_single_tenant_deployment_can_send_the_raw_ids(alice, hinos, settings):
+    settings.HINOS_MEMORY_SCOPE = "none"
+    make_scenario(alice)
+    complete(alice, prepare(alice, "gate", "我答应明天归还铜钥匙")["turnId"])
+    [prepared], [committed] = requests_to(hinos, PREPARE), requests_to(hinos, COMMIT)
+    assert prepared.json()["user_id"] == "u1" and prepared.headers["x-flow-conversation-id"] == "c1"
+    assert committed.headers["x-flow-conversation-id"] == "c1"
 
 
 def test_without_token_or_section_no_authorization_and_null_identifiers(alice, hinos, settings):
@@ -131,6 +168,15 @@ def test_a_failed_prepare_fails_the_turn_and_creates_nothing(alice, hinos, setti
     error = assert_envelope(post_turn(alice, "gate", "我答应明天归还铜钥匙"), status, code)
     assert error["details"]["service"] == "hinos"
     assert Turn.objects.count() == 0
+
+
+def test_a_failure_keeps_the_upstream_body_in_the_log_not_in_the_answer(alice, hinos, caplog):
+    hinos.route("POST", PREPARE, Reply(404, {"error": {"message": "no scenario 'gate' in the memory product"}}))
+    make_scenario(alice)
+    error = assert_envelope(post_turn(alice, "gate", "我答应明天归还铜钥匙"), 502, "upstream_failed")
+    assert error["details"] == {"service": "hinos", "status": 404}
+    assert "no scenario" not in json.dumps(error)
+    assert "no scenario 'gate' in the memory product" in caplog.text
 
 
 def test_without_hinos_memory_url_the_turn_fails_with_502(alice, hinos, settings):
@@ -217,3 +263,16 @@ def test_another_product_cannot_complete_the_turn(alice, bob, hinos):
     turn = prepare(alice, "gate", "我答应明天归还铜钥匙")
     assert_envelope(complete(bob, turn["turnId"]), 404, "not_found")
     assert requests_to(hinos, COMMIT) == []
+
+
+@pytest.mark.parametrize(("value", "scope"), [(None, "product"), ("none", "none"), ("tenant", None)])
+def test_hinos_memory_scope_is_product_by_default_and_checked_at_start_up(value, scope):
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("HINOS_", "PYTEST", "MEMORYHUB_FAULT"))}
+    env = {**base, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", **({"HINOS_MEMORY_SCOPE": value} if value else {})}
+    code = "import django; django.setup(); from django.conf import settings; print(settings.HINOS_MEMORY_SCOPE)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    if scope is None:
+        assert result.returncode != 0 and "HINOS_MEMORY_SCOPE must be product or none" in result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == scope
