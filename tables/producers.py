@@ -20,6 +20,7 @@ from memoryhub.runtimes.base import RecallRequest, SourceResult, empty_result
 from tables.applying import TableState
 from tables.models import MemoryTableVersion
 from tables.rendering import render_tables
+from tables.rollback import tables_as_rolled_back
 from tables.selectors import round_base_record, tables_snapshot
 from tables.services import scenario_templates, tables_ensure, tables_scope
 
@@ -44,8 +45,13 @@ def produce_memory_table(request: RecallRequest) -> SourceResult:
         return result
     if request.replaces_turn_id is None:  # a new round starts from the tables as they are now
         return _result(tables, cached=cached, regenerated=False)
-    tables, regenerated = _as_before_round(address, request.round, tables)
-    return _result(tables, cached=cached and not regenerated, regenerated=regenerated)
+    # A regeneration sees the tables as the rollback of the reply it replaces will leave them (plugin #41), also
+    # where that rollback will conflict: its edits then apply to exactly the rows it was shown.
+    rewound, conflicts = tables_as_rolled_back(tables, request.replaces_turn_id)
+    result = _result(rewound, cached=cached and rewound == tables, regenerated=True)
+    if conflicts:
+        result.details["rollbackConflicts"] = conflicts
+    return result
 
 
 def _snapshot(address: ConversationAddress, templates: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
@@ -60,7 +66,7 @@ def _snapshot(address: ConversationAddress, templates: list[dict[str, Any]]) -> 
 def _as_before_round(
     address: ConversationAddress, round_number: int, tables: list[dict[str, Any]]
 ) -> tuple[list, bool]:
-    """A reply being regenerated is prompted with the tables as they were before its round (plugin #41)."""
+    """A character is prompted with the tables as they were before the first round it did not witness."""
     record = round_base_record(address, round_number)
     if record is None:
         return tables, False

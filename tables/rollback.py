@@ -9,6 +9,7 @@ key, a later turn) is left as it is and reported as a conflict. A select writes 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from memories.models import Turn
@@ -75,13 +76,52 @@ def _run(turn_pk: int, other_pk: int | None, cause: str) -> dict[str, Any] | Non
     return report
 
 
-def _plan(table: MemoryTable, turn_pk: int, cause: str) -> Plan:
-    history = [
-        Step(version, turn_id if kind in _CAUSES else None, _CAUSES.get(kind, WRITE))
-        for version, turn_id, kind in MemoryTableVersion.objects.filter(table=table).values_list(
-            "version", "turn_id", "cause"
-        )
+def tables_as_rolled_back(tables: list[dict[str, Any]], turn_pk: int) -> tuple[list[dict[str, Any]], list[dict]]:
+    """The tables (plain data, tables_snapshot's) as superseding `turn_pk` will leave them, and the conflicts that
+    rollback will report: what a regeneration of its reply is prompted with. A table the turn wrote shows its rows
+    before the turn, unless someone wrote it after the turn (then as it is, and listed); any other table as it is."""
+    plans = _undo_plans(tables, turn_pk)
+    restore = {pk: plan.restore for pk, plan in plans.items() if plan.status == "apply" and plan.restore}
+    past = {
+        pk: rows
+        for pk, version, rows in MemoryTableVersion.objects.filter(
+            table_id__in=restore, version__in=set(restore.values())
+        ).values_list("table_id", "version", "rows")
+        if restore[pk] == version
+    }
+    conflicts = [
+        {"id": pk, "name": t["name"], "currentVersion": t["version"], "reason": plans[pk].reason}
+        for t in tables
+        if (pk := t["id"]) in plans and plans[pk].status == "conflict"
     ]
+    rewound = [t | {"rows": past[t["id"]], "version": restore[t["id"]]} if t["id"] in past else t for t in tables]
+    return rewound, conflicts
+
+
+def _undo_plans(tables: list[dict[str, Any]], turn_pk: int) -> dict[int, Plan]:
+    """The rollback plan of each table the turn wrote, against the version the caller read."""
+    ids = [table["id"] for table in tables]
+    touched = MemoryTableVersion.objects.filter(turn_id=turn_pk, table_id__in=ids).values_list("table_id", flat=True)
+    histories: dict[int, list] = defaultdict(list)
+    for table_id, *step in MemoryTableVersion.objects.filter(table_id__in=set(touched)).values_list(
+        "table_id", "version", "turn_id", "cause"
+    ):
+        histories[table_id].append(step)
+    return {
+        t["id"]: plan_undo(_steps(histories[t["id"]]), turn_pk, t["version"]) for t in tables if t["id"] in histories
+    }
+
+
+def _steps(history: list) -> list[Step]:
+    """A table's versions (version, turn_id, cause) as the rollback plan reads them."""
+    return [
+        Step(version, turn_id if kind in _CAUSES else None, _CAUSES.get(kind, WRITE))
+        for version, turn_id, kind in history
+    ]
+
+
+def _plan(table: MemoryTable, turn_pk: int, cause: str) -> Plan:
+    history = _steps(list(MemoryTableVersion.objects.filter(table=table).values_list("version", "turn_id", "cause")))
     if cause == ROLLBACK:
         return plan_undo(history, turn_pk, table.version)
     plan = plan_redo(history, turn_pk, table.version)

@@ -3,8 +3,10 @@
 - One turn at a time per conversation: the conversation row is locked for the whole apply.
 - Idempotent: the TableEditRecord is written in the same transaction as the tables, so a redelivered
   task finds it and applies nothing twice.
-- Replaced replies: a turn's calls are applied to the tables as they were before its round (the base
-  versions of the round's first record), so a regenerated reply never keeps its predecessor's edits.
+- Replaced replies: the replaced reply's edits were taken back when it was superseded (tables/rollback.py), so
+  a turn's calls apply to the tables as they are (replies superseded before that rollback existed: to the base
+  versions of the round's first record). A user-message edit keeps its reply: on a table whose rollback conflicted,
+  that same reply's edits are still there and are not applied twice.
 - A table is replaced only when its rows differ from the stored rows; each write is compare-and-set on
   the version read. On a conflict everything is re-read and re-applied once; a second conflict writes
   nothing and is reported as `table.conflict`.
@@ -26,13 +28,17 @@ from memoryhub.errors import RevisionConflict
 from memoryhub.events import publish as publish_event
 from tables.applying import ApplyResult, apply_calls
 from tables.models import MemoryTable, TableEditRecord
-from tables.parsing import ParseResult, parse_table_edits
+from tables.parsing import ParseResult, TableEditCall, parse_table_edits
 from tables.selectors import round_base_record, table_rows_at
 from tables.services import WriteCause, scenario_templates, table_replace, table_state, tables_ensure, turn_address
 
 MAX_ATTEMPTS = 2  # TB3: the first try and at most one re-read
 CONFLICT_REASON = "not applied: the table changed while this reply's edits were written, twice (version conflict)"
 SUPERSEDED_REASON = "not applied: the reply was replaced by a later reply of the same round"
+KEPT_REASON = (
+    "not applied: this reply's edits are still in the table, written before its user message was edited "
+    "(the edit's rollback conflicted and kept them)"
+)
 
 
 @dataclass
@@ -40,6 +46,7 @@ class _Attempt:
     tables: list[MemoryTable]
     base_versions: dict[str, int]
     result: ApplyResult
+    kept: list[dict[str, Any]] = field(default_factory=list)  # calls on tables that still hold them
     written: list[dict[str, Any]] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
 
@@ -85,9 +92,10 @@ def _apply(
 ) -> TableEditRecord:
     address = turn_address(turn)
     base = _round_base(turn, address) if base is None else base
+    kept = _kept_tables(turn)
     attempt, number = None, 0
     for number in range(1, MAX_ATTEMPTS + 1):
-        attempt = _attempt(turn, address, templates, parsed, base, number)
+        attempt = _attempt(turn, address, templates, parsed, base, number, kept=kept)
         if not attempt.conflicts:
             break
     assert attempt is not None
@@ -100,6 +108,26 @@ def _round_base(turn: Turn, address: ConversationAddress) -> dict[str, int]:
         return {}  # the replaced replies' edits were taken back (tables/rollback.py): apply on the tables as they are
     record = round_base_record(address, turn.round, also_turns=chain, exclude_turn=turn.pk)
     return dict(record.base_versions) if record else {}
+
+
+def _kept_tables(turn: Turn, limit: int = 50) -> set[int]:
+    """The tables that still hold this very reply's edits, written as the turn it was edited from (or that turn's
+    own, through a chain of user-message edits): where an edit's rollback of the old turn conflicted (a later round
+    wrote the table), the old turn's edits stayed, and applying the same reply again would insert its rows twice."""
+    kept: set[int] = set()
+    current = turn
+    for _ in range(limit):
+        if current.replaces_id is None:
+            break
+        old = Turn.objects.filter(pk=current.replaces_id).only("replaces_id", "assistant_message", "rollback").first()
+        if old is None or old.assistant_message != turn.assistant_message:
+            break  # a changed reply is a new reply: its edits apply on top of the kept ones (a regeneration's rule)
+        rollback = old.rollback or {}
+        if rollback.get("cause") != "edit" or rollback.get("byTurnId") != current.pk:
+            break
+        kept |= {c["id"] for c in rollback.get("kinds", {}).get("tables", {}).get("conflicts", [])}
+        current = old
+    return kept
 
 
 def _replaced_chain(turn: Turn, limit: int = 50) -> list[int]:
@@ -118,11 +146,16 @@ def _attempt(
     parsed: ParseResult,
     base: dict[str, int],
     number: int,
+    *,
+    kept: set[int],
 ) -> _Attempt:
     tables = tables_ensure(address, templates)
     base_versions = {str(t.pk): base.get(str(t.pk), t.version) for t in tables}
     states = [table_state(t, table_rows_at(t, base_versions[str(t.pk)])) for t in tables]
-    attempt = _Attempt(tables, base_versions, apply_calls(states, parsed.calls))
+    kept_indexes = {index for index, table in enumerate(tables) if table.pk in kept}
+    calls = [call for call in parsed.calls if call.table_index not in kept_indexes]
+    attempt = _Attempt(tables, base_versions, apply_calls(states, calls))
+    attempt.kept = [_kept_entry(call) for call in parsed.calls if call.table_index in kept_indexes]
     # Compared with the stored rows, not the base: restoring a replaced reply's edits is a change too.
     changes = [(i, t, s.rows) for i, (t, s) in enumerate(zip(tables, attempt.result.tables)) if s.rows != t.rows]
     # The test suite provokes a conflict here (memoryhub/faults.py); a no-op everywhere else.
@@ -133,6 +166,11 @@ def _attempt(
     except RevisionConflict:
         attempt.conflicts = [_conflict_entry(index, table) for index, table, _ in changes]
     return attempt
+
+
+def _kept_entry(call: TableEditCall) -> dict[str, Any]:
+    where = {"table_index": call.table_index, "row_index": call.row_index, "block": call.block}
+    return {"op": call.op, **where, "source": call.source, "reason": KEPT_REASON}
 
 
 def _write(index: int, table: MemoryTable, rows: list[list[str]], turn: Turn) -> dict[str, Any]:
@@ -160,7 +198,10 @@ def _conflict_entry(index: int, table: MemoryTable) -> dict[str, Any]:
 def _record(turn: Turn, parsed: ParseResult, attempt: _Attempt, attempts: int) -> TableEditRecord:
     names = [t.name for t in attempt.tables]
     applied = [_camel(entry, names) for entry in attempt.result.applied]
-    skipped = [*_parse_skipped(parsed), *(_camel(entry, names) for entry in attempt.result.skipped)]
+    skipped = [
+        *_parse_skipped(parsed),
+        *(_camel(entry, names) for entry in [*attempt.kept, *attempt.result.skipped]),
+    ]
     outcome = "conflict" if attempt.conflicts else "updated" if attempt.written else "unchanged"
     if attempt.conflicts:
         skipped += [entry | {"reason": CONFLICT_REASON} for entry in applied]
