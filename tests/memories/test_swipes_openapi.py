@@ -38,3 +38,8 @@ def test_complete_accept_and_edit_document_their_conflicts(client):
     for responses in (complete, accept, edit):
         assert "turn_superseded" in responses["409"]["description"]
     assert "turn_not_acceptable" in accept["409"]["description"]
+
+
+def test_a_messages_superseded_flag_says_a_waiting_regeneration_is_not_visible_yet(client):
+    schemas = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()["components"]
+    assert "waiting for its accept" in schemas["schemas"]["Message"]["properties"]["superseded"]["description"]
