@@ -184,3 +184,22 @@ def test_a_waiting_regeneration_does_not_carry_the_lorebook_timed_effects(alice)
     _complete(alice, waiting, "ok")
     fired = _prepare(alice, "-", scenario="lore")["sources"][0]["details"]["fired"]
     assert [(f["uid"], f["reason"]) for f in fired] == [("1", "sticky")]
+
+
+def test_an_edit_of_the_accepted_reply_leaves_the_regeneration_waiting_and_its_accept_supersedes_the_edit(alice):
+    assert alice.post("/v1/scenarios", SCENARIO).status_code == 201
+    first = _accepted_turn(alice, "Buy a sword.", PLAIN)
+    waiting = _prepare(alice, "Buy a sword.", replacesTurnId=first)["turnId"]
+    _complete(alice, waiting, SWIPE)
+    reply = next(m for m in alice.get(f"{CONV}/messages?limit=200").json()["results"] if m["content"] == PLAIN)
+    edited = alice.post(f"{CONV}/messages/{reply['id']}/edit", {"content": "Plain sword, edited."})
+    assert edited.status_code == 200 and edited.json()["status"] == "committed", edited.json()
+    assert alice.get(f"{CONV}/turns/{waiting}").json()["status"] == "completed"
+    swipe_reply = next(
+        m["id"] for m in alice.get(f"{CONV}/messages?limit=200").json()["results"] if m["content"] == SWIPE
+    )
+    assert_envelope(alice.post(f"{CONV}/messages/{swipe_reply}/edit", {"content": "x"}), 409, "message_superseded")
+    assert _accept(alice, waiting)["status"] == "committed"
+    assert alice.get(f"{CONV}/turns/{edited.json()['turnId']}").json()["status"] == "superseded"
+    assert _visible(alice) == [(waiting, "Buy a sword."), (waiting, SWIPE)]
+    assert _rows(alice) == [["swipe"]]
