@@ -141,7 +141,7 @@ class TurnAcceptView(APIView):
             ),
         },
         operation_id="turns_accept",
-        description="Commit a completed turn of a commitOn \"accepted\" scenario. A regeneration takes its round's "
+        description='Commit a completed turn of a commitOn "accepted" scenario. A regeneration takes its round\'s '
         "place now: the round's current reply is superseded and its derived writes rolled back, then it commits.",
     )
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
