@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryProposal, LorebookEntryVersion
-from memories.models import Product, Turn
+from memories.models import Message, Product, Turn
 from memoryhub.addresses import ConversationAddress
 from memoryhub.db_routing import primary_reads
 from memoryhub.errors import NotFound
@@ -106,6 +106,8 @@ def timed_state_before(address: ConversationAddress, *, round: int, source_id: s
             round__lt=round,
             status__in=LIVE_TURNS,
         )
+        # A regeneration awaiting accept (its messages stored superseded) is not its round's visible reply yet.
+        .exclude(Exists(Message.objects.filter(turn=OuterRef("pk"), superseded=True, deleted=False)))
         .order_by("-round", "-pk")
         .values_list("sources", flat=True)[:TIMED_LOOKBACK]
     )

@@ -71,11 +71,14 @@ _ERRORS = {
 
 class TurnSelectView(APIView):
     @extend_schema(
-        request=EmptyBodySerializer,
+        request=EmptyBodySerializer,  # no body at all is read as {}
         responses={
             200: SelectedSerializer,
             **_ERRORS,
-            409: OpenApiResponse(description="turn_not_selectable: not a committed reply that was superseded"),
+            409: OpenApiResponse(
+                description="turn_not_selectable: not a committed reply that was superseded (e.g. a regeneration "
+                "waiting for its accept: accept it instead)"
+            ),
         },
         operation_id="turns_select",
         description="Swipe back: the turn (a superseded reply of its round) becomes the current reply; the round's "
@@ -113,7 +116,10 @@ class MessageEditView(APIView):
         responses={
             200: MessageChangedSerializer,
             **_ERRORS,
-            409: OpenApiResponse(description="message_superseded: the message is not current"),
+            409: OpenApiResponse(
+                description="message_superseded: the message is not current; turn_superseded: another reply of "
+                "its round was made current (a concurrent regeneration or select) before the edit's new turn committed"
+            ),
         },
         operation_id="messages_edit",
         description="Edit a stored user message or reply: a new turn of the same round replaces the message's turn, "

@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -106,8 +106,22 @@ class TurnDetailView(APIView):
         return Response({**turn_to_dict(turn), **completion_to_dict(turn), **extra})
 
 
+_TURN_404 = OpenApiResponse(description="not_found: no such turn in this conversation (of this product)")
+
+
 class TurnCompleteView(APIView):
-    @extend_schema(request=TurnCompleteSerializer, responses=CompletionSerializer, operation_id="turns_complete")
+    @extend_schema(
+        request=TurnCompleteSerializer,
+        responses={
+            200: CompletionSerializer,
+            404: _TURN_404,
+            409: OpenApiResponse(
+                description="turn_already_completed: the turn holds another reply; turn_superseded: another reply of "
+                "its round was made current before this one committed (details.turnId, details.status)"
+            ),
+        },
+        operation_id="turns_complete",
+    )
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
         data = validated(TurnCompleteSerializer, request.data)
@@ -116,7 +130,20 @@ class TurnCompleteView(APIView):
 
 
 class TurnAcceptView(APIView):
-    @extend_schema(request=EmptyBodySerializer, responses=CompletionSerializer, operation_id="turns_accept")
+    @extend_schema(
+        request=EmptyBodySerializer,  # no body at all is read as {}
+        responses={
+            200: CompletionSerializer,
+            404: _TURN_404,
+            409: OpenApiResponse(
+                description="turn_not_acceptable: the turn is not completed (details.status); turn_superseded: "
+                "another reply of its round was made current before it committed"
+            ),
+        },
+        operation_id="turns_accept",
+        description='Commit a completed turn of a commitOn "accepted" scenario. A regeneration takes its round\'s '
+        "place now: the round's current reply is superseded and its derived writes rolled back, then it commits.",
+    )
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
         validated(EmptyBodySerializer, optional_body(request))

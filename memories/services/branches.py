@@ -25,6 +25,16 @@ from memoryhub.timefmt import iso
 LIVE = ("completed", "committed")
 
 
+def awaits_accept(turn: Turn) -> bool:
+    """A regeneration completed in a `commitOn: "accepted"` scenario: its reply is stored but not yet its round's
+    current one (its messages are stored superseded), so the accepted reply stays current until it is accepted."""
+    return (
+        turn.status == "completed"
+        and turn.replaces_id is not None
+        and Message.objects.filter(turn_id=turn.pk, superseded=True, deleted=False).exists()
+    )
+
+
 def turn_supersede(turn_pk: int, *, by_turn_pk: int | None, cause: str) -> dict:
     """Inside the caller's transaction: the turn and its messages superseded, then every kind's writes undone."""
     Turn.objects.filter(pk=turn_pk).update(status="superseded")
@@ -74,7 +84,7 @@ def turn_select(*, address: ConversationAddress, turn_id: int) -> Selection:
         turn = _turns(address).select_for_update(of=("self",), no_key=True).filter(pk=turn_id).first()
         if turn is None:
             raise NotFound(f"no turn {turn_id} in this conversation")
-        if turn.status in LIVE:
+        if turn.status in LIVE and not awaits_accept(turn):
             return Selection(turn, False, [])
         _check_selectable(turn)
         current = list(_turns(address).filter(round=turn.round, status__in=LIVE).exclude(pk=turn.pk).order_by("pk"))
@@ -98,7 +108,7 @@ def turn_select(*, address: ConversationAddress, turn_id: int) -> Selection:
 
 
 def _check_selectable(turn: Turn) -> None:
-    if turn.status != "superseded" or turn.committed_at is None:
+    if turn.status != "superseded" or turn.committed_at is None:  # a regeneration awaiting accept: accept it
         raise Conflict(
             f"turn {turn.pk} is {turn.status}; only a committed reply that was superseded can be selected",
             code="turn_not_selectable",

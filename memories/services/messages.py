@@ -81,8 +81,9 @@ def message_edit(*, address: ConversationAddress, message_id: int, content: str)
     with transaction.atomic():
         message = _live_message(address, message_id)
         old = message.turn
-        if message.content == content:
-            return MessageChange(old, [message.pk], old.rollback, changed=False)
+        if message.content == content:  # nothing to change: the turn's messages, as a real edit answers its own
+            kept = Message.objects.filter(turn=old, deleted=False).order_by("pk").values_list("pk", flat=True)
+            return MessageChange(old, list(kept), old.rollback, changed=False)
         if old.status == "superseded":  # a user message whose reply was deleted: no reply to keep beside it
             raise Conflict(
                 f"message {message_id} lost its reply (deleted); delete it and send a new message",

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memories.models import Conversation, Message, Scenario, Turn
 from memories.selectors.witness import live_messages, witnessed_by
-from memories.services.branches import LIVE, turn_supersede
+from memories.services.branches import LIVE, awaits_accept, turn_supersede
 from memories.services.conversations import conversation_scope, conversation_state
 from memories.services.events import event_emit_for_turn
 from memories.services.memory_write import memory_write_after_commit
@@ -125,7 +125,7 @@ def _recall(address: ConversationAddress, request: TurnRequest, scenario: Scenar
         round=round_number,
         request_id=request.request_id or uuid.uuid4().hex,
         history=history,
-        replaces_turn_id=replaces.pk if replaces else None,
+        replaces_turn_id=_displaced_reply(replaces).pk if replaces else None,
         character=request.name,
     )
     return context, runtime.recall(context), replaces
@@ -147,6 +147,21 @@ def _replaced_turn(address: ConversationAddress, turn_id: int | None) -> Turn | 
     if turn is None:
         raise NotFound(f"no completed turn {turn_id} to replace in this conversation")
     return turn
+
+
+def _displaced_reply(replaces: Turn) -> Turn:
+    """The reply whose rollback a regeneration's prompt anticipates: the one it names or, when that one is itself a
+    regeneration awaiting accept, the round's current reply (what accepting either of them supersedes)."""
+    if not awaits_accept(replaces):
+        return replaces
+    current = Turn.objects.filter(
+        conversation_row_id=replaces.conversation_row_id,
+        round=replaces.round,
+        status__in=LIVE,
+        messages__role="assistant",
+        messages__superseded=False,
+    )
+    return current.order_by("-pk").first() or replaces
 
 
 def _history(address: ConversationAddress, *, before_round: int, character: str | None) -> list[dict]:
@@ -239,7 +254,7 @@ def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_messa
                 details={"turnId": turn_id, "status": turn.status},
             )
         else:
-            _store_reply(turn, assistant_message)
+            _store_reply(turn, assistant_message, awaits_accept=on_accept and turn.replaces_id is not None)
             if on_accept:  # with the reply, so a retry waiting on the row lock reads the turn whole
                 turn.memory_write = MemoryWrite("pending", "waiting for accept").as_dict()
                 Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)
@@ -251,14 +266,16 @@ def turn_complete(*, address: ConversationAddress, turn_id: int, assistant_messa
 def turn_accept(*, address: ConversationAddress, turn_id: int) -> Turn:
     turn = turn_get(address=address, turn_id=turn_id)
     if turn.status != "completed":
-        raise _not_acceptable(turn_id, turn.status)
+        raise _not_acceptable(turn_id, turn.status, committed=turn.committed_at is not None)
     try:
         return turn_commit(turn=turn)
     except LostCommit as lost:  # a concurrent accept (or a select) got there first: as if it had come before
-        raise _not_acceptable(turn_id, lost.status) from None
+        raise _not_acceptable(turn_id, lost.status, committed=lost.status == "committed") from None
 
 
-def _not_acceptable(turn_id: int, status: str) -> Conflict:
+def _not_acceptable(turn_id: int, status: str, *, committed: bool) -> Conflict:
+    if status == "superseded" and not committed:  # another reply of its round was made current before its commit
+        return LostCommit(turn_id, status)
     return Conflict(
         f"turn {turn_id} is {status}; only a completed turn can be accepted",
         code="turn_not_acceptable",
@@ -266,10 +283,13 @@ def _not_acceptable(turn_id: int, status: str) -> Conflict:
     )
 
 
-def _store_reply(turn: Turn, assistant_message: str) -> None:
+def _store_reply(turn: Turn, assistant_message: str, *, awaits_accept: bool) -> None:
+    """`awaits_accept`: a regeneration that takes its round's place only when accepted (turn_commit): until then
+    its messages are stored superseded and the round's current reply, with its writes, stays as it is."""
     conversation = Conversation.objects.select_for_update(no_key=True).get(pk=turn.conversation_row_id)
     if turn.replaces_id:
-        _supersede_round(turn)
+        if not awaits_accept:
+            _supersede_round(turn)
     else:
         conversation.rounds += 1
         conversation.save(update_fields=["rounds", "updated_at"])
@@ -277,6 +297,7 @@ def _store_reply(turn: Turn, assistant_message: str) -> None:
     common = dict(
         product=turn.product, user_id=turn.user_id, conversation_id=turn.conversation_id, turn=turn, round=turn.round
     )
+    common["superseded"] = awaits_accept
     witness = turn.witness or {}
     present = witness.get("present", [])
     stored = Message.objects.bulk_create(
@@ -326,6 +347,9 @@ def turn_commit(*, turn: Turn, retry: bool = False) -> Turn:
     it answers the committed turn (nothing done twice) instead of a conflict."""
     runtime_write = registry.get_runtime(turn.runtime).commit(turn)
     with transaction.atomic():
+        if turn.replaces_id:  # the conversation's lock first, as a select takes it, before the turn's row
+            Conversation.objects.select_for_update(no_key=True).filter(pk=turn.conversation_row_id).first()
+        takes_place = awaits_accept(turn)
         claimed = Turn.objects.filter(pk=turn.pk, status="completed").update(
             status="committed", committed_at=timezone.now()
         )
@@ -334,6 +358,9 @@ def turn_commit(*, turn: Turn, retry: bool = False) -> Turn:
             if retry and status == "committed":
                 return Turn.objects.select_related("scenario").get(pk=turn.pk)
             raise LostCommit(turn.pk, status)
+        if takes_place:  # an accepted regeneration: the round's other replies superseded first, then its own work
+            _supersede_round(turn)
+            Message.objects.filter(turn_id=turn.pk, deleted=False).update(superseded=False)
         scheduled = registry.run_commit_hooks(turn.pk)
         turn.status, turn.memory_write = "committed", memory_write_after_commit(scheduled, runtime_write)
         Turn.objects.filter(pk=turn.pk).update(memory_write=turn.memory_write)

@@ -154,6 +154,18 @@ def test_editing_the_user_message_keeps_the_reply_and_reapplies_its_edits(alice)
     assert [v["cause"] for v in versions[:3]] == ["turn", "rollback", "turn"]
 
 
+def test_an_edit_with_the_same_content_changes_nothing_and_answers_the_turns_two_messages(alice):
+    setup(alice)
+    a = turn(alice, "Go on.", reply("lighthouse", "Eli"))
+    ids = [user_message_id(alice, a["turnId"]), reply_id(alice, a["turnId"])]
+    for message, content in zip(ids, ["Go on.", reply("lighthouse", "Eli")], strict=True):
+        same = alice.post(f"{CONV}/messages/{message}/edit", {"content": content})
+        assert same.status_code == 200, same.json()
+        body = same.json()
+        assert (body["turnId"], body["changed"], body["rollback"]) == (a["turnId"], False, None)
+        assert body["messageIds"] == ids
+
+
 def test_deleting_a_reply_rolls_its_writes_back_and_keeps_the_user_message(alice):
     setup(alice)
     before = memory(alice)

@@ -78,7 +78,10 @@ class MessageSerializer(serializers.Serializer):
     round = serializers.IntegerField()
     role = serializers.ChoiceField(["user", "assistant"])
     content = serializers.CharField(allow_blank=True)
-    superseded = serializers.BooleanField()
+    superseded = serializers.BooleanField(
+        help_text="not part of the visible conversation: its turn was superseded, or it is a regeneration of a "
+        'commitOn "accepted" scenario waiting for its accept'
+    )
     deleted = serializers.BooleanField(help_text="removed by DELETE …/messages/{id} (kept, never shown)")
     name = serializers.CharField(required=False, allow_blank=True, help_text="the speaking character")
     present = serializers.ListField(
