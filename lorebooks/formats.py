@@ -169,7 +169,7 @@ def _checked(book: ParsedBook, field: str) -> ParsedBook:
     return book
 
 
-def card_from_png(content: bytes) -> dict:
+def card_from_png(content: bytes) -> object:
     """The card JSON in a PNG's tEXt chunks: `ccv3` (V3) wins over `chara` (V2), both base64 JSON."""
     if content[:8] != b"\x89PNG\r\n\x1a\n":
         raise _invalid("the file is not a PNG", "file")
