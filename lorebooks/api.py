@@ -72,7 +72,9 @@ class EntryUidField(StrictCharField):
 
 
 class EntryCreateSerializer(StrictSerializer):
-    uid = EntryUidField(required=False, help_text="Default: the next free integer.")
+    uid = EntryUidField(
+        required=False, help_text="Default: the next free integer. 1-64 characters, not only dots (`.`, `..`: 400)."
+    )
     entry = JSONObjectField(help_text="World Info fields (key, keysecondary, content, order, …).")
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import jsonschema
 
+from memoryhub import json_text
 from memoryhub.errors import InvalidRequest
 
 WORLDINFO = "worldinfo"
@@ -168,7 +169,7 @@ def _checked(book: ParsedBook, field: str) -> ParsedBook:
     return book
 
 
-def card_from_png(content: bytes) -> dict:
+def card_from_png(content: bytes) -> object:
     """The card JSON in a PNG's tEXt chunks: `ccv3` (V3) wins over `chara` (V2), both base64 JSON."""
     if content[:8] != b"\x89PNG\r\n\x1a\n":
         raise _invalid("the file is not a PNG", "file")
@@ -187,8 +188,9 @@ def card_from_png(content: bytes) -> dict:
     if not found:
         raise _invalid("the PNG carries no 'chara' or 'ccv3' tEXt chunk", "file")
     try:
-        return json.loads(base64.b64decode(found, validate=False).decode("utf-8"))
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+        # As a JSON body is read: NUL, lone surrogates and numbers beyond a double are 400 with their path.
+        return json_text.loads(base64.b64decode(found, validate=False).decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
         raise _invalid("the card chunk is not base64 JSON", "file") from None
 
 

@@ -18,7 +18,7 @@ from memories.models import Product
 from memoryhub import cas
 from memoryhub.actors import Actor
 from memoryhub.errors import Conflict, InvalidRequest, NotFound, RevisionConflict
-from memoryhub.identifiers import validate_identifier
+from memoryhub.identifiers import only_dots, validate_identifier
 
 
 def lorebook_import(
@@ -55,8 +55,9 @@ def lorebook_delete(*, product: Product, slug: str) -> None:
 
 
 def _check_uid(uid: str) -> None:
-    if not 1 <= len(uid) <= 64:
-        raise InvalidRequest("an entry uid must be 1-64 characters", details={"field": "uid"})
+    # A uid is a path segment (…/entries/{uid}): `.` or `..` would address the lorebook instead.
+    if not 1 <= len(uid) <= 64 or only_dots(uid):
+        raise InvalidRequest("an entry uid must be 1-64 characters, not only dots", details={"field": "uid"})
 
 
 def _cause(actor: Actor) -> str:

@@ -16,7 +16,7 @@ urlpatterns = [
     path(f"{book}/entries/<str:uid>", api.EntryDetailView.as_view(), name="lorebook-entry"),
     path(f"{book}/entries/<str:uid>/versions", api.EntryVersionListView.as_view(), name="lorebook-entry-versions"),
     path(f"{book}/proposals", api.ProposalListView.as_view(), name="lorebook-proposals"),
-    path(f"{book}/proposals/<int:proposal_id>", api.ProposalDetailView.as_view(), name="lorebook-proposal"),
-    path(f"{book}/proposals/<int:proposal_id>/accept", api.ProposalAcceptView.as_view(), name="lorebook-accept"),
-    path(f"{book}/proposals/<int:proposal_id>/reject", api.ProposalRejectView.as_view(), name="lorebook-reject"),
+    path(f"{book}/proposals/<id:proposal_id>", api.ProposalDetailView.as_view(), name="lorebook-proposal"),
+    path(f"{book}/proposals/<id:proposal_id>/accept", api.ProposalAcceptView.as_view(), name="lorebook-accept"),
+    path(f"{book}/proposals/<id:proposal_id>/reject", api.ProposalRejectView.as_view(), name="lorebook-reject"),
 ]

@@ -169,7 +169,8 @@ def _check_agent_ref(where: str, agent_ref: str, registered: registry.Source, er
     if registered.agent_refs is None:
         if not ID_PATTERN.fullmatch(agent_ref):
             errors[f"{where}.agentRef"] = (
-                f"the agentRef of {registered.variable} names its agent: 1–128 characters of A-Za-z0-9_.@-"
+                f"the agentRef of {registered.variable} names its agent: 1–128 characters of A-Za-z0-9_.@-, "
+                "not only dots"
             )
     elif agent_ref not in registered.agent_refs:
         choices = ", ".join(sorted(registered.agent_refs))

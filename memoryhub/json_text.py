@@ -1,9 +1,10 @@
 """JSON and text that the stores can keep: no U+0000, no lone surrogate, no number beyond a double's range.
 
 PostgreSQL refuses NUL in `text` and `jsonb`, no UTF-8 encodes a lone surrogate (`"\\ud800"`), and `1e400`
-parses to infinity, which no JSON column stores. Such input is the client's error (docs/contract.md#request-bodies),
-refused where it enters — the API's JSON parser, query strings, model-facing tools — with the JSON Pointer
-of the first offending value, instead of failing later in the database or the cache.
+parses to infinity, which no JSON column stores; 10**400 written as digits parses to a Python int, which every
+JavaScript reader (the TypeScript client, `memoryhubStore()`) reads as Infinity. Such input is the client's error
+(docs/contract.md#request-bodies), refused where it enters — the API's JSON parser, query strings, model-facing
+tools — with the JSON Pointer of the first offending value, instead of failing later in the database or the cache.
 """
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ from memoryhub.errors import InvalidRequest
 # what `ensure_ascii` encoders send) are told apart by counting in the text, in C, not per node.
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _PAIR = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F]")
-# Overflow is caught by a parse_float hook: about 0.3 µs per float in the body, cheaper than any scan.
+# Overflow is caught by parse_float and parse_int hooks: about 0.3 µs per number in the body, cheaper than any scan
+# (a regex for 309 digits in a row costs milliseconds on a 64 KiB document).
+# The smallest integer a double rounds to infinity: halfway from the largest double to 2**1024, ties to even.
+INT_OVERFLOW = 2**1024 - 2**970
+_INT_OVERFLOW_DIGITS = len(str(INT_OVERFLOW))  # 309: no shorter literal reaches it
 
 
 def loads(text: str) -> object:
-    """json.loads that refuses NUL, lone surrogates and infinite numbers (InvalidRequest with `details.path`).
+    """json.loads that refuses NUL, lone surrogates and numbers beyond a double (InvalidRequest with `details.path`).
 
     NaN and Infinity literals are refused too (ValueError, like any other malformed JSON)."""
     overflowed = False
@@ -34,7 +39,14 @@ def loads(text: str) -> object:
         overflowed = overflowed or math.isinf(value)
         return value
 
-    value = json.loads(text, parse_float=parse_float, parse_constant=_refuse_constant)
+    def parse_int(literal: str) -> int:
+        nonlocal overflowed
+        value = int(literal)
+        if len(literal) >= _INT_OVERFLOW_DIGITS:
+            overflowed = overflowed or abs(value) >= INT_OVERFLOW
+        return value
+
+    value = json.loads(text, parse_float=parse_float, parse_int=parse_int, parse_constant=_refuse_constant)
     if overflowed or ("\\u" in text and _suspect_escape(text)):
         check_storable(value)
     return value
@@ -77,9 +89,14 @@ def first_unstorable(value: object) -> tuple[str, str] | None:
         elif isinstance(node, str):
             if (problem := text_problem(node)) is not None:
                 return _pointer(trail), f"a string {problem}"
-        elif isinstance(node, float) and not math.isfinite(node):
-            return _pointer(trail), "a number is beyond the range of a double (about ±1.8e308)"
+        elif (isinstance(node, float) and not math.isfinite(node)) or (
+            isinstance(node, int) and not -INT_OVERFLOW < node < INT_OVERFLOW
+        ):
+            return _pointer(trail), _BEYOND_DOUBLE
     return None
+
+
+_BEYOND_DOUBLE = "a number is beyond the range of a double (about ±1.8e308)"
 
 
 def _pointer(trail: tuple | None) -> str:

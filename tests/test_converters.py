@@ -19,6 +19,9 @@ HUGE = "9223372036854775808"  # 2**63: past a bigint
         ("get", f"/v1/webhooks/{HUGE}"),
         ("post", f"/v1/webhooks/{HUGE}/deliveries/128/redeliver"),
         ("post", f"/v1/webhooks/1/deliveries/{HUGE}/redeliver"),
+        ("get", f"/v1/lorebooks/lb1/proposals/{HUGE}"),
+        ("post", f"/v1/lorebooks/lb1/proposals/{HUGE}/accept"),
+        ("post", f"/v1/lorebooks/lb1/proposals/{HUGE}/reject"),
     ],
 )
 def test_an_id_past_a_bigint_is_not_found(alice, method, path):
@@ -41,3 +44,18 @@ def test_the_schema_bounds_path_ids(alice):
     schema = alice.get("/api/schema/?format=json").json()
     parameter = next(p for p in schema["paths"]["/v1/webhooks/{endpoint_id}"]["get"]["parameters"] if p["in"] == "path")
     assert parameter["schema"] == {"type": "integer", "minimum": 0, "maximum": MAX_ROW_ID}
+
+
+def test_every_integer_path_id_of_the_schema_is_bounded(alice):
+    """docs/contract.md: an integer id in a path has at most 18 digits, and the schema says so for each one."""
+    schema = alice.get("/api/schema/?format=json").json()
+    integers = {
+        (path, p["name"]): p["schema"]
+        for path, operations in schema["paths"].items()
+        for operation in operations.values()
+        for p in operation.get("parameters", [])
+        if p["in"] == "path" and p["schema"].get("type") == "integer"
+    }
+    assert ("/v1/lorebooks/{lorebook_id}/proposals/{proposal_id}", "proposal_id") in integers
+    bounded = {"type": "integer", "minimum": 0, "maximum": MAX_ROW_ID}
+    assert {key for key, bounds in integers.items() if bounds != bounded} == set()

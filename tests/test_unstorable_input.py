@@ -8,7 +8,8 @@ import pytest
 
 from memories.longterm.models import LongTermMemory
 from memories.models import Scenario
-from tests.support.api import assert_envelope
+from memoryhub.json_text import INT_OVERFLOW
+from tests.support.api import assert_envelope, client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +43,9 @@ def _refused(response, path: str) -> dict:
         ('{"a": 1e400}', "/memory/a"),
         ('{"a": [-1E+999]}', "/memory/a/0"),
         ('{"a": 1%s.0}' % ("0" * 400), "/memory/a"),
+        ('{"a": 1%s}' % ("0" * 400), "/memory/a"),  # the same number as an integer literal
+        ('{"a": {"b": [-1%s]}}' % ("0" * 400), "/memory/a/b/0"),
+        (f'{{"a": {INT_OVERFLOW}}}', "/memory/a"),  # the smallest integer a double rounds to infinity
     ],
 )
 def test_a_memory_document_that_no_store_keeps_is_400_naming_its_path(alice, memory, path):
@@ -54,6 +58,22 @@ def test_escapes_that_are_text_are_kept(alice):
     assert _send(alice, "PUT", MEMORY, body).status_code == 200
     memory = alice.get(MEMORY).json()["memory"]
     assert (memory["emoji"], memory["slash"], float(memory["big"])) == ("😀", "\\u0000", 1e308)  # jsonb: 1000…0
+
+
+def test_the_largest_integer_a_double_holds_is_kept(alice):
+    body = f'{{"expectedRevision": 0, "memory": {{"big": {INT_OVERFLOW - 1}, "small": {1 - INT_OVERFLOW}}}}}'
+    assert _send(alice, "PUT", MEMORY, body).status_code == 200
+    memory = alice.get(MEMORY).json()["memory"]
+    assert (memory["big"], memory["small"]) == (INT_OVERFLOW - 1, 1 - INT_OVERFLOW)
+    assert float(memory["big"]) == 1.7976931348623157e308
+
+
+def test_an_integer_beyond_a_double_through_tools_call_is_400_and_writes_nothing(alice):
+    token = alice.post(f"{CONVERSATION}/tool-tokens", {}).json()["token"]
+    body = '{"name": "update_memory", "arguments": {"expectedRevision": 0, "memory": {"a": 1%s}}}' % ("0" * 400)
+    response = client_for(token).generic("POST", "/v1/tools/call", body.encode(), content_type="application/json")
+    _refused(response, "/arguments/memory/a")
+    assert alice.get(MEMORY).json() == {"revision": 0, "memory": None}
 
 
 def test_the_fast_put_path_refuses_the_same(alice):

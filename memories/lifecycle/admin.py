@@ -13,7 +13,7 @@ from django.urls import path, reverse
 from memories.models import Product
 from memoryhub.admin_base import ReadOnlyAdmin, pre
 from memoryhub.errors import DomainError, InvalidRequest
-from memoryhub.identifiers import validate_identifier
+from memoryhub.identifiers import ID_RULE, validate_identifier
 
 from .models import Erasure, Export, Import, ProductRetention
 from .services import retention
@@ -25,7 +25,7 @@ def _identifier(value: str) -> None:
     try:
         validate_identifier(value, "id")
     except InvalidRequest:
-        raise forms.ValidationError("1-128 characters of A-Za-z0-9_.@- (the API's rule)") from None
+        raise forms.ValidationError(f"{ID_RULE} (the API's rule)") from None
 
 
 class EraseForm(forms.Form):

@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memoryhub.identifiers import MAX_SAFE_INTEGER, validate_identifier
+from memoryhub.identifiers import ID_RULE, MAX_SAFE_INTEGER, validate_identifier
 
 
 class StrictIntegerField(serializers.Field):
@@ -90,7 +90,7 @@ class IdentifierField(StrictCharField):
         try:
             return validate_identifier(value, self.field_name)
         except Exception:
-            raise serializers.ValidationError("must be 1-128 characters of A-Za-z0-9_.@-") from None
+            raise serializers.ValidationError(f"must be {ID_RULE}") from None
 
 
 class StrictSerializer(serializers.Serializer):

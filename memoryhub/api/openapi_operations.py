@@ -255,9 +255,9 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "history",
         "Import past messages",
         "1 to 1,000 past messages of a conversation with their original times, in order (400 otherwise); "
-        "idempotent by `clientId`, 1–128 printable characters, trimmed (the same id with another role, name, "
-        "content or time, or twice in one request, is 422 client_id_conflict and nothing is stored). They are "
-        "then searchable and recallable (docs/history.md).",
+        "idempotent by `clientId`, 1–128 printable characters kept as sent (a space at either end is 400, never "
+        "trimmed; the same id with another role, name, content or time, or twice in one request, is 422 "
+        "client_id_conflict and nothing is stored). They are then searchable and recallable (docs/history.md).",
     ),
     "compactions_list": ("history", "List compact-history summaries", "The conversation's summaries." + _PAGE),
     "lorebooks_list": ("lorebooks", "List lorebooks", "The product's lorebooks, without their entries." + _PAGE),

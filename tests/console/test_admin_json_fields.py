@@ -40,6 +40,7 @@ def test_every_editable_json_field_of_the_admin_takes_only_storable_json():
     [
         ('{"a": NaN}', "Enter a valid JSON."),
         ('{"a": 1e400}', "beyond the range of a double"),
+        ('{"a": [1%s]}' % ("0" * 400), "beyond the range of a double"),
         ('{"a": "x\\u0000"}', "U+0000"),
         ('{"a": "\\ud800"}', "lone surrogate"),
         ('{"a\\u0000": 1}', "U+0000"),

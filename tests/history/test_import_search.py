@@ -257,3 +257,20 @@ def test_a_hits_adjacent_turn_earns_a_share_of_its_score(alice):
     assert hits[1]["why"]["keyword"]["rank"] is None and hits[1]["why"]["neighbours"]["score"] > 0
     far = next(hit for hit in hits if hit["clientId"] == "m4")
     assert far["why"]["neighbours"]["score"] < hits[1]["why"]["neighbours"]["score"]
+
+
+@pytest.mark.parametrize("client_id", ["  m1  ", "m1 ", " m1", "m1\u3000"])
+def test_a_client_id_with_a_space_at_an_end_is_400_naming_it_and_stores_nothing(alice, client_id):
+    """docs/contract.md, "Request bodies": ids are kept as sent, never trimmed; " m1 " stored as sent was a second m1
+    beside the real one (idempotency by clientId broken), trimmed it would be m1 where the product sent another id."""
+    first = message("m0", "user", "hi", "2024-01-01T00:00:00Z")
+    body = {"messages": [first, message(client_id, "user", "hello", "2024-01-01T00:00:01Z")]}
+    error = assert_envelope(alice.post(import_url("u1", "c1"), body), 400, "invalid_request")
+    assert "no space at either end" in str(error["details"]["fields"]["messages.1.clientId"])
+    assert HistoryEntry.objects.count() == 0
+    assert imported(alice, "u1", "c1", [message("m1", "user", "hello", "2024-01-01T00:00:01Z")])["imported"] == 1
+
+
+def test_a_client_id_with_inner_spaces_is_kept_as_sent(alice):
+    imported(alice, "u1", "c1", [message("D1 : 3", "user", "hello", "2024-01-01T00:00:01Z")])
+    assert list(HistoryEntry.objects.values_list("client_id", flat=True)) == ["D1 : 3"]

@@ -57,6 +57,20 @@ def _png_upload(card: dict, *, v3: bool):
     return SimpleUploadedFile("mara.png", png_with_card(card, v3=v3), content_type="image/png")
 
 
+@pytest.mark.parametrize("value", [10**400, -(10**400), "x\u0000"], ids=["10^400", "-10^400", "nul"])
+def test_a_png_card_holding_what_no_store_keeps_is_400_naming_its_path(alice, value):
+    """The card is JSON the API reads like a body (docs/contract.md, "Request bodies"): 10**400 would read as
+    Infinity in JavaScript, and PostgreSQL refuses a NUL."""
+    card = mara_card()
+    card["data"]["character_book"]["entries"][1]["extensions"]["x"] = value
+    response = alice.client.post(
+        "/v1/lorebooks", {"id": "mara-png", "name": "Mara", "file": _png_upload(card, v3=False)}, format="multipart"
+    )
+    error = assert_envelope(response, 400, "invalid_request")
+    assert error["details"] == {"path": "/data/character_book/entries/1/extensions/x"}
+    assert alice.get("/v1/lorebooks").json()["results"] == []
+
+
 def test_a_png_without_a_card_is_400_and_creates_nothing(alice):
     from django.core.files.uploadedfile import SimpleUploadedFile
 

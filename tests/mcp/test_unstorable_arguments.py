@@ -54,3 +54,20 @@ def test_a_body_over_the_upload_limit_is_413_with_the_envelope(alice, settings):
     assert response.status_code == 413, response.content
     assert response.json()["error"]["code"] == "request_too_large"
     assert alice.get("/v1/users/u1/conversations/c1/memory").json()["revision"] == 1
+
+
+@pytest.mark.parametrize("number", ["1" + "0" * 400, "-1" + "0" * 400])
+def test_an_integer_beyond_a_double_is_a_tool_error_and_writes_nothing(alice, number):
+    """10^400 as digits: the library parses it to a Python int (1e400 it refuses as invalid JSON); a JavaScript
+    reader of the document would get Infinity, so the arguments' check refuses it as the REST API does."""
+    seed(alice)
+    token = mint(alice)
+    params = {"name": "update_memory", "arguments": {"expectedRevision": 1, "memory": {"mood": "VALUE"}}}
+    body = json.dumps(rpc_body("tools/call", params)).replace('"VALUE"', number)
+    response = Client().post(
+        "/mcp", body, content_type="application/json", headers=rpc_headers(token, "tools/call", params)
+    )
+    assert response.status_code == 200, response.content
+    error = tool_error(response.json()["result"])
+    assert error.startswith("invalid_request: a number is beyond the range of a double") and '"/memory/mood"' in error
+    assert alice.get("/v1/users/u1/conversations/c1/memory").json()["revision"] == 1

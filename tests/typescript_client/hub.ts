@@ -31,6 +31,36 @@ const seen: number[] = [];
 for await (const stored of doc.revisions(1)) seen.push(stored.revision);
 say("revisions", seen);
 
+// An id made only of dots never reaches fetch: fetch and URL fold ".." into the parent path (the user).
+let fetched = 0;
+const counted = new MemoryHub({
+  baseUrl: BASE_URL,
+  apiKey: API_KEY,
+  fetch: (input, init) => {
+    fetched += 1;
+    return fetch(input, init);
+  },
+});
+const refused: string[] = [];
+const refusedBeforeFetch = async (name: string, attempt: () => unknown) => {
+  try {
+    await attempt();
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    refused.push(name);
+  }
+};
+await refusedBeforeFetch("memory", () => counted.memory("u1", ".."));
+await refusedBeforeFetch("mintToolToken", () => counted.mintToolToken("u1", "."));
+await refusedBeforeFetch("api", () =>
+  counted.api.DELETE("/v1/users/{user_id}/conversations/{conversation_id}", {
+    params: { path: { user_id: "u1", conversation_id: ".." } },
+  }),
+);
+await refusedBeforeFetch("empty", () => counted.api.DELETE("/v1/users/{user_id}", { params: { path: { user_id: "" } } }));
+say("dotIds", { refused, fetched });
+say("dotIdsKept", (await counted.memory("u1", "gate").get()).memory);
+
 try {
   await new MemoryHub({ baseUrl: BASE_URL, apiKey: "mhk_unknown_key" }).memory("u1", "gate").get();
 } catch (error) {

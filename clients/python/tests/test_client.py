@@ -386,6 +386,87 @@ async def test_async_client(ahub: AsyncMemoryHub, user_id: str) -> None:
         await ahub.memories(user_id).get("mem_0000000000000000")
 
 
+DOT_IDS = ["", ".", "..", "..."]
+
+
+def _calls_with_an_id(hub: MemoryHub, user_id: str, bad: str) -> list[typing.Callable[[], object]]:
+    """One call per place a client method puts an id into a path."""
+    return [
+        lambda: hub.lifecycle.erase_conversation(user_id, bad),
+        lambda: hub.conversation(user_id, bad).erase(),
+        lambda: hub.conversation(bad, "c1").messages(),
+        lambda: hub.lifecycle.erase_user(bad),
+        lambda: hub.lifecycle.export_user(bad),
+        lambda: hub.lifecycle.get_erasure(bad),
+        lambda: hub.memory(bad, "c1").get(),
+        lambda: hub.memory(user_id, bad).put(expected_revision=0, memory={}),
+        lambda: hub.memories(bad).list(),
+        lambda: hub.memories(user_id).delete(bad),
+        lambda: hub.tasks(user_id).get(bad),
+        lambda: hub.tasks(user_id).checkpoint("t1", bad, data={}),
+        lambda: hub.scenarios.delete(bad),
+        lambda: hub.kinds.delete(bad),
+        lambda: hub.tool_tokens.revoke(bad),
+    ]
+
+
+@pytest.mark.parametrize("bad", DOT_IDS)
+def test_an_id_empty_or_only_dots_is_refused_before_anything_is_sent(
+    live_server: LiveServer, user_id: str, bad: str
+) -> None:
+    """httpx folds `..`: erase_conversation(u, "..") sent DELETE /v1/users/u and erased the user (the server now
+    refuses such ids too, but an older server did not, and the request must never leave)."""
+    sent: list[httpx.Request] = []
+    with (
+        httpx.Client(event_hooks={"request": [sent.append]}) as http,
+        MemoryHub(live_server.url, live_server.api_key, http_client=http) as hub,
+    ):
+        hub.memory(user_id, "keep").put(expected_revision=0, memory={"keep": True})
+        sent.clear()
+        for call in _calls_with_an_id(hub, user_id, bad):
+            with pytest.raises(ValueError, match="never empty or only dots"):
+                call()
+        assert sent == []
+        assert hub.memory(user_id, "keep").get().memory == {"keep": True}
+        assert hub.memory(user_id, ".keep.").get().revision == 0  # dots among other characters: an id
+
+
+def test_the_async_client_refuses_a_dot_id_before_sending(live_server: LiveServer, user_id: str) -> None:
+    import asyncio
+
+    async def run() -> None:
+        sent: list[httpx.Request] = []
+
+        async def record(request: httpx.Request) -> None:
+            sent.append(request)
+
+        async with (
+            httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+            AsyncMemoryHub(live_server.url, live_server.api_key, http_client=http) as hub,
+        ):
+            await hub.memory(user_id, "keep").put(expected_revision=0, memory={"keep": True})
+            sent.clear()
+            with pytest.raises(ValueError, match="only dots"):
+                await hub.lifecycle.erase_conversation(user_id, "..")
+            with pytest.raises(ValueError, match="only dots"):
+                await hub.conversation(user_id, ".").erase()
+            assert sent == []
+            assert (await hub.memory(user_id, "keep").get()).memory == {"keep": True}
+
+    asyncio.run(run())
+
+
+def test_every_path_id_goes_through_seg() -> None:
+    """Each `{…}` of a request path in the client's source is `seg(…)` (or the area's own path, built by it)."""
+    import re
+
+    source = (REPO / "clients" / "python" / "src" / "memoryhub_client" / "_async_client.py").read_text()
+    paths = re.findall(r'f"((?:/v1/|\{self\._path\})[^"]*)"', source)
+    assert len(paths) > 30
+    holes = {hole for path in paths for hole in re.findall(r"\{([^}]*)\}", path)}
+    assert {hole for hole in holes if not hole.startswith("seg(") and hole != "self._path"} == set()
+
+
 def test_sync_client_is_generated_from_the_async_one() -> None:
     import subprocess
     import sys

@@ -1,3 +1,5 @@
+import type { Middleware } from "openapi-fetch";
+
 import { errorFrom } from "./errors.js";
 
 /** A JSON memory document: a plain JSON object (at most 64 KiB, depth 32). */
@@ -17,3 +19,23 @@ export async function unwrap<T>(pending: Promise<Result<T>>): Promise<T> {
   return data as T;
 }
 
+/**
+ * Throws a RangeError for an id that cannot be a URL path segment: empty or only dots. `fetch` and `URL` fold
+ * "." and ".." segments (written %2e%2e too), so DELETE …/users/u1/conversations/.. would go out as
+ * DELETE …/users/u1 and erase the whole user (docs/contract.md, "Identifiers").
+ */
+export function checkPathId(name: string, value: unknown): void {
+  if (typeof value === "string" && /^\.*$/.test(value)) {
+    throw new RangeError(
+      `${name} ${JSON.stringify(value)} cannot be an id in a URL path: an id is never empty or only dots ` +
+        "('.', '..'), which URL parsers fold into the parent path",
+    );
+  }
+}
+
+/** Checks every path parameter of an openapi-fetch call before the request is sent. */
+export const pathIdGuard: Middleware = {
+  onRequest({ params }) {
+    for (const [name, value] of Object.entries(params.path ?? {})) checkPathId(name, value);
+  },
+};

@@ -4,7 +4,7 @@
  */
 import createClient, { type Client } from "openapi-fetch";
 
-import { unwrap, type MemoryObject, type MemorySnapshot } from "./http.js";
+import { checkPathId, pathIdGuard, unwrap, type MemoryObject, type MemorySnapshot } from "./http.js";
 import type { components, paths } from "./schema.js";
 
 export * from "./errors.js";
@@ -38,9 +38,10 @@ export class MemoryHub {
       headers: { Authorization: `Bearer ${options.apiKey}` },
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
+    this.api.use(pathIdGuard); // an id that is empty or only dots throws before fetch (checkPathId)
   }
 
-  /** The JSON memory document of one conversation of one user. */
+  /** The JSON memory document of one conversation of one user (a user or conversation id of dots throws). */
   memory(userId: string, conversationId: string): MemoryDocument {
     return new MemoryDocument(this.api, userId, conversationId);
   }
@@ -75,6 +76,8 @@ export class MemoryDocument {
     userId: string,
     conversationId: string,
   ) {
+    checkPathId("userId", userId);
+    checkPathId("conversationId", conversationId);
     this.path = { user_id: userId, conversation_id: conversationId };
   }
 

@@ -64,23 +64,25 @@ class HistoryStatusSerializer(serializers.Serializer):
 
 
 class ClientIdField(StrictCharField):
-    """The product's own id of a message: 1-128 printable characters (e.g. LoCoMo's "D1:3")."""
+    """The product's own id of a message: 1-128 printable characters (e.g. LoCoMo's "D1:3"), kept as sent: a space at
+    an end is refused, not trimmed (docs/contract.md, "Request bodies"), so " m1 " never becomes a second m1."""
 
     def __init__(self, **kwargs):
         super().__init__(max_length=128, **kwargs)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if not value.isprintable():
-            raise serializers.ValidationError("must be 1-128 printable characters")
+        if not value.isprintable() or value != value.strip():
+            raise serializers.ValidationError("must be 1-128 printable characters, no space at either end")
         return value
 
 
 class ImportedMessageSerializer(StrictSerializer):
     clientId = ClientIdField(
         help_text="The product's id of the message: 1-128 printable characters (a tab, a newline, a no-break "
-        "space or another non-printable character is 400), leading and trailing whitespace trimmed; unique "
-        "within the request and the conversation (the same id with other role, name, content or time is 422)."
+        "space or another non-printable character is 400), kept as sent: a space at either end is 400, never "
+        "trimmed; unique within the request and the conversation (the same id with other role, name, content or "
+        "time is 422)."
     )
     role = serializers.ChoiceField(choices=ROLES)
     content = StrictCharField(

@@ -23,8 +23,18 @@ def new_key() -> str:
 
 
 def seg(value: str | int) -> str:
-    """One path segment, escaped (an id that is not one is refused by the server with invalid_id)."""
-    return quote(str(value), safe="")
+    """One path segment, escaped (an id that is not one is refused by the server with invalid_id).
+
+    An empty id or one made only of dots is refused here, before anything is sent: httpx, like every URL parser,
+    folds `.` and `..` segments (escaped as `%2e%2e` too), so `erase_conversation(u, "..")` would send
+    `DELETE /v1/users/u` and erase the whole user (docs/contract.md#identifiers)."""
+    text = str(value)
+    if text.strip(".") == "":
+        raise ValueError(
+            f"{text!r} cannot be an id in a URL path: an id is never empty or only dots ('.', '..'), which URL "
+            "parsers fold into the parent path (docs/contract.md#identifiers)"
+        )
+    return quote(text, safe="")
 
 
 @dataclass
