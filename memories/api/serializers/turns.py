@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from memories.validation import MAX_MESSAGE_CHARS
 from memoryhub.api.fields import IdentifierField, StrictCharField, StrictIntegerField, StrictSerializer
 from memoryhub.runtimes import registry
 
@@ -39,7 +40,7 @@ class ScenarioSerializer(serializers.Serializer):
 
 class TurnPrepareSerializer(StrictSerializer):
     scenarioId = StrictCharField(max_length=100)
-    userMessage = StrictCharField(max_length=100_000, allow_blank=True, trim_whitespace=False)
+    userMessage = StrictCharField(max_length=MAX_MESSAGE_CHARS["user"], allow_blank=True, trim_whitespace=False)
     subscriptionCategory = StrictCharField(required=False, allow_null=True)
     requestId = IdentifierField(required=False)
     replacesTurnId = StrictIntegerField(required=False, min_value=1)
@@ -60,7 +61,9 @@ class TurnPrepareSerializer(StrictSerializer):
 
 
 class TurnCompleteSerializer(StrictSerializer):
-    assistantMessage = StrictCharField(max_length=200_000, allow_blank=True, trim_whitespace=False)
+    assistantMessage = StrictCharField(
+        max_length=MAX_MESSAGE_CHARS["assistant"], allow_blank=True, trim_whitespace=False
+    )
 
 
 class ToolTokenSerializer(StrictSerializer):
