@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -43,6 +43,11 @@ from .serializers.turns import (
 )
 
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
+_TURN_ERRORS = {
+    400: OpenApiResponse(description="invalid_request: a malformed body"),
+    404: OpenApiResponse(description="not_found: no such turn in this conversation (of this product)"),
+}
+_SUPERSEDED = "turn_superseded: another reply of its round was made current before this one committed"
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,17 @@ class TurnDetailView(APIView):
 
 
 class TurnCompleteView(APIView):
-    @extend_schema(request=TurnCompleteSerializer, responses=CompletionSerializer, operation_id="turns_complete")
+    @extend_schema(
+        request=TurnCompleteSerializer,
+        responses={
+            200: CompletionSerializer,
+            **_TURN_ERRORS,
+            409: OpenApiResponse(
+                description=f"turn_already_completed: the turn holds another reply (details.status); {_SUPERSEDED}"
+            ),
+        },
+        operation_id="turns_complete",
+    )
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
         data = validated(TurnCompleteSerializer, request.data)
@@ -116,7 +131,17 @@ class TurnCompleteView(APIView):
 
 
 class TurnAcceptView(APIView):
-    @extend_schema(request=EmptyBodySerializer, responses=CompletionSerializer, operation_id="turns_accept")
+    @extend_schema(
+        request=EmptyBodySerializer,
+        responses={
+            200: CompletionSerializer,
+            **_TURN_ERRORS,
+            409: OpenApiResponse(
+                description=f"turn_not_acceptable: the turn is not completed (details.status); {_SUPERSEDED}"
+            ),
+        },
+        operation_id="turns_accept",
+    )
     def post(self, request, user_id: str, conversation_id: str, turn_id: int):
         address = conversation_address(request, user_id, conversation_id)
         validated(EmptyBodySerializer, optional_body(request))

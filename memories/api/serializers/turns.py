@@ -3,7 +3,13 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from memories.validation import MAX_MESSAGE_CHARS
-from memoryhub.api.fields import IdentifierField, StrictCharField, StrictIntegerField, StrictSerializer
+from memoryhub.api.fields import (
+    CheckedLaterNamesField,
+    IdentifierField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from memoryhub.runtimes import registry
 
 
@@ -52,8 +58,8 @@ class TurnPrepareSerializer(StrictSerializer):
     userName = StrictCharField(
         required=False, max_length=100, help_text="The user's persona, stored on the user message."
     )
-    # A JSONField keeps the fast path (memoryhub/api/fast_validation.py); the turn service checks the list.
-    present = serializers.JSONField(
+    # A JSON field keeps the fast path (memoryhub/api/fast_validation.py); the turn service checks the list.
+    present = CheckedLaterNamesField(
         required=False,
         help_text="The characters present this round (a list of at most 50 names, stored on both messages); "
         "none: everyone witnessed it.",
