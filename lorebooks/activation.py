@@ -25,8 +25,9 @@ Read from SillyTavern's `checkWorldInfo` (public/scripts/world-info.js) and its 
   a group that already has an entry fired in an earlier pass keeps none; else one winner: the
   `groupOverride` entry of highest `order`, or a `groupWeight`-weighted roll seeded by the turn;
 - the entries left are then rolled for `probability` (when `useProbability` and below 100) with a
-  seeded hash, never a clock, and added while the characters of everything fired stay under the budget:
-  the first entry that would reach it stops the scan (as SillyTavern's token budget does);
+  seeded hash, never a clock, and added while the characters of everything fired (its content, not the line
+  breaks that join it) stay under the budget: the first entry that would reach it stops the scan (as
+  SillyTavern's token budget does);
 - recursion runs while a pass fired something that may recurse, up to `maxRecursionSteps` passes (0: no cap);
 - the text is the fired entries in insertion order: ascending `order` (highest last, nearest the prompt end);
   `Activation.by_position` splits it by `position` (before/after the character definition, top/bottom of
@@ -397,7 +398,7 @@ class _Scan:
                     self.failed.add(id(hit.candidate))
                     self.result.failed_probability.append(hit.candidate)
                     continue
-                new_chars += len(view["content"]) + 1
+                new_chars += len(view["content"])  # the content only: the line breaks that join entries are free
                 if fired_chars + new_chars >= self.settings.budget:
                     overflowed = True
                     self.result.over_budget.extend(h.candidate for h in found[index:])

@@ -53,7 +53,11 @@ class LorebookImportSerializer(StrictSerializer):
     id = IdentifierField()
     name = StrictCharField(max_length=200)
     worldInfo = JSONObjectField(required=False, help_text="A SillyTavern World Info file ({'entries': {…}}).")
-    characterCard = JSONObjectField(required=False, help_text="A Character Card V2/V3 with data.character_book.")
+    characterCard = JSONObjectField(
+        required=False,
+        help_text="A Character Card V2/V3 (spec chara_card_v2 or chara_card_v3, else 400 naming characterCard.spec) "
+        "with data.character_book.",
+    )
 
 
 @extend_schema_field(

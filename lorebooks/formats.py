@@ -104,6 +104,9 @@ _CARD_EXTENSIONS = {
 }
 
 
+CARD_SPECS = ("chara_card_v2", "chara_card_v3")
+
+
 @dataclass(frozen=True)
 class ParsedBook:
     """An imported file: its format, everything but the entries (`shell`), and the native entries in file order."""
@@ -143,6 +146,8 @@ def parse_character_card(card: object) -> ParsedBook:
     """A V2/V3 card (`{"spec", "data": {…, "character_book"}}`); the book's entries become the lorebook's."""
     if not isinstance(card, dict) or not isinstance(card.get("data"), dict):
         raise _invalid("characterCard must be a Character Card V2/V3 object with 'data'", "characterCard")
+    if card.get("spec") not in CARD_SPECS:  # only the versions whose character_book is read as documented
+        raise _invalid(f"characterCard.spec must be one of {', '.join(CARD_SPECS)}", "characterCard.spec")
     book = card["data"].get("character_book")
     if not isinstance(book, dict) or not isinstance(book.get("entries"), list):
         raise _invalid("the card carries no character_book with an entries list", "characterCard.data.character_book")

@@ -109,7 +109,8 @@ def produce_lorebook(request: RecallRequest) -> SourceResult:
     limit = max(0, min(depth, MAX_SCAN_DEPTH) - len(newest))
     before = recent_witnessed(address, character=request.character, before_round=request.round, limit=limit)
     include_names = options.get("includeNames", True)
-    messages = newest + [_line(m, include_names) for m in before]
+    # scanDepth 0 reads nothing, not even the user message: what it reports scanned is what was read
+    messages = (newest + [_line(m, include_names) for m in before])[:depth]
     chat_length = witnessed_count(address, character=request.character, before_round=request.round) + 1
     seed = f"{request.product.pk}:{request.user_id}:{request.conversation_id}:{request.round}"
     scores = _vector_scores(candidates, messages[: options.get("scanDepth", 2)], options)

@@ -10,6 +10,18 @@ from memoryhub.identifiers import MAX_SAFE_INTEGER
 
 MAX_MEMORY_BYTES = 65_536
 MAX_MEMORY_DEPTH = 32
+# A conversation's messages: a user message as a prepare takes it, a reply as a complete takes it; an edit of a
+# stored message gets its role's limit, so no edit stores a message no turn could have sent.
+MAX_MESSAGE_CHARS = {"user": 100_000, "assistant": 200_000}
+
+
+def validate_message_length(role: str, content: str, field: str) -> str:
+    """`content` within its role's limit, else 400 naming `field` in the serializers' words (details.fields)."""
+    limit = MAX_MESSAGE_CHARS[role]
+    if len(content) > limit:
+        message = f"Ensure this field has no more than {limit} characters."
+        raise InvalidRequest(message, details={"fields": {field: message}})
+    return content
 
 
 def validate_revision(value: object, field: str = "expectedRevision") -> int:

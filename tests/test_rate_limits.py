@@ -3,6 +3,8 @@ and products are not affected; failed authentication is throttled by address."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from memories.models import MemoryDocument
@@ -136,8 +138,14 @@ def test_unknown_keys_from_one_address_are_throttled_after_the_limit(alice, thre
     for guess in guesses[:3]:
         assert_envelope(guess.get(URL), 401, "unauthenticated")
     throttled = guesses[3].get(URL)
-    assert_envelope(throttled, 429, "rate_limited")
+    message = assert_envelope(throttled, 429, "rate_limited")["message"]
     assert 1 <= int(throttled["Retry-After"]) <= 61
+    # two sentences, as a key's "Request was throttled. Expected available in N seconds."
+    assert re.fullmatch(
+        r"Too many failed authentications from this address\. Expected available in \d+ seconds?\.", message
+    )
+    blocked = assert_envelope(guesses[4].get(URL), 429, "rate_limited")["message"]  # refused before any lookup
+    assert blocked.startswith("Too many failed authentications from this address. Expected available in ")
     assert_envelope(client_for("mht_forged", REMOTE_ADDR=ATTACKER).get("/v1/tools"), 429, "rate_limited")
     assert_envelope(client_for("garbage", REMOTE_ADDR=NEIGHBOUR).get(URL), 401, "unauthenticated")  # its own count
 

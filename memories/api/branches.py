@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from memories.services.branches import turn_select
 from memories.services.messages import MessageChange, message_delete, message_edit
+from memories.validation import MAX_MESSAGE_CHARS
 from memoryhub.api.common import conversation_address, optional_body, validated
 from memoryhub.api.fields import EmptyBodySerializer, StrictCharField, StrictSerializer
 
@@ -16,7 +17,13 @@ from .serializers.turns import completion_to_dict
 
 
 class MessageEditSerializer(StrictSerializer):
-    content = StrictCharField(max_length=200_000, allow_blank=True, trim_whitespace=False)
+    content = StrictCharField(
+        max_length=MAX_MESSAGE_CHARS["assistant"],
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text=f"A reply: at most {MAX_MESSAGE_CHARS['assistant']:,} characters; a user message at most "
+        f"{MAX_MESSAGE_CHARS['user']:,}, as a prepare's userMessage (else 400 naming content).",
+    )
 
 
 class RollbackSerializer(serializers.Serializer):

@@ -43,6 +43,11 @@ from .serializers.turns import (
 )
 
 PAGE = [OpenApiParameter("cursor", str), OpenApiParameter("limit", int)]
+_TURN_ERRORS = {
+    400: OpenApiResponse(description="invalid_request: a malformed body"),
+    404: OpenApiResponse(description="not_found: no such turn in this conversation (of this product)"),
+}
+_SUPERSEDED = "turn_superseded: another reply of its round was made current before this one committed"
 
 
 @dataclass(frozen=True)
@@ -114,10 +119,10 @@ class TurnCompleteView(APIView):
         request=TurnCompleteSerializer,
         responses={
             200: CompletionSerializer,
-            404: _TURN_404,
+            **_TURN_ERRORS,
             409: OpenApiResponse(
-                description="turn_already_completed: the turn holds another reply; turn_superseded: another reply of "
-                "its round was made current before this one committed (details.turnId, details.status)"
+                description="turn_already_completed: the turn holds another reply (details.status); turn_superseded: "
+                "another reply of its round was made current before this one committed (details.turnId, details.status)"
             ),
         },
         operation_id="turns_complete",
@@ -134,10 +139,9 @@ class TurnAcceptView(APIView):
         request=EmptyBodySerializer,  # no body at all is read as {}
         responses={
             200: CompletionSerializer,
-            404: _TURN_404,
+            **_TURN_ERRORS,
             409: OpenApiResponse(
-                description="turn_not_acceptable: the turn is not completed (details.status); turn_superseded: "
-                "another reply of its round was made current before it committed"
+                description=f"turn_not_acceptable: the turn is not completed (details.status); {_SUPERSEDED}"
             ),
         },
         operation_id="turns_accept",

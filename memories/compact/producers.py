@@ -57,7 +57,14 @@ def _witnessed_history(request: RecallRequest, policy) -> SourceResult:
             break
         kept.insert(0, message)
     text = history_text("", kept)
-    details = {"witness": request.character, "compaction": None, "rawMessages": len(kept), "historyChars": len(text)}
+    details = {
+        "witness": request.character,
+        "compaction": None,
+        "rawMessages": len(kept),
+        "historyChars": len(text),
+        "inputChars": len(text) + len(request.user_message),
+        "budgetChars": policy.budget_chars,
+    }
     if not text:
         return SourceResult(text="", status="empty", details={**details, "reason": "no witnessed messages yet"})
     return SourceResult(text=text, status="ok", details=details)

@@ -20,6 +20,7 @@ from memories.services.branches import turn_supersede
 from memories.services.events import event_emit_for_turn
 from memories.services.turns import turn_commit
 from memories.signals import messages_stored
+from memories.validation import validate_message_length
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import Conflict, NotFound
 
@@ -80,6 +81,7 @@ def _live_message(address: ConversationAddress, message_id: int) -> Message:
 def message_edit(*, address: ConversationAddress, message_id: int, content: str) -> MessageChange:
     with transaction.atomic():
         message = _live_message(address, message_id)
+        validate_message_length(message.role, content, "content")
         old = message.turn
         if message.content == content:  # nothing to change: the turn's messages, as a real edit answers its own
             kept = Message.objects.filter(turn=old, deleted=False).order_by("pk").values_list("pk", flat=True)

@@ -19,6 +19,9 @@ SCOPE = "auth_failures"
 _blocked: dict[str, float] = {}  # address → time until which this process refuses its unverified keys
 _verified: dict[str, None] = {}  # digests of keys this process authenticated (insertion-ordered, bounded)
 _MAX_ENTRIES = 10_000
+# A sentence of its own: DRF appends "Expected available in N seconds." as it does to a key's "Request was
+# throttled."
+REFUSED = "Too many failed authentications from this address."
 
 
 def refuse_if_blocked(request, digest: str) -> None:
@@ -31,7 +34,7 @@ def refuse_if_blocked(request, digest: str) -> None:
     if left <= 0:
         _blocked.pop(address, None)
         return
-    raise Throttled(wait=left, detail="too many failed authentications from this address")
+    raise Throttled(wait=left, detail=REFUSED)
 
 
 def verified(digest: str) -> None:
@@ -56,7 +59,7 @@ def failed(request) -> None:
     if len(_blocked) >= _MAX_ENTRIES:
         _blocked.clear()
     _blocked[address] = (window + 1) * duration
-    raise Throttled(wait=(window + 1) * duration - now, detail="too many failed authentications from this address")
+    raise Throttled(wait=(window + 1) * duration - now, detail=REFUSED)
 
 
 def reset() -> None:

@@ -22,6 +22,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from memoryhub.identifiers import validate_identifier
 
 from .fields import (
+    CheckedLaterNamesField,
     CheckedLaterObjectField,
     IdentifierField,
     JSONObjectField,
@@ -95,7 +96,7 @@ def _check(field: serializers.Field) -> Check | None:
         return lambda v: type(v) is dict
     if kind is CheckedLaterObjectField:
         return lambda v: True
-    if kind is serializers.JSONField and not field.binary:
+    if kind in (serializers.JSONField, CheckedLaterNamesField) and not field.binary:
         return (lambda v: True) if field.allow_null else (lambda v: v is not None)
     return None
 

@@ -81,6 +81,22 @@ class CheckedLaterObjectField(serializers.Field):
         return value
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "maxItems": 50,
+        "items": {
+            "type": "string",
+            "minLength": 1,
+            "description": "1-100 characters once leading and trailing whitespace is trimmed",
+        },
+    }
+)
+class CheckedLaterNamesField(serializers.JSONField):
+    """A list of names that the service checks itself (a prepare's `present`: memories.services.turns.witness_names
+    answers 400 with `details.field`), so the field passes the parsed value on. The schema declares the list."""
+
+
 class IdentifierField(StrictCharField):
     def __init__(self, **kwargs):
         super().__init__(max_length=128, **kwargs)

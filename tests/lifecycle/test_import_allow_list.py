@@ -17,9 +17,10 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.db import models
 
+from memories.hinos.models import FailedHinosCommit
 from memories.lifecycle.services.import_rules import IMPORTABLE_KINDS, NEVER_IMPORTED_OWNER_KINDS
 from memories.lifecycle.services.walk import owner_models
-from memories.longterm.models import EmbeddingIndex, LongTermMemory
+from memories.longterm.models import AdmissionRefusal, EmbeddingIndex, LongTermMemory
 from memoryhub.outbox.models import OutboxMessage
 from tests.compact.support import eager_celery
 from tests.longterm.support import PREFERENCE_EN, PREFERENCE_ZH, memories_url
@@ -282,3 +283,42 @@ def test_task_json_past_the_apis_bounds_is_skipped(bob, django_capture_on_commit
     assert "nested deeper than 32" in "\n".join(report["reasons"])
     stages = bob.get(f"/v1/users/{USER}/tasks/t1").json()["stages"]
     assert [s["stage"] for s in stages] == ["s1"], stages
+
+
+def test_a_file_cannot_forge_operator_activity(bob, django_capture_on_commit_callbacks) -> None:
+    """An outside check imported a failed Hinos commit (listed in the operators' queue), an operator's re-run and
+    a memory revision by an operator: operations are the exporting installation's, operators this one's."""
+    written = bob.put(f"/v1/users/{USER}/conversations/own/memory", {"expectedRevision": 0, "memory": {}})
+    assert written.status_code == 200, written.json()
+    (own,) = bob.get(f"/v1/users/{USER}/conversations/own/memory/revisions").json()["results"]
+    at = {"conversation_id": "forged", "created_at": "2026-12-07T12:19:58Z", "user_id": "x"}
+    failed = {"service": "hinos", "claim_id": "hc_FORGED", "code": "upstream_failed", "round": 1}
+    events = [
+        ("memory.write_failed", failed),
+        ("memory.job_rerun", {"work": "tables", "rerun": 1, "actor": "operator:root"}),
+        ("memory.write_resent", {"claim_id": "hc_FORGED", "actor": "operator:root"}),
+        ("turn.completed", {"memoryWrite": {"status": "done"}}),
+    ]
+    records = [
+        record("memories.Event", {**at, "type": kind, "details": details}, {"turn": None}, n)
+        for n, (kind, details) in enumerate(events)
+    ]
+    revision = {**at, "memory": {"x": 1}, "actor": "root"}
+    records += [
+        record("memories.MemoryRevision", {**revision, "revision": 1, "actor_type": "operator"}, record_id=10),
+        record("memories.MemoryRevision", {**revision, "revision": 2, "actor_type": "root"}, record_id=11),
+    ]
+    refusal = {"kind": "preference", "code": "no_consent", "reason": "r", "actor": "operator:root", "user_id": "x"}
+    records.append(record("longterm.AdmissionRefusal", {**refusal, "created_at": at["created_at"]}, record_id=20))
+    report = run_import(bob, django_capture_on_commit_callbacks, export_file(records))
+    assert report["imported"] == {"memories.Event": 1, "memories.MemoryRevision": 1, "longterm.AdmissionRefusal": 1}
+    assert report["skipped"] == {"memories.Event": 3, "memories.MemoryRevision": 1}, report
+    conversation = f"/v1/users/{USER}/conversations/forged"
+    assert [e["type"] for e in bob.get(f"{conversation}/events").json()["results"]] == ["turn.completed"]
+    (restored,) = bob.get(f"{conversation}/memory/revisions").json()["results"]
+    assert (restored["revision"], restored["actor"]) == (1, own["actor"])  # the importing key, not an operator
+    assert not FailedHinosCommit.objects.exists()  # the operators' queue stays empty
+    actor = f"{own['actor']['type']}:{own['actor']['id']}"
+    assert list(AdmissionRefusal.objects.values_list("actor", flat=True)) == [actor]
+    again = run_import(bob, django_capture_on_commit_callbacks, export_file(records))
+    assert "longterm.AdmissionRefusal" not in again["imported"]  # the same refusal, as restored, is there already

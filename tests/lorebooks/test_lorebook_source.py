@@ -117,6 +117,25 @@ def test_the_budget_keeps_the_highest_order_first(alice):
     assert status["details"]["overBudget"] == [{"lorebook": "eldoria", "uid": "0", "comment": "Kingdom"}]
 
 
+@pytest.mark.parametrize(("spare", "uids"), [(0, [CONSTANT]), (1, ["4", CONSTANT])])
+def test_the_budget_counts_the_content_only(alice, spare, uids):
+    """Two entries fire while their content stays under the budget; the line break that joins them is free."""
+    import_world(alice)
+    rule, mara = len(world_info()["entries"]["7"]["content"]), len(world_info()["entries"]["4"]["content"])
+    scenario(alice, budget=rule + mara + spare)  # spare 0: the content would reach the budget
+    status = prepare(alice, "lore", "Mara Vell")["sources"][0]
+    assert fired({"sources": [status]}) == uids
+    assert sum(f["chars"] for f in status["details"]["fired"]) < rule + mara + spare
+
+
+def test_scan_depth_zero_scans_no_message(alice):
+    import_world(alice)
+    scenario(alice, "d0", scanDepth=0)
+    status = prepare(alice, "d0", "We sail to Eldoria.")["sources"][0]
+    assert fired({"sources": [status]}) == [CONSTANT]  # the user message was not scanned
+    assert status["details"]["scannedMessages"] == 0
+
+
 def test_scan_depth_counts_messages_newest_first(alice):
     import_world(alice)
     scenario(alice, "d1", scanDepth=1)

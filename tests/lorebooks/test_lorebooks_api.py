@@ -10,6 +10,7 @@ from tests.support.api import assert_envelope
 from .support import import_world, mara_card, world_info
 
 pytestmark = pytest.mark.django_db
+BOOK = {"entries": [{"keys": ["a"], "content": "x"}]}
 
 
 def test_world_info_imports_and_exports_field_for_field(alice):
@@ -107,6 +108,11 @@ def test_cross_format_export_converts_as_sillytavern_does(alice):
             {"id": "b", "name": "b", "characterCard": {"spec": "chara_card_v2", "data": {}}},
             "characterCard.data.character_book",
         ),
+        (
+            {"id": "b", "name": "b", "characterCard": {"spec": "chara_card_v9", "data": {"character_book": BOOK}}},
+            "characterCard.spec",
+        ),
+        ({"id": "b", "name": "b", "characterCard": {"data": {"character_book": BOOK}}}, "characterCard.spec"),
     ],
 )
 def test_bad_files_are_400_naming_the_field_and_create_nothing(alice, body, field):

@@ -102,6 +102,16 @@ def test_each_character_recalls_only_what_it_witnessed(scene):
     assert oderic["witness"] == {"name": "Oderic", "present": BOTH}
 
 
+def test_a_characters_history_reports_its_input_and_budget(scene):
+    """The source status of compact history, witness-scoped or not: historyChars, inputChars, budgetChars."""
+    message = "What do you know?"
+    for name in ("Mara", None):
+        details = prepare_for(scene, name, message)["sources"][0]["details"]
+        assert details["inputChars"] == details["historyChars"] + len(message)
+        assert details["budgetChars"] == 12000  # the default compact policy
+        assert details["inputChars"] <= details["budgetChars"]
+
+
 def test_without_a_character_the_recall_holds_everything(scene):
     turn = prepare_for(scene, None)
     assert "Grey Lanterns hunt you" in turn["variables"]["history"]

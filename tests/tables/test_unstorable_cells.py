@@ -8,6 +8,7 @@ from django.db import DataError
 
 from tables.parsing import parse_table_edits
 from tables.tasks import apply_table_edits
+from tests.support.api import assert_envelope
 
 from .support import edit
 from .test_tables_pipeline import CONV, create_scenario, prepare
@@ -33,6 +34,17 @@ def test_a_nul_escape_in_a_cell_is_dropped_and_every_call_applied(alice):
     rows = _rows(alice)
     assert [row[0] for row in rows] == ["五月一日", "五月二日"] and rows[0][2] == "灯塔"
     assert alice.get(f"{CONV}/turns/{turn}").json()["memoryWrite"]["status"] == "done"
+
+
+def test_a_nul_character_in_the_reply_refuses_the_reply_and_stores_nothing(alice):
+    """The reply is the client's JSON body: a NUL character in it is 400 naming its path (docs/tables.md)."""
+    create_scenario(alice)
+    turn = prepare(alice, "rp", "hi")["turnId"]
+    reply = edit('insertRow(0, {0: "五月\x00一日"})')
+    refused = assert_envelope(alice.post(f"{CONV}/turns/{turn}/complete", {"assistantMessage": reply}), 400)
+    assert (refused["code"], refused["details"]["path"]) == ("invalid_request", "/assistantMessage")
+    assert alice.get(f"{CONV}/turns/{turn}").json()["status"] == "prepared"
+    assert alice.get(f"{CONV}/messages").json()["results"] == []
 
 
 def test_a_raw_nul_is_dropped_by_the_parser_too():

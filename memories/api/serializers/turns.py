@@ -2,7 +2,14 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memoryhub.api.fields import IdentifierField, StrictCharField, StrictIntegerField, StrictSerializer
+from memories.validation import MAX_MESSAGE_CHARS
+from memoryhub.api.fields import (
+    CheckedLaterNamesField,
+    IdentifierField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from memoryhub.runtimes import registry
 
 
@@ -39,7 +46,7 @@ class ScenarioSerializer(serializers.Serializer):
 
 class TurnPrepareSerializer(StrictSerializer):
     scenarioId = StrictCharField(max_length=100)
-    userMessage = StrictCharField(max_length=100_000, allow_blank=True, trim_whitespace=False)
+    userMessage = StrictCharField(max_length=MAX_MESSAGE_CHARS["user"], allow_blank=True, trim_whitespace=False)
     subscriptionCategory = StrictCharField(required=False, allow_null=True)
     requestId = IdentifierField(required=False)
     replacesTurnId = StrictIntegerField(required=False, min_value=1)
@@ -51,8 +58,8 @@ class TurnPrepareSerializer(StrictSerializer):
     userName = StrictCharField(
         required=False, max_length=100, help_text="The user's persona, stored on the user message."
     )
-    # A JSONField keeps the fast path (memoryhub/api/fast_validation.py); the turn service checks the list.
-    present = serializers.JSONField(
+    # A JSON field keeps the fast path (memoryhub/api/fast_validation.py); the turn service checks the list.
+    present = CheckedLaterNamesField(
         required=False,
         help_text="The characters present this round (a list of at most 50 names, stored on both messages); "
         "none: everyone witnessed it.",
@@ -60,7 +67,9 @@ class TurnPrepareSerializer(StrictSerializer):
 
 
 class TurnCompleteSerializer(StrictSerializer):
-    assistantMessage = StrictCharField(max_length=200_000, allow_blank=True, trim_whitespace=False)
+    assistantMessage = StrictCharField(
+        max_length=MAX_MESSAGE_CHARS["assistant"], allow_blank=True, trim_whitespace=False
+    )
 
 
 class ToolTokenSerializer(StrictSerializer):

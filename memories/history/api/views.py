@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -12,12 +12,23 @@ from memoryhub.api.common import conversation_address, user_address, validated
 
 from . import serializers as s
 
+INVALID = OpenApiResponse(description="invalid_request: a malformed body (details.fields names each field)")
+
 
 class HistorySearchView(APIView):
     """Search every message of every conversation of the user (hybrid by default), best first, with `why`."""
 
     @extend_schema(
-        request=s.HistorySearchSerializer, responses=s.HistorySearchResultSerializer, operation_id="history_search"
+        request=s.HistorySearchSerializer,
+        responses={
+            200: s.HistorySearchResultSerializer,
+            400: INVALID,
+            503: OpenApiResponse(
+                description="the embedder (hybrid, semantic) is down (details.service) or does not match the "
+                "active index (embedding_index_mismatch)"
+            ),
+        },
+        operation_id="history_search",
     )
     def post(self, request, user_id: str):
         scope = user_address(request, user_id)
@@ -45,7 +56,15 @@ class MessageImportView(APIView):
 
     @extend_schema(
         request=s.MessageImportSerializer,
-        responses={201: s.MessageImportResultSerializer, 200: s.MessageImportResultSerializer},
+        responses={
+            201: s.MessageImportResultSerializer,
+            200: s.MessageImportResultSerializer,
+            400: INVALID,
+            422: OpenApiResponse(
+                description="client_id_conflict: a clientId imported before with another role, name, content or "
+                "time, or twice in the request; nothing is stored"
+            ),
+        },
         operation_id="messages_import",
     )
     def post(self, request, user_id: str, conversation_id: str):

@@ -32,6 +32,7 @@ from memories.validation import (
     validate_revision,
 )
 from memoryhub import json_text
+from memoryhub.actors import Actor
 from memoryhub.errors import DomainError
 from memoryhub.identifiers import validate_identifier
 from memoryhub.runtimes.registry import SectionInvalid
@@ -84,6 +85,10 @@ NEVER_IMPORTED_OWNER_KINDS: frozenset[str] = frozenset(
     }
 )
 MAX_JSON_DEPTH = 64  # a turn's variables hold a memory document (depth 32) and more around it
+# Conversation events that are this installation's own operations, never a tenant's data: an operator's actions
+# (memories/console/services.py's re-run, memories/hinos/services/commits.py's re-send) and a failed Hinos commit,
+# which lists itself in the operators' "Failed Hinos commits" queue (its claim is never imported either).
+OPERATOR_EVENT_TYPES: frozenset[str] = frozenset({"memory.job_rerun", "memory.write_resent", "memory.write_failed"})
 
 
 class RecordRefused(Exception):
@@ -101,6 +106,8 @@ class ImportContext:
     refused: dict[str, set[str]] = field(default_factory=dict)
     refused_conversations: set[str] = field(default_factory=set)
     ids: dict[str, dict[str, Any]] = field(default_factory=dict)  # kind → the file's id → the restored row's pk
+    # who sent the import: what a file says an operator wrote is restored as theirs
+    importer: Actor = field(default_factory=lambda: Actor("api_key", ""))
 
     def index(self) -> IndexInUse:
         """The active embedding index (once per import): a mismatch fails the import with 503, nothing written."""
@@ -118,9 +125,27 @@ def check_record(model: type[models.Model], values: dict[str, Any], context: Imp
     for model_field in model._meta.concrete_fields:
         if not model_field.is_relation and not model_field.primary_key and model_field.name in values:
             _check_field(model_field, values[model_field.name])
+    _no_operator(values, context)
     check = KIND_CHECKS.get(model._meta.label)
     if check is not None:
         check(values, context)
+
+
+def _no_operator(values: dict[str, Any], context: ImportContext) -> None:
+    """A file cannot name this installation's operators: what it says an operator wrote is restored as the
+    importer's (the key that sent it), as the API records a write by that key."""
+    importer = context.importer
+    if values.get("actor_type") == "operator":  # MemoryRevision, LongTermMemoryVersion: the type and the id
+        values["actor_type"], values["actor"] = importer.type, importer.id[:200]
+    elif isinstance(values.get("actor"), str) and values["actor"].startswith("operator:"):  # str(Actor)
+        values["actor"] = str(importer)[:200]
+    if values.get("cause") == "operator":  # a table version (tables.services.WriteCause.of_actor)
+        values["cause"] = "operator" if importer.type == "operator" else "api_key"
+
+
+def _event(values: dict[str, Any], context: ImportContext) -> None:
+    if values.get("type") in OPERATOR_EVENT_TYPES:
+        raise RecordRefused(f"a {values['type']} event is an operation of the installation it was exported from")
 
 
 def _check_field(model_field: models.Field, value: Any) -> None:
@@ -329,6 +354,7 @@ ID_REFERENCES: dict[str, tuple[str, ...]] = {
 }
 
 KIND_CHECKS: dict[str, Callable[[dict[str, Any], ImportContext], None]] = {
+    "memories.Event": _event,
     "story.StorySnapshot": _story,
     "story.StoryVersion": _story,
     "memories.MemoryDocument": _memory_document,

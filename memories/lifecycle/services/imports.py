@@ -19,6 +19,7 @@ from django.db import DatabaseError, IntegrityError, models, transaction
 from django.utils import timezone
 
 from memoryhub import outbox
+from memoryhub.actors import Actor
 from memoryhub.clients.errors import UpstreamError
 from memoryhub.errors import DomainError, NotFound
 
@@ -82,14 +83,14 @@ def _records_of_kind(content: bytes, kind: str) -> list[dict]:
     return sorted(found, key=lambda r: _sort_key(r.get("id")))
 
 
-def import_records(*, product: Any, user_id: str, content: bytes) -> dict:
+def import_records(*, product: Any, user_id: str, content: bytes, importer: Actor) -> dict:
     """Restore the file's records into (product, user_id) in one transaction; answer the report."""
     present, unknown = _kinds_in(content)
     ids: dict[str, dict[str, Any]] = defaultdict(dict)  # kind → old id (as str) → new pk
     imported: dict[str, int] = {}
     skipped: dict[str, int] = {}
     reasons: list[str] = []
-    context = ImportContext(product=product, user_id=user_id, ids=ids)
+    context = ImportContext(product=product, user_id=user_id, ids=ids, importer=importer)
     with transaction.atomic():
         for kind in _order(present):
             model = _model(kind)
@@ -158,11 +159,11 @@ def _restore(model: type[models.Model], record: dict, context: ImportContext, id
     label = model._meta.label
     if label in _BY_CONVERSATION_ID and str(values.get("conversation_id")) in context.refused_conversations:
         raise RecordRefused("its conversation was not restored (e.g. the target has it already)")
-    if (fields := _LOGGED_ONCE.get(label)) is not None:
+    check_record(model, values, context)
+    if (fields := _LOGGED_ONCE.get(label)) is not None:  # as checked: an operator's refusal is the importer's
         same = {name: values.get(name, "") for name in fields}
         if model._base_manager.filter(product=context.product, user_id=context.user_id, **same).exists():
             raise RecordRefused("the target has this record already")
-    check_record(model, values, context)
     try:
         with transaction.atomic():
             row = model(**values)
@@ -264,7 +265,10 @@ def import_run(*, import_id: str) -> Import | None:
     Import.objects.filter(pk=job.pk).update(status=RUNNING)
     try:
         report = import_records(
-            product=job.product, user_id=job.user_id, content=files.path_of(job.file_name).read_bytes()
+            product=job.product,
+            user_id=job.user_id,
+            content=files.path_of(job.file_name).read_bytes(),
+            importer=Actor.parse(job.requested_by),
         )
     except Exception as exc:
         Import.objects.filter(pk=job.pk).update(status=FAILED, error=_failure(exc), finished_at=timezone.now())
