@@ -347,6 +347,9 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.StrictJSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "memoryhub.api.negotiation.JSONFirstContentNegotiation",
+    # Answers are JSON only: a `format` query parameter picks no renderer, so `?format=api` on a resource is
+    # ignored instead of a 404 (only /api/schema/ reads it: memoryhub/api/schema_views.py).
+    "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_THROTTLE_CLASSES": ["memoryhub.api.throttling.PerKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "per_key": RATE_LIMIT_PER_KEY,
