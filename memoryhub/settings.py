@@ -332,7 +332,8 @@ PROMPT_MAX_CHARS = env_int("MEMORYHUB_PROMPT_MAX_CHARS", 2_000_000, minimum=1)
 INSPECTOR_PROMPT_MAX_CHARS = env_int("MEMORYHUB_INSPECTOR_PROMPT_MAX_CHARS", 200_000, minimum=1)
 
 # --- API
-TOOL_TOKEN_DEFAULT_TTL_SECONDS = 15 * 60
+# A minted tool token's lifetime without ttlSeconds; a token never lives longer than 24 h (memories/services/tools.py).
+TOOL_TOKEN_DEFAULT_TTL_SECONDS = env_int("TOOL_TOKEN_DEFAULT_TTL_SECONDS", 15 * 60, minimum=1, maximum=24 * 3600)
 IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 48, minimum=24)
 RATE_LIMIT_PER_KEY = env_str("MEMORYHUB_RATE_LIMIT", "6000/min")  # each key or tool token
 # All of a product's keys and tool tokens together: a second key or a minted token adds nothing to it.
