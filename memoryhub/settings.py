@@ -364,7 +364,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "memoryhub",
     "DESCRIPTION": "Memory and state for AI chat, role-play and agent products. Request bodies are JSON of at "
-    "most 2.5 MiB (else 413 request_too_large); a string or key with U+0000 or a lone surrogate, or a number "
+    "most 2.5 MiB (else 413 request_too_large) nested at most 512 levels (else 400 invalid_request with "
+    "details.depth and details.limit); a string or key with U+0000 or a lone surrogate, or a number "
     "beyond a double's range, is 400 invalid_request with details.path, as is a query parameter with NUL "
     "(details.field). The contract: docs/contract.md.",
     "VERSION": __version__,  # memoryhub.__version__, the one version
