@@ -244,13 +244,13 @@ def texts_of(value: object) -> Iterator[str]:
 
 
 def pointed_texts(value: object, pointer: str = "") -> Iterator[tuple[str, str]]:
-    """(JSON Pointer, text) for each text `texts_of` yields: a key's pointer is its member's, so a refusal can
-    name the exact value that holds a secret (docs/long-term-memories.md, `/content/…`)."""
+    """(JSON Pointer, text) for each text `texts_of` yields, so a refusal names the value that holds a secret
+    (docs/long-term-memories.md, `/content/…`). A key's pointer is its object's: a pointer spelling the key
+    would echo the secret."""
     if isinstance(value, Mapping):
         for key, item in value.items():
-            member = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
-            yield member, str(key)
-            yield from pointed_texts(item, member)
+            yield pointer, str(key)
+            yield from pointed_texts(item, f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}")
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
             yield from pointed_texts(item, f"{pointer}/{index}")
