@@ -412,7 +412,8 @@ def validate_schema_definition(schema: object) -> None:
         raise InvalidRequest(exc.message, details={"field": "memorySchema", "path": exc.path}) from None
 
 
-def check_memory_against_schema(memory: object, schema: dict | None) -> None:
+def check_memory_against_schema(memory: object, schema: dict | None, *, owner: str = "the product's") -> None:
+    """Refuse `memory` if it fails `schema`; `owner` names whose schema it is in the message."""
     if not schema:
         return
     try:
@@ -426,6 +427,6 @@ def check_memory_against_schema(memory: object, schema: dict | None) -> None:
     if error is not None:
         path = "/" + "/".join(str(part) for part in error.absolute_path)
         raise RejectedByPolicy(
-            f"memory fails the product's JSON Schema at {path}: {error.message}",
+            f"memory fails {owner} JSON Schema at {path}: {error.message}",
             details={"path": path, "reason": error.message, "validator": error.validator},
         )

@@ -32,7 +32,14 @@ def env_bool(name: str, default: bool = False, environ: Mapping[str, str] = os.e
     raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {value!r}")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None, environ: Mapping[str, str] = os.environ) -> int:
+def env_int(
+    name: str,
+    default: int,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
     value = env_str(name, None, environ)
     if value is None:
         return default
@@ -42,6 +49,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None, environ: Map
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
     if minimum is not None and parsed < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {parsed}")
+    if maximum is not None and parsed > maximum:
+        raise ImproperlyConfigured(f"{name} must be at most {maximum}, got {parsed}")
     return parsed
 
 

@@ -337,7 +337,8 @@ PROMPT_MAX_CHARS = env_int("MEMORYHUB_PROMPT_MAX_CHARS", 2_000_000, minimum=1)
 INSPECTOR_PROMPT_MAX_CHARS = env_int("MEMORYHUB_INSPECTOR_PROMPT_MAX_CHARS", 200_000, minimum=1)
 
 # --- API
-TOOL_TOKEN_DEFAULT_TTL_SECONDS = 15 * 60
+# A minted tool token's lifetime without ttlSeconds; a token never lives longer than 24 h (memories/services/tools.py).
+TOOL_TOKEN_DEFAULT_TTL_SECONDS = env_int("TOOL_TOKEN_DEFAULT_TTL_SECONDS", 15 * 60, minimum=1, maximum=24 * 3600)
 IDEMPOTENCY_KEY_RETENTION_HOURS = env_int("IDEMPOTENCY_KEY_RETENTION_HOURS", 48, minimum=24)
 RATE_LIMIT_PER_KEY = env_str("MEMORYHUB_RATE_LIMIT", "6000/min")  # each key or tool token
 # All of a product's keys and tool tokens together: a second key or a minted token adds nothing to it.
@@ -352,6 +353,9 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memoryhub.api.parsers.StrictJSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "memoryhub.api.negotiation.JSONFirstContentNegotiation",
+    # Answers are JSON only: a `format` query parameter picks no renderer, so `?format=api` on a resource is
+    # ignored instead of a 404 (only /api/schema/ reads it: memoryhub/api/schema_views.py).
+    "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_THROTTLE_CLASSES": ["memoryhub.api.throttling.PerKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "per_key": RATE_LIMIT_PER_KEY,
@@ -365,7 +369,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "memoryhub",
     "DESCRIPTION": "Memory and state for AI chat, role-play and agent products. Request bodies are JSON of at "
-    "most 2.5 MiB (else 413 request_too_large); a string or key with U+0000 or a lone surrogate, or a number "
+    "most 2.5 MiB (else 413 request_too_large) nested at most 512 levels (else 400 invalid_request with "
+    "details.depth and details.limit); a string or key with U+0000 or a lone surrogate, or a number "
     "beyond a double's range, is 400 invalid_request with details.path, as is a query parameter with NUL "
     "(details.field). The contract: docs/contract.md.",
     "VERSION": __version__,  # memoryhub.__version__, the one version

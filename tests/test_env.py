@@ -110,6 +110,19 @@ def test_env_url_with_another_scheme_is_improperly_configured(raw):
         env_url("DATABASE_URL", ("postgres", "postgresql"), {"DATABASE_URL": raw})
 
 
+def test_env_int_bounds():
+    assert env_int("N", 5, minimum=1, maximum=10, environ={"N": "10"}) == 10
+    with pytest.raises(ImproperlyConfigured, match="N must be at most 10, got 11"):
+        env_int("N", 5, minimum=1, maximum=10, environ={"N": "11"})
+
+
+def test_the_tool_token_default_lifetime_is_read_from_the_environment(tmp_path):
+    probe = PROBE.split("print(")[0] + "print(settings.TOOL_TOKEN_DEFAULT_TTL_SECONDS)"
+    result = start_settings(tmp_path, probe, TOOL_TOKEN_DEFAULT_TTL_SECONDS="600")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["600"]
+
+
 # --- the settings module reads them at start-up -------------------------------------------------------
 
 PROBE = (
@@ -119,13 +132,13 @@ PROBE = (
 )
 
 
-def start_settings(tmp_path, **overrides: str) -> subprocess.CompletedProcess:
+def start_settings(tmp_path, probe: str = PROBE, **overrides: str) -> subprocess.CompletedProcess:
     keep = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "PYTHONPATH"}}
     # A server needs SECRET_KEY whatever else is set (tests/test_secret_key.py shows the refusal without it).
     environ = {**keep, "DJANGO_SETTINGS_MODULE": "memoryhub.settings", "MEMORYHUB_VAR_DIR": str(tmp_path)}
     environ |= {"SECRET_KEY": "probe", **overrides}
     return subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=settings.BASE_DIR, env=environ, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", probe], cwd=settings.BASE_DIR, env=environ, capture_output=True, text=True, timeout=60
     )
 
 
@@ -152,6 +165,8 @@ def test_settings_with_only_a_secret_key_use_sqlite_locmem_and_in_process_tasks(
         ("SEARCH_KEYWORD_WEIGHT", "nan"),  # float() took it, and every fused score became NaN
         ("SEARCH_KEYWORD_WEIGHT", "-1"),  # a keyword match would push a record down
         ("EMBEDDING_LOCAL_MODEL", "e5-bogus"),
+        ("TOOL_TOKEN_DEFAULT_TTL_SECONDS", "0"),
+        ("TOOL_TOKEN_DEFAULT_TTL_SECONDS", "86401"),  # longer than a tool token may live
     ],
 )
 def test_settings_refuse_to_start_on_a_malformed_variable(tmp_path, name, value):

@@ -49,3 +49,18 @@ def test_the_api_answers_json_to_clients_that_ask_for_it_or_for_anything(alice):
         response = alice.get("/v1/users/u1/conversations/c1/memory", **headers)
         assert response.status_code == 200 and response["Content-Type"] == "application/json"
     assert alice.get("/v1/users/u1/conversations/c1/memory", HTTP_ACCEPT="text/html").status_code == 406
+
+
+def test_a_format_query_parameter_is_ignored_by_the_api(alice):
+    """Answers are JSON only: `?format=api` (DRF's renderer override) neither hides a resource nor renders HTML."""
+    url = "/v1/users/u1/conversations/c1/memory"
+    assert alice.put(url, {"expectedRevision": 0, "memory": {"a": 1}}).status_code == 200
+    for value in ("api", "json", "html", "worldinfo"):
+        response = alice.get(f"{url}?format={value}")
+        assert response.status_code == 200 and response["Content-Type"] == "application/json", value
+        assert response.json() == {"revision": 1, "memory": {"a": 1}}
+
+
+def test_the_openapi_document_still_reads_its_format(client):
+    assert client.get("/api/schema/?format=json")["Content-Type"].startswith("application/vnd.oai.openapi+json")
+    assert client.get("/api/schema/")["Content-Type"].startswith("application/vnd.oai.openapi")

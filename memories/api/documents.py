@@ -15,6 +15,7 @@ from memories.services.documents import (
     memory_document_write,
 )
 from memories.services.products import KeyChanged
+from memories.services.runonce import MAX_IDEMPOTENCY_KEY_LENGTH
 from memoryhub import working_set
 from memoryhub.api.common import conversation_address, validated
 from memoryhub.api.pagination import page_params
@@ -31,7 +32,10 @@ from .serializers.documents import (
 )
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
-    HEADER, str, OpenApiParameter.HEADER, description="Repeat-safe retries: same key + same body → same result."
+    HEADER,
+    {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_LENGTH},
+    OpenApiParameter.HEADER,
+    description="Repeat-safe retries: same key + same body → same result.",
 )
 
 

@@ -39,7 +39,11 @@ SEARCH_INPUT = _closed(
             "description": "keyword: words matched in SQL; semantic: nearest embeddings (cosine).",
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-        "cursor": {"type": ["string", "null"], "maxLength": 200, "description": "`next` of the previous page."},
+        "cursor": {
+            "type": ["string", "null"],
+            "maxLength": 200,
+            "description": "`next` of the previous page; memories written meanwhile can repeat or skip a hit.",
+        },
     },
     ["query", "mode"],
 )

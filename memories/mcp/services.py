@@ -25,7 +25,7 @@ from lorebooks.services import proposal_submit
 from memories.longterm.selectors import memory_search
 from memories.models import Product, Scenario
 from memories.services.runonce import request_fingerprint
-from memories.services.tools import ToolToken, tool_call, tool_token_authenticate, tool_updates_allowed
+from memories.services.tools import ToolToken, argument_field, tool_call, tool_token_authenticate, tool_updates_allowed
 from memories.state.selectors import config_of, state_view
 from memories.state.services import state_candidate_submit
 from memories.story.selectors import render_story, story_get
@@ -96,8 +96,8 @@ def tool_run(caller: Caller, tool: McpTool, arguments: dict) -> dict:
     """Validate the arguments against the tool's schema, check the address (e.g. an erasure), run the tool."""
     error = next(iter(Draft202012Validator(tool.input_schema).iter_errors(arguments)), None)
     if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-        raise InvalidRequest(f"invalid arguments for {tool.name}: {error.message}", details={"field": where})
+        field = argument_field(error)
+        raise InvalidRequest(f"invalid arguments for {tool.name}: {error.message}", details={"field": field})
     run_address_checks(caller.product, caller.token.user_id, caller.token.conversation_id)
     return tool.run(caller, arguments)
 

@@ -50,10 +50,13 @@ class CheckedReplacement:
 def memory_document_check(
     *, address: ConversationAddress, expected_revision: int, memory: object, schema: dict | None = None
 ) -> CheckedReplacement:
-    """Everything that would refuse the replacement before it is attempted (limits, the product's schema)."""
+    """Everything that would refuse the replacement before it is attempted (limits, the schema)."""
     validate_revision(expected_revision)
     serialized = validate_memory(memory)
-    check_memory_against_schema(memory, schema if schema is not None else address.product.memory_schema)
+    if schema is not None:  # a scenario's memorySchema (a tool call), which replaces the product's
+        check_memory_against_schema(memory, schema, owner="the scenario's")
+    else:
+        check_memory_against_schema(memory, address.product.memory_schema)
     return CheckedReplacement(address, expected_revision, memory, serialized)
 
 

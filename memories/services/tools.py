@@ -212,12 +212,17 @@ def _check_arguments(name: str, arguments: object) -> dict:
     schema = TOOLS[name]["function"]["parameters"]
     error = next(iter(Draft202012Validator(schema).iter_errors(arguments)), None)
     if error is not None:
-        field = ".".join(["arguments", *(str(p) for p in error.absolute_path), *_culprit(error)])
-        raise InvalidRequest(f"invalid arguments for {name}: {error.message}", details={"field": field})
+        raise InvalidRequest(f"invalid arguments for {name}: {error.message}", details={"field": argument_field(error)})
     assert isinstance(arguments, dict)  # every tool's parameters schema is an object
     if "expectedRevision" in arguments:  # JSON Schema's integer admits 2.0; the REST endpoint's rule does not
         validate_revision(arguments["expectedRevision"], field="arguments.expectedRevision")
     return arguments
+
+
+def argument_field(error: ValidationError) -> str:
+    """`details.field` of a tool argument outside the tool's schema, the same on /v1/tools/call and /mcp:
+    `arguments.<name>` (`arguments.memory`, `arguments.memory.notes`), `arguments` for the object itself."""
+    return ".".join(["arguments", *(str(p) for p in error.absolute_path), *_culprit(error)])
 
 
 def _culprit(error: ValidationError) -> list[str]:

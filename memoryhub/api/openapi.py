@@ -11,6 +11,8 @@ from __future__ import annotations
 from drf_spectacular.openapi import AutoSchema
 
 from memoryhub.api.openapi_operations import OPERATIONS, TAGS
+from memoryhub.identifiers import ID_PATTERN
+from memoryhub.pagination import DEFAULT_LIMIT, MAX_LIMIT
 
 __all__ = ["TAGS", "MemoryhubAutoSchema", "add_error_envelope"]
 
@@ -173,6 +175,29 @@ def _declare_replay_headers(paths: dict, schemas: dict) -> None:
                     response.setdefault("headers", {})[header] = described
 
 
+# Bounds the server enforces on parameters that views declare with a bare type (docs/contract.md: Identifiers,
+# Lists and paging): every paged list's `limit`, and the user, conversation and task ids and a checkpoint's stage.
+ID_PARAMETERS = ("user_id", "conversation_id", "task_id", "stage")
+
+
+def _parameter_bounds(parameter: dict) -> dict | None:
+    name, where = parameter.get("name"), parameter.get("in")
+    if where == "query" and name == "limit":
+        return {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
+    if where == "path" and name in ID_PARAMETERS:
+        return {"type": "string", "minLength": 1, "maxLength": 128, "pattern": f"^{ID_PATTERN.pattern}$"}
+    return None
+
+
+def _declare_parameter_bounds(paths: dict) -> None:
+    for operations in paths.values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else ():
+                bounds = _parameter_bounds(parameter)
+                if bounds is not None:
+                    parameter["schema"] = bounds
+
+
 def add_error_envelope(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation documents its errors as the error envelope."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
@@ -182,6 +207,7 @@ def add_error_envelope(result, generator, request, public):
             schemas[name]["additionalProperties"] = extra
     result["paths"] = {**OPS_PATHS, **result.get("paths", {})}
     _declare_replay_headers(result["paths"], schemas)
+    _declare_parameter_bounds(result["paths"])
     _require_whole_patch_bodies(schemas)
     envelope = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
     result["tags"] = [{"name": name, "description": description} for name, description in TAGS.items()]

@@ -45,7 +45,9 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "answers the new revision, expectedRevision + 1. A loser gets 409 revision_conflict with "
         "details.currentRevision: re-read and decide again. At most 65,536 bytes (413 memory_too_large, "
         "details.bytes and details.limit) and depth 32; a memory that is not an object, or is nested deeper, is "
-        "400 invalid_memory with details.field `memory` (and details.depth and details.limit for the depth). "
+        "400 invalid_memory with details.field `memory` (and details.depth and details.limit for the depth); a "
+        "body nested deeper than 512 levels (a memory of depth 512 or more) is 400 invalid_request with "
+        "details.depth and details.limit 512. "
         "A document failing the product's JSON Schema is 422 rejected_by_policy with details.path.",
     ),
     "memory_revisions": ("memory", "List the document's revisions", "Every committed revision, newest first." + _PAGE),

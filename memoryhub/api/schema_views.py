@@ -10,6 +10,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+from memoryhub.api.negotiation import JSONFirstContentNegotiation
+
 
 class _JSONErrors:
     def finalize_response(self, request, response, *args, **kwargs):
@@ -20,9 +22,17 @@ class _JSONErrors:
         return response
 
 
+class SchemaFormatNegotiation(JSONFirstContentNegotiation):
+    """`?format=json` or `yaml` picks the OpenAPI document's rendering (the API's views ignore `format`)."""
+
+    class settings:
+        URL_FORMAT_OVERRIDE = "format"
+
+
 class SchemaView(_JSONErrors, SpectacularAPIView):
     authentication_classes: list = []
     permission_classes: list = []
+    content_negotiation_class = SchemaFormatNegotiation
 
 
 class SwaggerView(_JSONErrors, SpectacularSwaggerView):

@@ -121,7 +121,9 @@ def test_check_generic_passes_a_plain_statement_and_refuses_with_codes_and_paths
     cases = [
         (dict(consent=False), NO_CONSENT, "/consent"),
         (dict(evidence="Call me Samuel."), EVIDENCE_NOT_IN_SOURCE, "/evidence"),
-        (dict(content={"name": "sk-proj-abcdefghijklmnop1234567890"}), SECRET_DETECTED, "/content"),
+        (dict(content={"name": "sk-proj-abcdefghijklmnop1234567890"}), SECRET_DETECTED, "/content/name"),
+        (dict(content={"a/b": [1, "sk-proj-abcdefghijklmnop1234567890"]}), SECRET_DETECTED, "/content/a~1b/1"),
+        (dict(content={"n": {"sk-proj-abcdefghijklmnop1234567890": 1}}), SECRET_DETECTED, "/content/n"),  # not echoed
         (dict(source="Call me Sam. password: hunter2"), SECRET_DETECTED, "/source"),
         (dict(source="Maybe call me Sam?", evidence="Maybe call me Sam?"), NOT_DURABLE_PREFERENCE, "/evidence"),
         (

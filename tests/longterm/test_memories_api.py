@@ -95,6 +95,21 @@ def test_admission_refusals_are_422_with_the_reason_and_write_nothing(alice, cha
     assert refusal.code == code and refusal.user_id == "u1" and refusal.product == alice.product
 
 
+@pytest.mark.parametrize(
+    "changes, path",
+    [
+        (dict(content={"language": "zh", "text": "card 4111111111111111"}), "/content/text"),
+        (dict(content={"language": "zh", "text": "key sk-proj-abcdefghijklmnop1234567890"}), "/content/text"),
+        (dict(source="以后请用简短的中文回答我。我的密码是 hunter2abc"), "/source"),
+        (dict(content={"language": "zh", "sk-proj-abcdefghijklmnop1234567890": "x"}), "/content"),  # never echoed
+    ],
+)
+def test_a_secret_is_refused_with_the_pointer_of_the_string_holding_it(alice, changes, path):
+    error = assert_envelope(alice.post(memories_url(), proposal(**changes)), 422, "rejected_by_policy")
+    assert error["details"] == {"reason": "secret_detected", "path": path}
+    assert not LongTermMemory.objects.exists()
+
+
 def test_a_refused_secret_is_not_copied_into_the_refusal_log(alice):
     source = "以后请用简短的中文回答我。我的密码是 hunter2abc"
     assert_envelope(alice.post(memories_url(), proposal(source=source)), 422, "rejected_by_policy")

@@ -239,6 +239,26 @@ def test_bad_arguments_are_tool_errors_the_model_can_correct(client, alice, worl
     )
 
 
+@pytest.mark.parametrize(
+    "name, arguments, field",
+    [
+        ("update_memory", {"expectedRevision": 1, "memory": [1]}, "arguments.memory"),
+        ("update_memory", {"expectedRevision": True, "memory": {}}, "arguments.expectedRevision"),
+        ("update_memory", {"expectedRevision": 1.0, "memory": {}}, "arguments.expectedRevision"),
+        ("update_memory", {"memory": {}}, "arguments.expectedRevision"),
+        ("get_memory", {"userId": "u2"}, "arguments.userId"),
+    ],
+)
+def test_an_argument_error_names_the_same_field_as_the_rest_tool_call(client, alice, world, name, arguments, field):
+    """docs/contract.md: `details.field: "arguments.…"`, whichever transport carries the call."""
+    token = mint(alice)
+    text = tool_error(call(client, token, name, arguments))
+    assert text.startswith("invalid_request: ") and json.loads(text[text.rindex(' {"') + 1 :]) == {"field": field}
+    body = {"name": name, "arguments": arguments}
+    rest = Client().post("/v1/tools/call", body, "application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert rest.status_code == 400 and rest.json()["error"]["details"] == {"field": field}
+
+
 def test_search_memories_keyword_finds_the_users_preference(client, alice, world):
     found = structured(call(client, mint(alice), "search_memories", {"query": "中文", "mode": "keyword"}))
     assert found["mode"] == "keyword"

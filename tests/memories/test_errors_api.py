@@ -104,28 +104,38 @@ def test_revoked_key_is_401_envelope(alice):
 
 
 def test_hugely_nested_json_body_is_400_not_500(alice):
-    assert_envelope(_raw_put(alice, "[" * 100_000), 400, "invalid_request")
+    error = assert_envelope(_raw_put(alice, "[" * 100_000), 400, "invalid_request")
+    assert error["message"] == "JSON nested too deeply" and error["details"] == {"depth": 100_000, "limit": 512}
 
 
 def test_hugely_nested_json_object_body_is_400_not_500(alice):
-    assert_envelope(_raw_put(alice, '{"a":' * 100_000 + "1" + "}" * 100_000), 400, "invalid_request")
+    body = '{"a":' * 100_000 + "1" + "}" * 100_000
+    error = assert_envelope(_raw_put(alice, body), 400, "invalid_request")
+    assert error["details"] == {"depth": 100_000, "limit": 512}
 
 
 def _deep_memory_body(depth: int) -> str:
+    """A PUT body whose memory is `depth` levels deep: the body itself is one level more."""
     return '{"expectedRevision": 0, "memory": {"a": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}}"
 
 
 @pytest.mark.parametrize("idempotency_key", [None, "deep"])
-def test_memory_nested_near_the_parser_limit_is_400_not_500(alice, idempotency_key):
-    # Around the interpreter's recursion limit json.loads still copes, but any later recursive step
-    # (a json.dumps, a fingerprint) would not: every depth must stay a 400.
+def test_a_body_deeper_than_512_levels_is_refused_the_same_way_at_every_depth(alice, idempotency_key):
+    """docs/contract.md: one fixed limit, below where the interpreter's recursion gives out (~900 levels,
+    depending on the stack at which the body is parsed); every depth stays a 400 with the same details."""
     extra = {"HTTP_IDEMPOTENCY_KEY": idempotency_key} if idempotency_key else {}
-    codes = set()
-    for depth in range(800, 1001, 4):  # the window moves with the stack depth at which the body is parsed
-        codes.add(assert_envelope(_raw_put(alice, _deep_memory_body(depth), **extra), 400)["code"])
-    assert "invalid_memory" in codes  # the window where parsing succeeds was really exercised
-    assert codes <= {"invalid_memory", "invalid_request"}
+    deepest = assert_envelope(_raw_put(alice, _deep_memory_body(511), **extra), 400, "invalid_memory")
+    assert deepest["details"] == {"field": "memory", "depth": 511, "limit": 32}
+    for depth in (512, 513, *range(800, 1001, 8), 5000):
+        error = assert_envelope(_raw_put(alice, _deep_memory_body(depth), **extra), 400, "invalid_request")
+        assert error["details"] == {"depth": depth + 1, "limit": 512}, depth
     assert alice.get(URL).json() == {"revision": 0, "memory": None}
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(alice):
+    memory = {"text": "[" * 600 + '\\"{' * 300, "list": [[1]] * 600}
+    body = json.dumps({"expectedRevision": 0, "memory": memory})
+    assert _raw_put(alice, body).status_code == 200
 
 
 def test_body_larger_than_the_upload_limit_is_413_envelope(alice):

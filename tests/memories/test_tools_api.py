@@ -258,7 +258,8 @@ def test_the_scenario_memory_schema_refuses_a_tool_write_with_422(alice):
     error = assert_envelope(
         call(token, "update_memory", {"expectedRevision": 0, "memory": {"keyHolder": "x"}}), 422, "rejected_by_policy"
     )
-    assert error["message"]
+    # the refusal names the schema that refused it: the scenario's, not the product's
+    assert error["message"].startswith("memory fails the scenario's JSON Schema at /: "), error["message"]
     assert alice.get(f"{CONV}/memory").json()["revision"] == 0
     assert call(token, "update_memory", {"expectedRevision": 0, "memory": {"scene": "gate"}}).status_code == 200
     # a token without the scenario is held only to the product's schema (none here)
@@ -272,9 +273,10 @@ def test_the_product_schema_applies_to_tool_writes(alice):
     alice.product.memory_schema = {"type": "object", "required": ["scene"]}
     alice.product.save()
     token = mint(alice)["token"]
-    assert_envelope(
+    error = assert_envelope(
         call(token, "update_memory", {"expectedRevision": 0, "memory": {"a": 1}}), 422, "rejected_by_policy"
     )
+    assert error["message"].startswith("memory fails the product's JSON Schema at /: "), error["message"]
 
 
 def test_a_token_whose_product_is_gone_is_401(alice):

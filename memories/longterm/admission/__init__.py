@@ -41,7 +41,7 @@ from .secrets import (
     contains_secret,
     find_secrets,
     luhn_valid,
-    texts_of,
+    pointed_texts,
 )
 
 # =============================================================================================
@@ -103,11 +103,13 @@ def _refused(refused: Refused, path: str | None = None) -> Admission:
 
 
 def _secret_in(source: str, evidence: str, content: object) -> tuple[str, str] | None:
-    for label, texts in (("source", [source]), ("evidence", [evidence]), ("content", list(texts_of(content)))):
-        for text in texts:
-            findings = find_secrets(text)
-            if findings:
-                return f"{findings[0].kind} detected in {label}", f"/{label}"  # never echo the secret itself
+    """(what was found, the JSON Pointer of the string holding it), or None; the secret itself is never echoed."""
+    texts = [("/source", source), ("/evidence", evidence), *pointed_texts(content, "/content")]
+    for pointer, text in texts:
+        findings = find_secrets(text)
+        if findings:
+            label = pointer.split("/")[1]
+            return f"{findings[0].kind} detected in {label}", pointer
     return None
 
 

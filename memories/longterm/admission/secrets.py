@@ -241,3 +241,18 @@ def texts_of(value: object) -> Iterator[str]:
             yield from texts_of(item)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         yield str(value)
+
+
+def pointed_texts(value: object, pointer: str = "") -> Iterator[tuple[str, str]]:
+    """(JSON Pointer, text) for each text `texts_of` yields, so a refusal names the value that holds a secret
+    (docs/long-term-memories.md, `/content/…`). A key's pointer is its object's: a pointer spelling the key
+    would echo the secret."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield pointer, str(key)
+            yield from pointed_texts(item, f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from pointed_texts(item, f"{pointer}/{index}")
+    else:
+        yield from ((pointer, text) for text in texts_of(value))

@@ -98,7 +98,15 @@ class SearchSerializer(StrictSerializer):
             "floor measured for the configured embedder (0.15 for the bundled default, 0.18 for e5-minilm)."
         ),
     )
-    cursor = StrictCharField(required=False, allow_null=True, max_length=200)
+    cursor = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=200,
+        help_text=(
+            "The previous page's `next`: a position in the ranking, computed again for every page, so a memory "
+            "written or removed meanwhile can repeat or skip a hit (docs/contract.md#lists-and-paging)."
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
