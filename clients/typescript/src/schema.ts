@@ -754,7 +754,7 @@ export interface paths {
         get: operations["memory_get"];
         /**
          * Replace the memory document
-         * @description A full replacement, committed only if `expectedRevision` is the stored revision (one conditional UPDATE): answers the new revision, expectedRevision + 1. A loser gets 409 revision_conflict with details.currentRevision: re-read and decide again. At most 65,536 bytes (413 memory_too_large, details.bytes and details.limit) and depth 32; a memory that is not an object, or is nested deeper, is 400 invalid_memory with details.field `memory` (and details.depth and details.limit for the depth). A document failing the product's JSON Schema is 422 rejected_by_policy with details.path.
+         * @description A full replacement, committed only if `expectedRevision` is the stored revision (one conditional UPDATE): answers the new revision, expectedRevision + 1. A loser gets 409 revision_conflict with details.currentRevision: re-read and decide again. At most 65,536 bytes (413 memory_too_large, details.bytes and details.limit) and depth 32; a memory that is not an object, or is nested deeper, is 400 invalid_memory with details.field `memory` (and details.depth and details.limit for the depth); a body nested deeper than 512 levels (a memory of depth 512 or more) is 400 invalid_request with details.depth and details.limit 512. A document failing the product's JSON Schema is 422 rejected_by_policy with details.path.
          */
         put: operations["memory_replace"];
         post?: never;
@@ -855,7 +855,7 @@ export interface paths {
         put?: never;
         /**
          * Import past messages
-         * @description 1 to 1,000 past messages of a conversation with their original times, in order (400 otherwise); idempotent by `clientId`, 1–128 printable characters, trimmed (the same id with another role, name, content or time, or twice in one request, is 422 client_id_conflict and nothing is stored). They are then searchable and recallable (docs/history.md).
+         * @description 1 to 1,000 past messages of a conversation with their original times, in order (400 otherwise); idempotent by `clientId`, 1–128 printable characters kept as sent (a space at either end is 400, never trimmed; the same id with another role, name, content or time, or twice in one request, is 422 client_id_conflict and nothing is stored). They are then searchable and recallable (docs/history.md).
          */
         post: operations["messages_import"];
         delete?: never;
@@ -1119,7 +1119,7 @@ export interface paths {
         put?: never;
         /**
          * Accept a turn
-         * @description The user accepted the reply: writes waiting for acceptance (commitOn: accepted) run now (409 turn_not_acceptable before completion).
+         * @description Commit a completed turn of a commitOn "accepted" scenario. A regeneration takes its round's place now: the round's current reply is superseded and its derived writes rolled back, then it commits.
          */
         post: operations["turns_accept"];
         delete?: never;
@@ -1633,7 +1633,7 @@ export interface components {
             next: string | null;
         };
         EntryCreateRequest: {
-            /** @description Default: the next free integer. */
+            /** @description Default: the next free integer. 1-64 characters, not only dots (`.`, `..`: 400). */
             uid?: string | number;
             /** @description World Info fields (key, keysecondary, content, order, …). */
             entry: unknown;
@@ -1809,7 +1809,7 @@ export interface components {
             status: components["schemas"]["Status4c0Enum"];
         };
         ImportedMessageRequest: {
-            /** @description The product's id of the message: 1-128 printable characters (a tab, a newline, a no-break space or another non-printable character is 400), leading and trailing whitespace trimmed; unique within the request and the conversation (the same id with other role, name, content or time is 422). */
+            /** @description The product's id of the message: 1-128 printable characters (a tab, a newline, a no-break space or another non-printable character is 400), kept as sent: a space at either end is 400, never trimmed; unique within the request and the conversation (the same id with other role, name, content or time is 422). */
             clientId: string;
             role: components["schemas"]["RoleEnum"];
             /** @description 1-100,000 characters, kept as sent. */
@@ -1965,7 +1965,7 @@ export interface components {
             name: string;
             /** @description A SillyTavern World Info file ({'entries': {…}}). */
             worldInfo?: unknown;
-            /** @description A Character Card V2/V3 with data.character_book. */
+            /** @description A Character Card V2/V3 (spec chara_card_v2 or chara_card_v3, else 400 naming characterCard.spec) with data.character_book. */
             characterCard?: unknown;
         };
         LorebookPage: {
@@ -2104,6 +2104,7 @@ export interface components {
             round: number;
             role: components["schemas"]["RoleEnum"];
             content: string;
+            /** @description not part of the visible conversation: its turn was superseded, or it is a regeneration of a commitOn "accepted" scenario waiting for its accept */
             superseded: boolean;
             /** @description removed by DELETE …/messages/{id} (kept, never shown) */
             deleted: boolean;
@@ -2125,6 +2126,7 @@ export interface components {
             rollback: components["schemas"]["Rollback"] | null;
         };
         MessageEditRequest: {
+            /** @description A reply: at most 200,000 characters; a user message at most 100,000, as a prepare's userMessage (else 400 naming content). */
             content: string;
         };
         MessageImportRequest: {
@@ -2186,13 +2188,13 @@ export interface components {
         };
         PatchedMemoryUpdateRequest: {
             /** @description For kind "preference": {"language", "detail", "text"}; for a product kind: its contentSchema. */
-            content?: unknown;
+            content: unknown;
             /** @description A verbatim quote of `source` that states the memory. */
-            evidence?: string;
+            evidence: string;
             /** @description What the user wrote. */
-            source?: string;
+            source: string;
             /** @description Set by the product backend (the trusted controller), never by a model. */
-            consent?: boolean;
+            consent: boolean;
             /** @description Repeat-safe retries: same id + same body → same result. */
             operationId?: string;
             /**
@@ -2200,7 +2202,7 @@ export interface components {
              * @description When the memory leaves every read (then it is deleted); default: the kind's defaultTtlDays. On PATCH, absent keeps the current expiry and null removes it.
              */
             expiresAt?: string | null;
-            expectedVersion?: number;
+            expectedVersion: number;
         };
         PatchedProductPatchRequest: {
             retention?: components["schemas"]["RetentionRequest"];
@@ -2454,6 +2456,7 @@ export interface components {
              * @description Floor on the semantic cosine (semantic and hybrid); hybrid defaults to SEARCH_MIN_SCORE, unset the floor measured for the configured embedder (0.15 for the bundled default, 0.18 for e5-minilm).
              */
             minScore?: number;
+            /** @description The previous page's `next`: a position in the ranking, computed again for every page, so a memory written or removed meanwhile can repeat or skip a hit (docs/contract.md#lists-and-paging). */
             cursor?: string | null;
         };
         SearchResult: {
@@ -2796,7 +2799,7 @@ export interface components {
             /** @description The user's persona, stored on the user message. */
             userName?: string;
             /** @description The characters present this round (a list of at most 50 names, stored on both messages); none: everyone witnessed it. */
-            present?: unknown;
+            present?: string[];
         };
         /**
          * @description * `function` - function
@@ -4670,7 +4673,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description message_superseded: the message is not current */
+            /** @description message_superseded: the message is not current; turn_superseded: another reply of its round was made current (a concurrent regeneration or select) before the edit's new turn committed */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4720,6 +4723,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MessageImportResult"];
+                };
+            };
+            /** @description invalid_request: a malformed body (details.fields names each field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description client_id_conflict: a clientId imported before with another role, name, content or time, or twice in the request; nothing is stored */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
@@ -5235,6 +5256,33 @@ export interface operations {
                     "application/json": components["schemas"]["Completion"];
                 };
             };
+            /** @description invalid_request: a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found: no such turn in this conversation (of this product) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description turn_not_acceptable: the turn is not completed (details.status); turn_superseded: another reply of its round was made current before this one committed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
             default: {
                 headers: {
@@ -5269,6 +5317,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Completion"];
+                };
+            };
+            /** @description invalid_request: a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found: no such turn in this conversation (of this product) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description turn_already_completed: the turn holds another reply (details.status); turn_superseded: another reply of its round was made current before this one committed (details.turnId, details.status) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
@@ -5321,7 +5396,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description turn_not_selectable: not a committed reply that was superseded */
+            /** @description turn_not_selectable: not a committed reply that was superseded (e.g. a regeneration waiting for its accept: accept it instead) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5422,6 +5497,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HistorySearchResult"];
+                };
+            };
+            /** @description invalid_request: a malformed body (details.fields names each field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the embedder (hybrid, semantic) is down (details.service) or does not match the active index (embedding_index_mismatch) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error (4xx, 5xx), in the error envelope; docs/contract.md lists the statuses and codes. */
