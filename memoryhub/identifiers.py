@@ -9,6 +9,8 @@ from memoryhub.errors import InvalidRequest
 # Not only dots: `.` and `..` are path segments every URL parser (httpx, WHATWG `fetch`) folds away, even written
 # `%2e%2e`, so `DELETE …/conversations/..` would reach the user (docs/contract.md, "Identifiers").
 ID_PATTERN = re.compile(r"(?!\.+\Z)[A-Za-z0-9_.@-]{1,128}")
+# The same rule as an ECMA-262 regex for the OpenAPI document (JSON Schema's dialect has no \Z).
+ID_PATTERN_OPENAPI = r"^(?!\.+$)[A-Za-z0-9_.@-]{1,128}$"
 ID_RULE = "1-128 characters of A-Za-z0-9_.@-, not only dots"
 MAX_SAFE_INTEGER = 9_007_199_254_740_991  # Number.MAX_SAFE_INTEGER; revisions stay strictly below it
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from memoryhub.identifiers import ID_PATTERN
 from tests.support.api import assert_envelope
 
 pytestmark = pytest.mark.django_db
 
-ID = {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[A-Za-z0-9_.@-]{1,128}$"}
+ID = {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^(?!\\.+$)[A-Za-z0-9_.@-]{1,128}$"}
 
 
 def parameters(client) -> list[tuple[str, dict]]:
@@ -36,6 +37,18 @@ def test_path_ids_declare_the_id_rule(client):
     assert {p["name"] for _, p in ids} == set(names)
     for where, parameter in ids:
         assert parameter["schema"] == ID, where
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [("u1", True), ("a..b", True), ("v1.2.3", True), (".", False), ("..", False), ("x" * 129, False)],
+)
+def test_the_id_pattern_is_a_json_schema_regex_that_means_the_id_rule(value, valid):
+    """JSON Schema patterns are ECMA-262 regexes (Python's \\Z broke schema-driven tools: schemathesis)."""
+    import jsonschema_rs
+
+    assert jsonschema_rs.validator_for(ID).is_valid(value) is valid
+    assert bool(ID_PATTERN.fullmatch(value)) is valid
 
 
 def test_the_idempotency_key_header_declares_its_length(client):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from drf_spectacular.openapi import AutoSchema
 
 from memoryhub.api.openapi_operations import OPERATIONS, TAGS
-from memoryhub.identifiers import ID_PATTERN
+from memoryhub.identifiers import ID_PATTERN_OPENAPI
 from memoryhub.pagination import DEFAULT_LIMIT, MAX_LIMIT
 
 __all__ = ["TAGS", "MemoryhubAutoSchema", "add_error_envelope"]
@@ -185,7 +185,7 @@ def _parameter_bounds(parameter: dict) -> dict | None:
     if where == "query" and name == "limit":
         return {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
     if where == "path" and name in ID_PARAMETERS:
-        return {"type": "string", "minLength": 1, "maxLength": 128, "pattern": f"^{ID_PATTERN.pattern}$"}
+        return {"type": "string", "minLength": 1, "maxLength": 128, "pattern": ID_PATTERN_OPENAPI}
     return None
 
 
