@@ -133,15 +133,23 @@ OPEN_COMPONENTS = {"Scenario": SECTIONS, "ScenarioRequest": SECTIONS, "PatchedSc
 
 
 # PATCH bodies validated whole (not partially): drf-spectacular marks every PATCH body's fields optional, as DRF's
-# partial update would; these views require their serializer's required fields (an outside check).
-WHOLE_PATCH_BODIES = {"PatchedMemoryUpdateRequest": ("memories.longterm.api.serializers", "MemoryUpdateSerializer")}
+# partial update would; an app registers the serializers its views require whole (an outside check).
+_WHOLE_PATCH_BODIES: dict[str, type] = {}
+
+
+def whole_patch_body(component: str):
+    """Class decorator: the OpenAPI component `component` (a PATCH body) lists the serializer's required fields."""
+
+    def register(serializer_class: type) -> type:
+        _WHOLE_PATCH_BODIES[component] = serializer_class
+        return serializer_class
+
+    return register
 
 
 def _require_whole_patch_bodies(schemas: dict) -> None:
-    from importlib import import_module
-
-    for name, (module, serializer) in WHOLE_PATCH_BODIES.items():
-        fields = getattr(import_module(module), serializer)().fields
+    for name, serializer_class in _WHOLE_PATCH_BODIES.items():
+        fields = serializer_class().fields
         required = [f.field_name for f in fields.values() if f.required and not f.read_only]
         if name in schemas and required:
             schemas[name]["required"] = required

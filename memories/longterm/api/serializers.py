@@ -22,6 +22,7 @@ from memoryhub.api.fields import (
     StrictIntegerField,
     StrictSerializer,
 )
+from memoryhub.api.openapi import whole_patch_body
 from memoryhub.timefmt import iso
 
 MAX_JSON_BYTES = MAX_MEMORY_BYTES  # a task's JSON is bounded as a memory document is (the import checks the same)
@@ -78,6 +79,7 @@ class MemoryCreateSerializer(ProposalFields):
     )
 
 
+@whole_patch_body("PatchedMemoryUpdateRequest")  # the view validates it whole
 class MemoryUpdateSerializer(ProposalFields):
     expectedVersion = StrictIntegerField(min_value=1)
 
