@@ -66,6 +66,7 @@ METRICS_ALLOWED_NETWORKS = env_networks(
 )
 
 INSTALLED_APPS = [
+    "memoryhub.devserver",  # first: its runserver passes the raw path (memoryhub/api/raw_path.py)
     "django.contrib.admin",
     "django.contrib.auth",
     "axes",  # admin login throttling (AXES_* below)
@@ -99,6 +100,7 @@ MIDDLEWARE = [
     "memoryhub.api.metrics.MetricsMiddleware",
     "memoryhub.api.bodies.LengthRequiredMiddleware",  # a chunked body is 411, not read as empty
     "memoryhub.api.query_text.StorableQueryMiddleware",  # a NUL in a query string is 400 (docs/contract.md)
+    "memoryhub.api.raw_path.EncodedSlashMiddleware",  # %2F in a path is 400, never routed as a "/"
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.security.ContentSecurityPolicyMiddleware",  # /admin/ only (CONTENT_SECURITY_POLICY)
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, API docs) with DEBUG off

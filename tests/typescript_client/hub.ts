@@ -58,6 +58,9 @@ await refusedBeforeFetch("api", () =>
   }),
 );
 await refusedBeforeFetch("empty", () => counted.api.DELETE("/v1/users/{user_id}", { params: { path: { user_id: "" } } }));
+await refusedBeforeFetch("slash", () =>
+  counted.api.DELETE("/v1/users/{user_id}", { params: { path: { user_id: "u1/conversations/gate" } } }),
+);
 say("dotIds", { refused, fetched });
 say("dotIdsKept", (await counted.memory("u1", "gate").get()).memory);
 

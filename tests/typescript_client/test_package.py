@@ -188,7 +188,7 @@ def test_a_program_reads_writes_meets_a_conflict_and_rereads(compiled, live):
     assert steps["revisions"] == [2, 1]  # page by page (limit 1), newest first
     assert steps["unauthenticated"] == {"code": "unauthenticated", "status": 401}
     # Ids of dots throw before fetch (hub.memory at once, hub.api through the middleware); nothing was erased.
-    assert steps["dotIds"] == {"refused": ["memory", "mintToolToken", "api", "empty"], "fetched": 0}
+    assert steps["dotIds"] == {"refused": ["memory", "mintToolToken", "api", "empty", "slash"], "fetched": 0}
     assert steps["dotIdsKept"] == {"scene": "塔顶"}
     stored = MemoryRevision.objects.filter(product=product).order_by("revision")
     assert [r.revision for r in stored] == [1, 2]

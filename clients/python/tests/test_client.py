@@ -431,6 +431,26 @@ def test_an_id_empty_or_only_dots_is_refused_before_anything_is_sent(
         assert hub.memory(user_id, ".keep.").get().revision == 0  # dots among other characters: an id
 
 
+@pytest.mark.parametrize("bad", ["/", "a/b", "keep-user/conversations/keep"])
+def test_an_id_holding_a_slash_is_refused_before_anything_is_sent(
+    live_server: LiveServer, user_id: str, bad: str
+) -> None:
+    """Servers and proxies decode `%2F` before routing: erase_user("u/conversations/c") erased conversation c of
+    user u (the server now refuses a raw %2F, but a proxy in front of it may already have decoded it)."""
+    sent: list[httpx.Request] = []
+    with (
+        httpx.Client(event_hooks={"request": [sent.append]}) as http,
+        MemoryHub(live_server.url, live_server.api_key, http_client=http) as hub,
+    ):
+        hub.memory(user_id, "keep").put(expected_revision=0, memory={"keep": True})
+        sent.clear()
+        for call in _calls_with_an_id(hub, user_id, bad):
+            with pytest.raises(ValueError, match="never holds '/'"):
+                call()
+        assert sent == []
+        assert hub.memory(user_id, "keep").get().memory == {"keep": True}
+
+
 def test_the_async_client_refuses_a_dot_id_before_sending(live_server: LiveServer, user_id: str) -> None:
     import asyncio
 

@@ -20,15 +20,22 @@ export async function unwrap<T>(pending: Promise<Result<T>>): Promise<T> {
 }
 
 /**
- * Throws a RangeError for an id that cannot be a URL path segment: empty or only dots. `fetch` and `URL` fold
- * "." and ".." segments (written %2e%2e too), so DELETE …/users/u1/conversations/.. would go out as
- * DELETE …/users/u1 and erase the whole user (docs/contract.md, "Identifiers").
+ * Throws a RangeError for an id that cannot be a URL path segment: empty, only dots, or holding "/". `fetch` and
+ * `URL` fold "." and ".." segments (written %2e%2e too), so DELETE …/users/u1/conversations/.. would go out as
+ * DELETE …/users/u1 and erase the whole user; and servers and proxies decode %2F into a path separator before
+ * routing, so DELETE …/users/u1%2Fconversations%2Fc1 could erase conversation c1 (docs/contract.md, "Identifiers").
  */
 export function checkPathId(name: string, value: unknown): void {
   if (typeof value === "string" && /^\.*$/.test(value)) {
     throw new RangeError(
       `${name} ${JSON.stringify(value)} cannot be an id in a URL path: an id is never empty or only dots ` +
         "('.', '..'), which URL parsers fold into the parent path",
+    );
+  }
+  if (typeof value === "string" && value.includes("/")) {
+    throw new RangeError(
+      `${name} ${JSON.stringify(value)} cannot be an id in a URL path: an id never holds "/", which servers ` +
+        "and proxies decode from %2F into a path separator",
     );
   }
 }

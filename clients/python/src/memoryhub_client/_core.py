@@ -25,14 +25,21 @@ def new_key() -> str:
 def seg(value: str | int) -> str:
     """One path segment, escaped (an id that is not one is refused by the server with invalid_id).
 
-    An empty id or one made only of dots is refused here, before anything is sent: httpx, like every URL parser,
-    folds `.` and `..` segments (escaped as `%2e%2e` too), so `erase_conversation(u, "..")` would send
-    `DELETE /v1/users/u` and erase the whole user (docs/contract.md#identifiers)."""
+    An empty id, one made only of dots or one holding `/` is refused here, before anything is sent: httpx, like
+    every URL parser, folds `.` and `..` segments (escaped as `%2e%2e` too), so `erase_conversation(u, "..")` would
+    send `DELETE /v1/users/u` and erase the whole user; and a `/` escaped as `%2F` is decoded by web servers and
+    proxies before routing, so `erase_user("u/conversations/c")` would erase conversation `c` of user `u`
+    (docs/contract.md#identifiers)."""
     text = str(value)
     if text.strip(".") == "":
         raise ValueError(
             f"{text!r} cannot be an id in a URL path: an id is never empty or only dots ('.', '..'), which URL "
             "parsers fold into the parent path (docs/contract.md#identifiers)"
+        )
+    if "/" in text:
+        raise ValueError(
+            f"{text!r} cannot be an id in a URL path: an id never holds '/', which servers and proxies decode "
+            "from %2F into a path separator (docs/contract.md#identifiers)"
         )
     return quote(text, safe="")
 
