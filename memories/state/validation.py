@@ -352,8 +352,8 @@ def edit_as_candidate(
 def check_edit(edit: Edit, config: StateConfig, before: list[dict]) -> None:
     """The API's checks of the candidate against the scenario, each error named by its place in the records.
 
-    Only removing a record of a category the scenario does not declare is allowed (the API refuses such a
-    delete): it repairs a state whose scenario dropped the category.
+    One difference: removing a record of a category the scenario does not declare is allowed (the API refuses
+    such a delete), so an operator can repair a state whose scenario dropped the category.
     """
     try:
         check_against_config(replace(edit.candidate, delete=()), config)
