@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
 
 from lorebooks import formats
 from lorebooks.models import Lorebook, LorebookEntry, LorebookEntryProposal, LorebookEntryVersion
 from lorebooks.services import entry_update, proposal_accept, proposal_reject, validate_changes
 from memoryhub.actors import Actor
-from memoryhub.admin_base import ReadOnlyAdmin, ReadOnlyTabularInline, StorableJSONField, pre
+from memoryhub.admin_base import (
+    ReadOnlyAdmin,
+    ReadOnlyTabularInline,
+    StorableJSONField,
+    VersionedEditAdmin,
+    pre,
+    refuse_stale_edit,
+)
 from memoryhub.errors import DomainError
 
 
 class LorebookEntryForm(forms.ModelForm):
-    """The entry's World Info fields as JSON; saved with the revision it was loaded at (stale: refused)."""
+    """The entry's World Info fields as JSON; a save on a stale revision is refused in clean(), nothing saved."""
 
     loaded_revision = forms.IntegerField(widget=forms.HiddenInput)
     fields_json = StorableJSONField(
@@ -40,6 +46,11 @@ class LorebookEntryForm(forms.ModelForm):
         except DomainError as exc:
             raise forms.ValidationError(exc.message) from None
 
+    def clean(self):
+        cleaned = super().clean()
+        refuse_stale_edit(self, "revision", cleaned.get("loaded_revision"), kind="lorebook_entry", noun="entry")
+        return cleaned
+
 
 class EntryVersionInline(ReadOnlyTabularInline):
     model = LorebookEntryVersion
@@ -47,7 +58,7 @@ class EntryVersionInline(ReadOnlyTabularInline):
 
 
 @admin.register(LorebookEntry)
-class LorebookEntryAdmin(admin.ModelAdmin):
+class LorebookEntryAdmin(VersionedEditAdmin):
     form = LorebookEntryForm
     list_display = ["lorebook", "uid", "comment", "revision", "deleted", "product", "updated_at"]
     list_filter = ["product", "lorebook__slug", "deleted"]
@@ -64,32 +75,15 @@ class LorebookEntryAdmin(admin.ModelAdmin):
     def native(self, obj: LorebookEntry) -> str:
         return pre(obj.data)
 
-    def has_add_permission(self, request) -> bool:
-        return False  # entries come from an import or the API
-
     def has_delete_permission(self, request, obj=None) -> bool:
         return False  # a delete is a revision (API), never a lost row
 
-    def save_model(self, request, obj, form, change):
+    def save_versioned(self, request, obj, form, actor: Actor) -> None:
         entry = LorebookEntry.objects.select_related("lorebook").get(pk=obj.pk)
         before = formats.view_of(entry.lorebook.format, entry.data)
         # Only the fields the operator changed are written: the others stay exactly as the file had them.
         changes = {k: v for k, v in form.cleaned_data["fields_json"].items() if before.get(k) != v}
-        try:
-            entry_update(
-                entry=entry,
-                expected_revision=form.cleaned_data["loaded_revision"],
-                changes=changes,
-                actor=Actor.operator(request.user.get_username()),
-            )
-        except DomainError as exc:  # a stale revision or a bad merge: say so, never overwrite
-            self.message_user(request, f"Nothing saved: {exc.message}", level=messages.ERROR)
-            obj._not_saved = True
-
-    def response_change(self, request, obj):
-        if getattr(obj, "_not_saved", False):
-            return HttpResponseRedirect(request.path)
-        return super().response_change(request, obj)
+        entry_update(entry=entry, expected_revision=form.cleaned_data["loaded_revision"], changes=changes, actor=actor)
 
 
 class EntryInline(ReadOnlyTabularInline):

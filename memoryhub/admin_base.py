@@ -112,7 +112,7 @@ def refuse_stale_edit(form: forms.ModelForm, field: str, loaded: int | None, *, 
 
 
 class VersionedEditAdmin(UserRowsAdmin):
-    """An operator's edit of a versioned resource (document, table, state) as one compare-and-set service call.
+    """An operator's edit of a versioned resource (document, table, state, lorebook entry) as one compare-and-set call.
 
     The form checks the version the operator loaded; `save_versioned` calls the service, whose CAS in the
     database still refuses a write that landed after that check. A refused save says so, writes no "Changed"

@@ -207,6 +207,8 @@ class MemoryKindForm(forms.ModelForm):
             "contentSchema": data.get("content_schema"),
             "statedFields": data.get("stated_fields") or [],
             "textField": data.get("text_field") or "",
+            "maxPerUser": data.get("max_per_user"),
+            "defaultTtlDays": data.get("default_ttl_days"),
         }
         if "evidence_policy" in data:  # absent when the select already refused it
             api["evidencePolicy"] = data["evidence_policy"]
@@ -223,6 +225,8 @@ class MemoryKindForm(forms.ModelForm):
                 "statedFields": "stated_fields",
                 "textField": "text_field",
                 "evidencePolicy": "evidence_policy",
+                "maxPerUser": "max_per_user",
+                "defaultTtlDays": "default_ttl_days",
             }.get(exc.field, "content_schema")
             self.add_error(field, exc.message)
         return data

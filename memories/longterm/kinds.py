@@ -26,8 +26,8 @@ BUILTIN_KINDS = frozenset({"preference"})
 BUILTIN_SINGLE_VALUED: Mapping[str, tuple[str, ...]] = {"preference": ("language", "detail")}
 SINGLE_VALUED = "x-single-valued"
 MAX_SCHEMA_BYTES = 16_384
-MAX_TTL_DAYS = 36_500
-MAX_PER_USER = 100_000
+# maxPerUser and defaultTtlDays: null (no limit, no expiry) or an integer in these bounds (API and admin alike).
+LIMITS: Mapping[str, tuple[int, int]] = {"maxPerUser": (1, 100_000), "defaultTtlDays": (1, 36_500)}
 # How a product kind's evidence is judged: "statement" (the default) applies the statement rules made for
 # preferences; "quote" only the checks no kind may skip (consent, a verbatim quote, no secret).
 STATEMENT = "statement"
@@ -128,6 +128,15 @@ def check_definition(data: Mapping[str, object]) -> None:
         raise DefinitionInvalid("textField", f"{text_field!r} is not a property of contentSchema")
     if data.get("evidencePolicy", STATEMENT) not in EVIDENCE_POLICIES:
         raise DefinitionInvalid("evidencePolicy", f"must be one of {', '.join(map(repr, EVIDENCE_POLICIES))}")
+    check_limits(data)
+
+
+def check_limits(data: Mapping[str, object]) -> None:
+    """maxPerUser and defaultTtlDays: null or an integer in LIMITS (0 would silently mean "none")."""
+    for name, (low, high) in LIMITS.items():
+        value = data.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high):
+            raise DefinitionInvalid(name, f"must be an integer between {low} and {high}")
 
 
 # ---------------------------------------------------------------------------------------------

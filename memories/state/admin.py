@@ -14,8 +14,9 @@ from memoryhub.admin_base import ReadOnlyAdmin, VersionedEditAdmin, console_link
 
 from .forms import StateForm
 from .models import ConversationState, ConversationStateRevision
-from .selectors import render_background
+from .selectors import render_background, state_rules
 from .services import state_replace
+from .validation import MAX_TEXT_CHARS_LIMIT
 
 
 def _address(obj: ConversationState) -> ConversationAddress:
@@ -33,9 +34,18 @@ class ConversationStateAdmin(VersionedEditAdmin):
     list_filter = ["product"]
     list_select_related = ["product"]
     search_fields = ["user_id", "conversation_id"]
-    readonly_fields = ["product", "user_id", "conversation_id", "revision", "updated_at", "background", "history"]
+    readonly_fields = [
+        "product",
+        "user_id",
+        "conversation_id",
+        "revision",
+        "updated_at",
+        "rules",
+        "background",
+        "history",
+    ]
     fieldsets = [
-        (None, {"fields": ["product", "user_id", "conversation_id", "revision", "updated_at", "background"]}),
+        (None, {"fields": ["product", "user_id", "conversation_id", "revision", "updated_at", "rules", "background"]}),
         (
             "Edit (replaces text and records; refused if the state changed since you loaded it)",
             {"fields": ["text", "records", "loaded_revision"]},
@@ -50,6 +60,18 @@ class ConversationStateAdmin(VersionedEditAdmin):
     @admin.display(description="records")
     def record_count(self, obj: ConversationState) -> int:
         return len(obj.records)
+
+    @admin.display(description="an edit is checked against")
+    def rules(self, obj: ConversationState) -> str:
+        found = state_rules(_address(obj))
+        if found is None:
+            return (
+                "no scenario (none named by a revision or a turn, or it declares no state section): only the "
+                f"records' shape, values of at most 8 KiB and a text of at most {MAX_TEXT_CHARS_LIMIT} characters"
+            )
+        slug, config = found
+        categories = ", ".join(f"{c.name} (at most {c.max_records} records)" for c in config.categories)
+        return f"scenario {slug!r}: a text of at most {config.max_text_chars} characters; categories {categories}"
 
     @admin.display(description="background projection (what the diary summariser is given)")
     def background(self, obj: ConversationState) -> str:

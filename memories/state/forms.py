@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from django import forms
 
+from memoryhub.addresses import ConversationAddress
 from memoryhub.admin_base import StorableJSONField, refuse_stale_edit
 from memoryhub.errors import DomainError
 
 from .models import ConversationState
+from .services import state_edit_check
 from .validation import MAX_TEXT_CHARS_LIMIT, validate_records
 
 
@@ -15,7 +17,7 @@ class StateForm(forms.ModelForm):
     """Carries the revision it was loaded at; a save on a stale revision is refused in clean(), nothing saved."""
 
     loaded_revision = forms.IntegerField(widget=forms.HiddenInput)
-    # No scenario is at hand to bound it by its maxTextChars: the largest any scenario may set.
+    # The largest maxTextChars any scenario may set; clean() checks the state's scenario's own.
     text = forms.CharField(
         required=False, max_length=MAX_TEXT_CHARS_LIMIT, widget=forms.Textarea(attrs={"rows": 6, "cols": 100})
     )
@@ -47,4 +49,21 @@ class StateForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         refuse_stale_edit(self, "revision", cleaned.get("loaded_revision"), kind="conversation_state", noun="state")
+        if {"text", "records", "loaded_revision"} <= cleaned.keys():
+            self._check_rules(cleaned)
         return cleaned
+
+    def _check_rules(self, cleaned: dict) -> None:
+        """The scenario's rules, as the API checks a candidate (services.state_edit_check); errors by field."""
+        row = self.instance
+        try:
+            state_edit_check(
+                address=ConversationAddress(row.product, row.user_id, row.conversation_id),
+                base_revision=cleaned["loaded_revision"],
+                text=cleaned["text"] or "",
+                records=cleaned["records"],
+            )
+        except DomainError as exc:
+            for error in exc.details.get("errors") or [{"path": "", "message": exc.message}]:
+                field = "text" if error["path"] == "text" else "records"
+                self.add_error(field, f"{error['path']}: {error['message']}" if error["path"] else error["message"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from memories.models import Conversation
+from memories.models import Conversation, Scenario, Turn
 from memories.selectors.scenarios import scenario_get
 from memoryhub.addresses import ConversationAddress
 from memoryhub.errors import InvalidRequest
@@ -44,6 +44,33 @@ def scenario_state_config(product: Any, slug: str) -> StateConfig | None:
 def config_of(scenario: Any) -> StateConfig | None:
     section = (scenario.sections or {}).get(SECTION) if scenario is not None else None
     return StateConfig.from_section(section) if section else None
+
+
+def state_rules(address: ConversationAddress) -> tuple[str, StateConfig] | None:
+    """The scenario whose "state" section an operator's edit is checked against, and that section.
+
+    The scenario of the latest revision that names one (a candidate's, or the turn's of a rollback), else the
+    scenario of the conversation's latest turn. None when neither is known or the scenario no longer exists or
+    no longer declares a state section: then only the shape of the records is checked (docs/state.md "Admin").
+    """
+    slug = (
+        ConversationStateRevision.objects.filter(
+            product=address.product,
+            state__user_id=address.user_id,
+            state__conversation_id=address.conversation_id,
+        )
+        .exclude(scenario_slug="")
+        .order_by("-revision")
+        .values_list("scenario_slug", flat=True)
+        .first()
+    ) or (
+        Turn.objects.filter(product=address.product, user_id=address.user_id, conversation_id=address.conversation_id)
+        .order_by("-id")
+        .values_list("scenario_slug", flat=True)
+        .first()
+    )
+    config = config_of(Scenario.objects.filter(product=address.product, slug=slug).first()) if slug else None
+    return (slug, config) if slug and config is not None else None
 
 
 def project(snapshot: dict[str, Any], view: View, config: StateConfig | None) -> dict[str, Any]:

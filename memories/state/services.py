@@ -24,13 +24,15 @@ from memoryhub.errors import Conflict
 from memoryhub.events import publish as publish_event
 
 from .models import ConversationState, ConversationStateRevision
-from .selectors import conversation_rounds, scenario_state_config
+from .selectors import conversation_rounds, scenario_state_config, state_row, state_rules
 from .validation import (
     Candidate,
     InvalidStateCandidate,
     StateConfig,
     check_against_config,
+    check_edit,
     check_record_counts,
+    edit_as_candidate,
     parse_candidate,
     validate_records,
 )
@@ -96,37 +98,42 @@ def _candidate_turn(address: ConversationAddress, turn_id: int | None) -> Turn |
     return turn
 
 
+def state_edit_check(
+    *, address: ConversationAddress, base_revision: int, text: str, records: object
+) -> tuple[Candidate, StateConfig | None]:
+    """An operator's edit (the admin) as the candidate it amounts to, refused where the API refuses that candidate.
+
+    The records' shape is checked like upserts; the text, the added or changed records and the counts per
+    category against the state's scenario (selectors.state_rules) with the API's own checks. Raises
+    InvalidStateCandidate; the admin form calls it so a refused edit is a form error, and state_replace again.
+    """
+    clean = validate_records(records)
+    row = state_row(address)
+    before = row.records if row else []
+    rules = state_rules(address)
+    edit = edit_as_candidate(
+        scenario_id=rules[0] if rules else "",
+        base_revision=base_revision,
+        text=text,
+        records=clean,
+        before_text=row.text if row else "",
+        before=before,
+    )
+    if rules is not None:
+        check_edit(edit, rules[1], before)
+    return edit.candidate, rules[1] if rules else None
+
+
 def state_replace(
     *, address: ConversationAddress, base_revision: int, text: str, records: object, actor: Actor
 ) -> StateOutcome:
-    """An operator's edit (the admin): the whole text and records, compare-and-set on `base_revision`.
-
-    The records are checked like upserts; categories are not checked against a scenario (the operator may
-    repair records of a category a scenario no longer declares).
-    """
-    clean = validate_records(records)
-    current = _current_records(address)
-    wanted = {(r["category"], r["key"]) for r in clean}
-    candidate = Candidate(
-        scenario_id="",
-        base_revision=base_revision,
-        text=text,
-        upsert=tuple(r for r in clean if current.get((r["category"], r["key"])) != r["value"]),
-        delete=tuple(pair for pair in current if pair not in wanted),
-    )
+    """An operator's edit (the admin): the whole text and records, checked by state_edit_check, compare-and-set
+    on `base_revision`."""
+    candidate, _config = state_edit_check(address=address, base_revision=base_revision, text=text, records=records)
     with transaction.atomic():
+        # No config for _commit: the counts were checked on the row as read above, and the CAS refuses the
+        # write unless the row is still at base_revision, i.e. unless those were the records at base_revision.
         return _commit(address, candidate, None, actor, "")
-
-
-def _current_records(address: ConversationAddress) -> dict[tuple[str, str], object]:
-    row = _rows(address).first()
-    return {(r["category"], r["key"]): r["value"] for r in (row.records if row else [])}
-
-
-def _rows(address: ConversationAddress):
-    return ConversationState.objects.filter(
-        product=address.product, user_id=address.user_id, conversation_id=address.conversation_id
-    )
 
 
 def _commit(

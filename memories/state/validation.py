@@ -7,7 +7,7 @@ A failing candidate is 422 `invalid_state_candidate` with `details.path` naming 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memories.services.runonce import OPERATION_ID
 from memories.validation import compact_json, json_depth
@@ -316,3 +316,53 @@ def validate_records(records: object) -> list[dict]:
     if errors:
         raise InvalidStateCandidate([("records" + path[len("upsert") :], message) for path, message in errors])
     return clean
+
+
+# --- an operator's edit ---------------------------------------------------------------------------------
+
+_ABSENT = object()
+_UPSERT_PATH = re.compile(r"upsert\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """An operator's whole-state edit as the candidate it amounts to; upsert i is record `positions[i]`."""
+
+    candidate: Candidate
+    positions: tuple[int, ...]
+
+
+def edit_as_candidate(
+    *, scenario_id: str, base_revision: int, text: str, records: list[dict], before_text: str, before: list[dict]
+) -> Edit:
+    """The text only if changed, the records added or changed as upserts, the records left out as deletes."""
+    current = {(r["category"], r["key"]): r["value"] for r in before}
+    positions = tuple(i for i, r in enumerate(records) if current.get((r["category"], r["key"]), _ABSENT) != r["value"])
+    wanted = {(r["category"], r["key"]) for r in records}
+    candidate = Candidate(
+        scenario_id=scenario_id,
+        base_revision=base_revision,
+        text=None if text == before_text else text,
+        upsert=tuple(records[i] for i in positions),
+        delete=tuple(pair for pair in current if pair not in wanted),
+    )
+    return Edit(candidate, positions)
+
+
+def check_edit(edit: Edit, config: StateConfig, before: list[dict]) -> None:
+    """The API's checks of the candidate against the scenario, each error named by its place in the records.
+
+    One difference: removing a record of a category the scenario does not declare is allowed (the API refuses
+    such a delete), so an operator can repair a state whose scenario dropped the category.
+    """
+    try:
+        check_against_config(replace(edit.candidate, delete=()), config)
+        check_record_counts(edit.candidate, config, before)
+    except InvalidStateCandidate as exc:
+        errors = [(_record_path(e["path"], edit.positions), e["message"]) for e in exc.details["errors"]]
+        raise InvalidStateCandidate(errors) from None
+
+
+def _record_path(path: str, positions: tuple[int, ...]) -> str:
+    match = _UPSERT_PATH.match(path)
+    return f"records[{positions[int(match[1])]}]{path[match.end() :]}" if match else path

@@ -163,6 +163,56 @@ def test_an_operator_sets_a_kinds_evidence_policy_in_the_admin(admin_client, ali
     assert refused.status_code == 422 and refused.json()["error"]["details"]["reason"] == "past"
 
 
+@pytest.mark.parametrize(
+    "field, api_field, value, message",
+    [
+        ("max_per_user", "maxPerUser", "0", "must be an integer between 1 and 100000"),
+        ("max_per_user", "maxPerUser", "100001", "must be an integer between 1 and 100000"),
+        ("default_ttl_days", "defaultTtlDays", "0", "must be an integer between 1 and 36500"),
+        ("default_ttl_days", "defaultTtlDays", "36501", "must be an integer between 1 and 36500"),
+    ],
+)
+def test_a_kinds_limits_outside_the_apis_bounds_are_refused_by_the_admin(
+    admin_client, alice, field, api_field, value, message
+):
+    from memories.longterm.models import MemoryKind
+    from tests.longterm.kind_support import define
+
+    define(alice)  # maxPerUser 3, defaultTtlDays 30
+    api = alice.patch("/v1/memory-kinds/diet", {api_field: int(value)})
+    assert api.status_code == 400 and message in api.content.decode()
+    kind = MemoryKind.objects.get()
+    changed = admin_client.post(
+        f"/admin/longterm/memorykind/{kind.pk}/change/", kind_form(alice.product, **{field: value})
+    )
+    assert changed.status_code == 200 and message in changed.content.decode()
+    stored = alice.get("/v1/memory-kinds/diet").json()
+    assert (stored["maxPerUser"], stored["defaultTtlDays"]) == (3, 30)
+    assert not LogEntry.objects.exists()
+    added = admin_client.post(
+        "/admin/longterm/memorykind/add/", kind_form(alice.product, name="diet2", **{field: value})
+    )
+    assert added.status_code == 200 and message in added.content.decode()
+    assert MemoryKind.objects.count() == 1
+
+
+def test_a_kinds_limits_at_the_apis_bounds_or_empty_are_saved_by_the_admin(admin_client, alice):
+    from memories.longterm.models import MemoryKind
+    from tests.longterm.kind_support import define
+
+    define(alice)
+    kind = MemoryKind.objects.get()
+    url = f"/admin/longterm/memorykind/{kind.pk}/change/"
+    assert (
+        admin_client.post(url, kind_form(alice.product, max_per_user="1", default_ttl_days="36500")).status_code == 302
+    )
+    stored = alice.get("/v1/memory-kinds/diet").json()
+    assert (stored["maxPerUser"], stored["defaultTtlDays"]) == (1, 36500)
+    assert admin_client.post(url, kind_form(alice.product, max_per_user="", default_ttl_days="")).status_code == 302
+    stored = alice.get("/v1/memory-kinds/diet").json()
+    assert (stored["maxPerUser"], stored["defaultTtlDays"]) == (None, None)
+
+
 def test_the_memory_list_shows_superseded_and_expired_memories_by_state(admin_client, alice):
     from datetime import timedelta
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.longterm.kinds import EVIDENCE_POLICIES
+from memories.longterm.kinds import EVIDENCE_POLICIES, LIMITS
 from memories.longterm.models import LongTermMemory, MemoryKind, TaskCheckpoint, TaskReport
 from memories.longterm.selectors import TaskState
 from memories.services.runonce import OPERATION_ID
@@ -150,8 +150,12 @@ class KindFields(StrictSerializer):
     textField = StrictCharField(
         max_length=64, required=False, allow_blank=True, help_text="The content field embedded and recalled."
     )
-    maxPerUser = StrictIntegerField(min_value=1, max_value=100_000, required=False, allow_null=True)
-    defaultTtlDays = StrictIntegerField(min_value=1, max_value=36_500, required=False, allow_null=True)
+    maxPerUser = StrictIntegerField(
+        min_value=LIMITS["maxPerUser"][0], max_value=LIMITS["maxPerUser"][1], required=False, allow_null=True
+    )
+    defaultTtlDays = StrictIntegerField(
+        min_value=LIMITS["defaultTtlDays"][0], max_value=LIMITS["defaultTtlDays"][1], required=False, allow_null=True
+    )
     evidencePolicy = EvidencePolicyField(required=False, help_text=EVIDENCE_POLICY_HELP)
 
 
