@@ -11,16 +11,20 @@ it: the one holding a lock on a file in VAR_DIR (another takes over when it exit
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from django.conf import settings
 from django.db import close_old_connections
+
+if TYPE_CHECKING:
+    from celery import Task
 
 log = logging.getLogger(__name__)
 ENABLED_VARIABLE = "MEMORYHUB_EMBEDDED_BEAT"
@@ -61,15 +65,33 @@ class Schedule:
 
 def run_task(task_name: str) -> None:
     """One sweep, in-process, on a fresh database connection; a failure is logged and the next tick goes on."""
-    from memoryhub.celery import app
-
     close_old_connections()
     try:
-        app.tasks[task_name].apply(throw=True)
+        scheduled_task(task_name).apply(throw=True)
     except Exception:
         log.exception("embedded beat: %s failed", task_name)
     finally:
         close_old_connections()
+
+
+def scheduled_task(task_name: str) -> Task:
+    """The task a beat entry names, found the way a worker finds it: by the task modules of the installed apps."""
+    from memoryhub.celery import app
+
+    _import_task_modules()
+    return app.tasks[task_name]
+
+
+@functools.cache
+def _import_task_modules() -> None:
+    """Import every app's tasks module once, as a worker does at its start (Celery's autodiscovery is lazy).
+
+    A server imports only the task modules its views reach, so a sweep no request leads to (the outbox relay,
+    expired long-term memories) was not registered: NotRegistered at every tick (an outside check).
+    """
+    from memoryhub.celery import app
+
+    app.loader.import_default_modules()
 
 
 def _run_forever() -> None:

@@ -7,11 +7,13 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from memoryhub_client import AsyncMemoryHub, MemoryHub, RetryPolicy, errors
+
+LOST = 0  # a scripted status: the connection is closed without an answer (a lost answer)
 
 
 class Scripted(ThreadingHTTPServer):
@@ -28,7 +30,10 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         self.server.seen.append((self.command, self.path, dict(self.headers), self.rfile.read(length)))
         status, headers, body = self.server.script.pop(0)
-        data = json.dumps(body).encode()
+        if status == LOST:
+            self.close_connection = True
+            return
+        data = b"" if status == 204 else json.dumps(body).encode()
         self.send_response(status)
         for name, value in {"Content-Type": "application/json", **headers}.items():
             self.send_header(name, value)
@@ -88,6 +93,49 @@ def test_a_write_without_a_key_is_not_retried(scripted: Scripted) -> None:
     with MemoryHub(_url(scripted), "mhk_x_y", retry=FAST) as hub, pytest.raises(errors.StorageUnavailable) as down:
         hub.conversation("u", "c").prepare_turn(scenario_id="s", user_message="hi")
     assert down.value.details == {"dependency": "redis"} and len(scripted.seen) == 1
+
+
+# A second DELETE of these ids cannot delete anything else: the server never gives the id again.
+RETRIED_DELETES: dict[str, Callable[[MemoryHub], None]] = {
+    "memory": lambda hub: hub.memories("u").delete("mem_1"),
+    "memory at a version": lambda hub: hub.memories("u").delete("mem_1", expected_version=2),
+    "webhook": lambda hub: hub.webhooks.delete(7),
+}
+# The caller's own id, free again once deleted: a retry could delete one created again under it meanwhile.
+UNRETRIED_DELETES: dict[str, Callable[[MemoryHub], None]] = {
+    "scenario": lambda hub: hub.scenarios.delete("assistant"),
+    "kind": lambda hub: hub.kinds.delete("diet", cascade=True),
+}
+
+
+@pytest.mark.parametrize("first", [503, LOST], ids=["503", "lost answer"])
+@pytest.mark.parametrize("delete", RETRIED_DELETES.values(), ids=RETRIED_DELETES.keys())
+def test_a_delete_of_an_id_never_given_again_is_retried(
+    scripted: Scripted, delete: Callable[[MemoryHub], None], first: int
+) -> None:
+    scripted.script = [(first, {}, _envelope("storage_unavailable")), (204, {}, None)]
+    with MemoryHub(_url(scripted), "mhk_x_y", retry=FAST) as hub:
+        delete(hub)
+    requests = [(method, path) for method, path, _, _ in scripted.seen]
+    assert len(requests) == 2 and requests[0] == requests[1] and requests[0][0] == "DELETE"
+
+
+def test_a_retried_delete_whose_lost_attempt_went_through_answers_not_found(scripted: Scripted) -> None:
+    scripted.script = [(LOST, {}, None), (404, {}, _envelope("not_found"))]
+    with MemoryHub(_url(scripted), "mhk_x_y", retry=FAST) as hub, pytest.raises(errors.NotFound):
+        hub.memories("u").delete("mem_1", expected_version=2)
+    assert len(scripted.seen) == 2
+
+
+@pytest.mark.parametrize("delete", UNRETRIED_DELETES.values(), ids=UNRETRIED_DELETES.keys())
+def test_a_delete_of_the_callers_own_id_is_not_retried(scripted: Scripted, delete: Callable[[MemoryHub], None]) -> None:
+    scripted.script = [(503, {}, _envelope("storage_unavailable")), (LOST, {}, None)]
+    with MemoryHub(_url(scripted), "mhk_x_y", retry=FAST) as hub:
+        with pytest.raises(errors.StorageUnavailable):
+            delete(hub)
+        with pytest.raises(errors.MemoryHubConnectionError):
+            delete(hub)
+    assert len(scripted.seen) == 2
 
 
 def test_429_honours_retry_after(scripted: Scripted) -> None:
@@ -155,6 +203,15 @@ async def test_async_retries(scripted: Scripted) -> None:
     async with AsyncMemoryHub(_url(scripted), "mhk_x_y", retry=FAST) as hub:
         assert await hub.memory("u", "c").put(expected_revision=1, memory={}) == 2
     assert len(scripted.seen) == 2
+
+
+async def test_async_deletes_are_retried_like_the_sync_ones(scripted: Scripted) -> None:
+    scripted.script = [(LOST, {}, None), (204, {}, None), (503, {}, _envelope("storage_unavailable"))]
+    async with AsyncMemoryHub(_url(scripted), "mhk_x_y", retry=FAST) as hub:
+        await hub.webhooks.delete(7)
+        with pytest.raises(errors.StorageUnavailable):
+            await hub.scenarios.delete("assistant")
+    assert len(scripted.seen) == 3
 
 
 def test_every_code_the_server_raises_has_a_class() -> None:

@@ -46,7 +46,8 @@ def seg(value: str | int) -> str:
 
 @dataclass
 class Call:
-    """One API request. `idempotent`: a retry cannot apply it twice (a read, or a write carrying a key)."""
+    """One API request. `idempotent`: a retry cannot apply it twice (a read, a write carrying a key, an erasure, or
+    the DELETE of an id the server never gives again)."""
 
     method: str
     path: str

@@ -409,8 +409,9 @@ class LongTermMemories(_Area):
         return cast(m.Memory, self._hub._request(call))
 
     def delete(self, memory_id: str, *, expected_version: int | None = None) -> None:
+        """Retried: a memory id is never given again, so a retry deletes this memory or answers NotFound."""
         params = {"expectedVersion": expected_version}
-        self._hub._request(Call("DELETE", f"{self._path}/{seg(memory_id)}", params=params))
+        self._hub._request(Call("DELETE", f"{self._path}/{seg(memory_id)}", params=params, idempotent=True))
 
     def list(
         self,
@@ -522,6 +523,8 @@ class Kinds(_Area):
         return cast(m.Kind, self._hub._request(call))
 
     def delete(self, name: str, *, cascade: bool = False) -> None:
+        """Not retried: the name is free again once deleted, and a retry would delete a kind created again under it
+        meanwhile (with `cascade`, its memories too)."""
         params = {"cascade": True if cascade else None}
         self._hub._request(Call("DELETE", f"/v1/memory-kinds/{seg(name)}", params=params))
 
@@ -543,6 +546,7 @@ class Scenarios(_Area):
         return cast(m.Scenario, self._hub._request(call))
 
     def delete(self, scenario_id: str) -> None:
+        """Not retried: the id is free again once deleted; a retry would delete a scenario created again under it."""
         self._hub._request(Call("DELETE", f"/v1/scenarios/{seg(scenario_id)}"))
 
     def list(self, *, limit: int | None = None, cursor: str | None = None) -> m.Page[m.Scenario]:
@@ -578,7 +582,8 @@ class Webhooks(_Area):
         return cast(m.Webhook, self._hub._request(call))
 
     def delete(self, endpoint_id: int) -> None:
-        self._hub._request(Call("DELETE", f"/v1/webhooks/{seg(endpoint_id)}"))
+        """Retried: an endpoint id is never given again, so a retry deletes this endpoint or answers NotFound."""
+        self._hub._request(Call("DELETE", f"/v1/webhooks/{seg(endpoint_id)}", idempotent=True))
 
     def rotate_secret(self, endpoint_id: int, *, overlap_seconds: int | None = None) -> m.WebhookWithSecret:
         call = Call("POST", f"/v1/webhooks/{seg(endpoint_id)}/rotate-secret", json=body(overlapSeconds=overlap_seconds))
