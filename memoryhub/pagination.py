@@ -41,12 +41,19 @@ def decode_cursor(raw: str | None) -> object | None:
 
 
 def keyset_page(
-    queryset: QuerySet, *, field: str, descending: bool, cursor: str | None, limit: int
+    queryset: QuerySet,
+    *,
+    field: str,
+    descending: bool,
+    cursor: str | None,
+    limit: int,
+    key_type: type[int] | type[str] = int,
 ) -> tuple[list, str | None]:
-    """Page `queryset` ordered by the unique integer `field`; the cursor is the last value seen."""
+    """Page `queryset` ordered by the unique `field` (an integer, or text with key_type=str); the cursor is the
+    last value seen, so rows written or deleted meanwhile never shift the rows still to come."""
     after = decode_cursor(cursor)
     if after is not None:
-        if not isinstance(after, int) or isinstance(after, bool):
+        if type(after) is not key_type:  # exact type: a JSON true is not the integer 1
             raise InvalidRequest("cursor is not valid", details={"field": "cursor"})
         queryset = queryset.filter(**{f"{field}__lt" if descending else f"{field}__gt": after})
     rows = list(queryset.order_by(f"-{field}" if descending else field)[: limit + 1])
