@@ -53,9 +53,18 @@ def keyset_page(
     last value seen, so rows written or deleted meanwhile never shift the rows still to come."""
     after = decode_cursor(cursor)
     if after is not None:
-        if type(after) is not key_type:  # exact type: a JSON true is not the integer 1
+        if not _storable(after, key_type):
             raise InvalidRequest("cursor is not valid", details={"field": "cursor"})
         queryset = queryset.filter(**{f"{field}__lt" if descending else f"{field}__gt": after})
     rows = list(queryset.order_by(f"-{field}" if descending else field)[: limit + 1])
     next_cursor = encode_cursor(getattr(rows[limit - 1], field)) if len(rows) > limit else None
     return rows[:limit], next_cursor
+
+
+def _storable(value: object, key_type: type) -> bool:
+    """A forged cursor holds a value the column could hold, or the database answers 500/503 instead of 400."""
+    if type(value) is not key_type:  # exact type: a JSON true is not the integer 1
+        return False
+    if isinstance(value, str):
+        return value.isprintable()  # no NUL (PostgreSQL refuses it) nor lone surrogate (not UTF-8)
+    return True

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from memoryhub.pagination import encode_cursor
 from tests.longterm.kind_support import KINDS_URL, define
 from tests.memories.test_list_order import oldest_first_lists
 from tests.support.api import assert_envelope
@@ -96,3 +99,16 @@ def test_openapi_declares_the_paging_like_the_scenarios_list(client):
     assert paging("/v1/memory-kinds") == paging("/v1/scenarios")
     parameters, next_schema = paging("/v1/memory-kinds")
     assert set(parameters) == {"limit", "cursor"} and next_schema["nullable"] is True
+
+
+@pytest.mark.parametrize("forged", ['"\\u0000"', '"a\\u0000"', '"\\ud800"', '["diet"]', "1", "true"])
+def test_a_forged_cursor_is_400_not_a_database_error(alice, forged):
+    define(alice)
+    response = alice.get(KINDS_URL, data={"cursor": encode_cursor(json.loads(forged))})
+    assert assert_envelope(response, 400, "invalid_request")["details"]["field"] == "cursor"
+
+
+def test_a_cursor_of_a_name_no_kind_has_is_a_position_in_name_order(alice):
+    define(alice)
+    assert names(alice, cursor=encode_cursor("dia")) == (["diet"], None)
+    assert names(alice, cursor=encode_cursor("x" * 5000)) == ([], None)
