@@ -41,14 +41,30 @@ def decode_cursor(raw: str | None) -> object | None:
 
 
 def keyset_page(
-    queryset: QuerySet, *, field: str, descending: bool, cursor: str | None, limit: int
+    queryset: QuerySet,
+    *,
+    field: str,
+    descending: bool,
+    cursor: str | None,
+    limit: int,
+    key_type: type[int] | type[str] = int,
 ) -> tuple[list, str | None]:
-    """Page `queryset` ordered by the unique integer `field`; the cursor is the last value seen."""
+    """Page `queryset` ordered by the unique `field` (an integer, or text with key_type=str); the cursor is the
+    last value seen, so rows written or deleted meanwhile never shift the rows still to come."""
     after = decode_cursor(cursor)
     if after is not None:
-        if not isinstance(after, int) or isinstance(after, bool):
+        if not _storable(after, key_type):
             raise InvalidRequest("cursor is not valid", details={"field": "cursor"})
         queryset = queryset.filter(**{f"{field}__lt" if descending else f"{field}__gt": after})
     rows = list(queryset.order_by(f"-{field}" if descending else field)[: limit + 1])
     next_cursor = encode_cursor(getattr(rows[limit - 1], field)) if len(rows) > limit else None
     return rows[:limit], next_cursor
+
+
+def _storable(value: object, key_type: type) -> bool:
+    """A forged cursor holds a value the column could hold, or the database answers 500/503 instead of 400."""
+    if type(value) is not key_type:  # exact type: a JSON true is not the integer 1
+        return False
+    if isinstance(value, str):
+        return value.isprintable()  # no NUL (PostgreSQL refuses it) nor lone surrogate (not UTF-8)
+    return True

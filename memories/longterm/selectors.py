@@ -84,6 +84,18 @@ def kind_list(product: Product) -> QuerySet[MemoryKind]:
     return MemoryKind.objects.filter(product=product).order_by("name")
 
 
+def kinds_page(product: Product, *, cursor: str | None, limit: int) -> tuple[list[MemoryKind], str | None]:
+    """A page of the product's own kinds (the built-in ones are not rows) by name: a name is unique per product."""
+    return keyset_page(
+        MemoryKind.objects.filter(product=product),
+        field="name",
+        descending=False,
+        cursor=cursor,
+        limit=limit,
+        key_type=str,
+    )
+
+
 def kind_get(product: Product, name: str, *, for_update: bool = False) -> MemoryKind:
     queryset = MemoryKind.objects.filter(product=product, name=name)
     kind = (queryset.select_for_update() if for_update else queryset).first()

@@ -329,6 +329,26 @@ def test_product_settings(hub: MemoryHub) -> None:
     assert product["productId"].startswith("prd_")
 
 
+def test_kinds_are_listed_a_page_at_a_time_in_name_order(hub: MemoryHub) -> None:
+    prefix = f"k{uuid.uuid4().hex[:8]}"
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    names = [f"{prefix}_{suffix}" for suffix in ("c", "a", "b")]
+    for name in names:
+        hub.kinds.create(name=name, content_schema=schema)
+    try:
+        page = hub.kinds.list(limit=1)
+        assert len(page["results"]) == 1 and page["next"] and _fits(page, models.KindList)
+        following = hub.kinds.list(limit=1, cursor=page["next"])["results"]
+        assert following[0]["name"] > page["results"][0]["name"]  # next continues in name order
+        mine = [k["name"] for k in hub.kinds.iter(limit=1) if k["name"].startswith(prefix)]
+        assert mine == sorted(names)
+        with pytest.raises(errors.ValidationError):
+            hub.kinds.list(limit=201)
+    finally:
+        for name in names:
+            hub.kinds.delete(name)
+
+
 def test_a_kinds_evidence_policy_is_set_read_and_changed(hub: MemoryHub, user_id: str) -> None:
     name = f"fact_{uuid.uuid4().hex[:8]}"
     schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}

@@ -186,6 +186,7 @@ class KindSerializer(serializers.Serializer):
 
 class KindListSerializer(serializers.Serializer):
     results = KindSerializer(many=True)
+    next = serializers.CharField(allow_null=True)
 
 
 def kind_to_dict(kind: MemoryKind) -> dict:

@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.longterm.selectors import kind_get, kind_list, memory_get, memory_list_page, memory_search, task_get
+from memories.longterm.selectors import kind_get, kinds_page, memory_get, memory_list_page, memory_search, task_get
 from memories.longterm.services.checkpoints import (
     CheckpointOutcome,
     ReportOutcome,
@@ -209,9 +209,16 @@ class KindListView(APIView):
         kind = kind_create(product=request.user.product, data=data)
         return Response(s.kind_to_dict(kind), status=201)
 
-    @extend_schema(responses=s.KindListSerializer, operation_id="memory_kinds_list")
+    @extend_schema(
+        responses=s.KindListSerializer,
+        parameters=PAGE,
+        operation_id="memory_kinds_list",
+        description="The product's own kinds in name order, keyset-paginated (docs/contract.md, Lists and paging).",
+    )
     def get(self, request):
-        return Response({"results": [s.kind_to_dict(kind) for kind in kind_list(request.user.product)]})
+        cursor, limit = page_params(request)
+        rows, next_cursor = kinds_page(request.user.product, cursor=cursor, limit=limit)
+        return Response({"results": [s.kind_to_dict(kind) for kind in rows], "next": next_cursor})
 
 
 class KindDetailView(APIView):

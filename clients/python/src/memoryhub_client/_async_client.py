@@ -484,8 +484,13 @@ class AsyncTasks(_Area):
 class AsyncKinds(_Area):
     """Product-defined long-term memory kinds (`/v1/memory-kinds`)."""
 
-    async def list(self) -> m.KindList:
-        return cast(m.KindList, await self._hub._request(_get("/v1/memory-kinds")))
+    async def list(self, *, limit: int | None = None, cursor: str | None = None) -> m.KindList:
+        """One page of the product's own kinds in name order (the built-in `preference` is not listed)."""
+        call = _get("/v1/memory-kinds", limit=limit, cursor=cursor)
+        return cast(m.KindList, await self._hub._request(call))
+
+    def iter(self, *, limit: int | None = None) -> AsyncIterator[m.Kind]:
+        return self._hub._iterate(_get("/v1/memory-kinds", limit=limit))
 
     async def get(self, name: str) -> m.Kind:
         return cast(m.Kind, await self._hub._request(_get(f"/v1/memory-kinds/{seg(name)}")))

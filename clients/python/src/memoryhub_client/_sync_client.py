@@ -484,8 +484,13 @@ class Tasks(_Area):
 class Kinds(_Area):
     """Product-defined long-term memory kinds (`/v1/memory-kinds`)."""
 
-    def list(self) -> m.KindList:
-        return cast(m.KindList, self._hub._request(_get("/v1/memory-kinds")))
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> m.KindList:
+        """One page of the product's own kinds in name order (the built-in `preference` is not listed)."""
+        call = _get("/v1/memory-kinds", limit=limit, cursor=cursor)
+        return cast(m.KindList, self._hub._request(call))
+
+    def iter(self, *, limit: int | None = None) -> Iterator[m.Kind]:
+        return self._hub._iterate(_get("/v1/memory-kinds", limit=limit))
 
     def get(self, name: str) -> m.Kind:
         return cast(m.Kind, self._hub._request(_get(f"/v1/memory-kinds/{seg(name)}")))

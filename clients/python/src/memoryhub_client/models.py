@@ -85,7 +85,10 @@ class Kind(TypedDict):
 
 
 class KindList(TypedDict):
+    """A page of kinds: the same shape as `Page[Kind]` (kept by this name for the callers of `kinds.list()`)."""
+
     results: list[Kind]
+    next: str | None
 
 
 class MemorySource(TypedDict):
