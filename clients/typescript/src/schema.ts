@@ -417,7 +417,7 @@ export interface paths {
         };
         /**
          * List memory kinds
-         * @description The product's kinds (the built-in `preference` aside).
+         * @description The product's own kinds in name order, keyset-paginated (docs/contract.md, Lists and paging).
          */
         get: operations["memory_kinds_list"];
         put?: never;
@@ -1861,6 +1861,7 @@ export interface components {
         KindEnum: "summary_only" | "summary_and_diary";
         KindList: {
             results: components["schemas"]["Kind"][];
+            next: string | null;
         };
         Lorebook: {
             id: string;
@@ -3711,7 +3712,10 @@ export interface operations {
     };
     memory_kinds_list: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
