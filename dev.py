@@ -150,8 +150,12 @@ def shown(path: Path) -> str:
 
 
 def port_free(port: int) -> bool:
-    """Whether 127.0.0.1:port can be bound now (checked before anything is printed; the server binds it again)."""
+    """Whether 127.0.0.1:port can be bound now (checked before anything is printed; the server binds it again).
+
+    With SO_REUSEADDR, as runserver and gunicorn bind: the connections of a server just stopped linger in
+    TIME_WAIT for up to a minute, and would make a plain bind report the free port busy."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

@@ -222,6 +222,23 @@ def test_serve_on_a_busy_port_fails_before_the_key_is_printed(monkeypatch, capsy
     assert calls == [] and "API key" not in capsys.readouterr().out
 
 
+def test_a_port_left_in_time_wait_by_a_stopped_server_is_free():
+    """An outside check restarted `serve` right after stopping it: 'already in use' for ~30 s, though nothing
+    listened (the stopped server's connections in TIME_WAIT; runserver and gunicorn bind with SO_REUSEADDR)."""
+    dev = load_dev()
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as runserver and gunicorn listen
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        assert not dev.port_free(port)  # a listener: busy
+        accepted.close()  # the server side closes first: its end of the connection enters TIME_WAIT
+    client.close()
+    assert dev.port_free(port)
+
+
 def test_a_malformed_setting_is_named_not_a_traceback_and_migrate_failed(monkeypatch, capsys, tmp_path):
     dev = load_dev()
     monkeypatch.setenv("MEMORYHUB_VAR_DIR", str(tmp_path))
