@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import date, datetime
 
 import pytest
 from conftest import LiveServer
@@ -163,3 +163,43 @@ async def test_aadd_documents_stops_at_a_refused_document_and_names_what_it_wrot
     assert refused.value.written_ids == ["good1"]
     found = await store.aget_by_ids(["good1", "bad1", "after"])
     assert [(d.id, d.page_content) for d in found] == [("good1", "Carol likes jazz a lot")]
+
+
+def _stored_doc_ids(live_server: LiveServer, user_id: str) -> list[str]:
+    with MemoryHub(live_server.url, live_server.api_key) as hub:
+        return [m["content"]["docId"] for m in hub.memories(user_id).iter(kind="langchain_document")]
+
+
+def test_fewer_metadatas_or_ids_than_texts_is_refused_before_any_write(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    with pytest.raises(ValueError, match="1 metadatas for 3 texts"):
+        store.add_texts(["a", "b", "c"], metadatas=[{}])
+    with pytest.raises(ValueError, match="1 ids for 2 documents"):
+        store.add_texts(["a", "b"], ids=["only1"])
+    with pytest.raises(ValueError, match="1 ids for 2 documents"):
+        store.add_documents([Document(page_content="one"), Document(page_content="two")], ids=["x"])
+    assert _stored_doc_ids(live_server, user_id) == []
+
+
+async def test_afewer_metadatas_or_ids_than_texts_is_refused_before_any_write(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    with pytest.raises(ValueError, match="1 metadatas for 3 texts"):
+        await store.aadd_texts(["a", "b", "c"], metadatas=[{}])
+    with pytest.raises(ValueError, match="3 ids for 2 documents"):
+        await store.aadd_documents([Document(page_content="one"), Document(page_content="two")], ids=["x", "y", "z"])
+    assert _stored_doc_ids(live_server, user_id) == []
+
+
+async def test_metadata_that_is_not_json_is_refused_before_any_write(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    dated = Document(page_content="dt", metadata={"w": date(2024, 1, 1)})
+    with pytest.raises(ValueError, match=r"document 1 \(id 'd2'\) cannot be stored"):
+        store.add_documents([Document(page_content="ok"), dated], ids=["d1", "d2"])
+    with pytest.raises(ValueError, match=r"document 1 \(id 'd2'\) cannot be stored"):
+        await store.aadd_documents([Document(page_content="ok"), dated], ids=["d1", "d2"])
+    with pytest.raises(ValueError, match=r"document 0 \(id 'n'\) cannot be stored"):
+        store.add_texts(["nan"], metadatas=[{"score": float("nan")}], ids=["n"])
+    assert _stored_doc_ids(live_server, user_id) == []

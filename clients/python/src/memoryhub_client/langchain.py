@@ -20,7 +20,8 @@ of one id the current one is the most recently written (`current_copy`: the grea
 
 `add_documents` writes the documents one by one, in order. When one fails (RejectedByPolicy for a secret, a
 RevisionConflict, …) the ones before it stay written, it and the ones after it are not written, and the error
-raised carries the ids written by this call in `error.written_ids`.
+raised carries the ids written by this call in `error.written_ids`. Input judged by the client (`metadatas` or
+`ids` not one per text, a document that is not JSON) raises ValueError before the first write.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from langchain_core.vectorstores import VectorStore
 from ._async_client import AsyncMemoryHub
 from ._copies import current_copy
 from ._kinds import ensure_kind as ensure_kind_defined
+from ._storable import check_storable
 from ._sync_client import MemoryHub
 from .errors import MemoryHubError, NotFound, RevisionConflict
 from .models import Memory, SearchResult
@@ -82,7 +84,25 @@ def _proposal(doc_id: str, document: Document) -> dict[str, Any]:
 
 def _ids_for(documents: Sequence[Document], ids: Sequence[str | None] | None) -> list[str]:
     given = list(ids) if ids is not None else [d.id for d in documents]
+    if len(given) != len(documents):  # as langchain-core's VectorStore.add_texts: never drop a document
+        raise ValueError(f"{len(given)} ids for {len(documents)} documents: give one id per document")
     return [i or _random_id() for i in given]
+
+
+def _proposals(documents: Sequence[Document], ids: Sequence[str | None] | None) -> list[tuple[str, dict[str, Any]]]:
+    """Each document's id and memory proposal, every one checked before the first write (ValueError otherwise)."""
+    proposals = [(doc_id, _proposal(doc_id, document)) for doc_id, document in zip(_ids_for(documents, ids), documents)]
+    for index, (doc_id, proposal) in enumerate(proposals):
+        check_storable(proposal["content"], f"document {index} (id {doc_id!r})")
+    return proposals
+
+
+def _documents(texts: Iterable[str], metadatas: list[dict[str, Any]] | None) -> list[Document]:
+    texts = list(texts)
+    metas = metadatas if metadatas is not None else [{} for _ in texts]
+    if len(metas) != len(texts):  # as langchain-core's VectorStore.add_texts: never drop a text
+        raise ValueError(f"{len(metas)} metadatas for {len(texts)} texts: give one metadata dict per text")
+    return [Document(page_content=t, metadata=m) for t, m in zip(texts, metas)]
 
 
 def _random_id() -> str:
@@ -169,14 +189,13 @@ class MemoryHubVectorStore(VectorStore):
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Write the documents in order (an existing id: a compare-and-set update). If one fails, the error raised
         carries the ids written before it by this call in `error.written_ids`; it and the rest are not written."""
-        ids = _ids_for(documents, kwargs.get("ids"))
+        proposals = _proposals(documents, kwargs.get("ids"))
         existing, stale = _by_doc_id(self._all())
         memories = self._hub.memories(self.user_id)
         written: list[str] = []
         try:
-            for doc_id, document in zip(ids, documents):
+            for doc_id, proposal in proposals:
                 current = existing.get(doc_id)
-                proposal = _proposal(doc_id, document)
                 if current is None:
                     existing[doc_id] = memories.create(kind=self.kind, **proposal)
                 else:
@@ -189,19 +208,18 @@ class MemoryHubVectorStore(VectorStore):
         except MemoryHubError as error:
             error.written_ids = written
             raise
-        return ids
+        return [doc_id for doc_id, _ in proposals]
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """`add_documents`, async."""
-        ids = _ids_for(documents, kwargs.get("ids"))
+        proposals = _proposals(documents, kwargs.get("ids"))
         existing, stale = _by_doc_id(await self._aall())
         written: list[str] = []
         async with self._async_hub() as hub:
             memories = hub.memories(self.user_id)
             try:
-                for doc_id, document in zip(ids, documents):
+                for doc_id, proposal in proposals:
                     current = existing.get(doc_id)
-                    proposal = _proposal(doc_id, document)
                     if current is None:
                         existing[doc_id] = await memories.create(kind=self.kind, **proposal)
                     else:
@@ -214,21 +232,17 @@ class MemoryHubVectorStore(VectorStore):
             except MemoryHubError as error:
                 error.written_ids = written
                 raise
-        return ids
+        return [doc_id for doc_id, _ in proposals]
 
     def add_texts(
         self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
     ) -> list[str]:
-        texts = list(texts)
-        metas = metadatas or [{} for _ in texts]
-        return self.add_documents([Document(page_content=t, metadata=m) for t, m in zip(texts, metas)], **kwargs)
+        return self.add_documents(_documents(texts, metadatas), **kwargs)
 
     async def aadd_texts(
         self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
     ) -> list[str]:
-        texts = list(texts)
-        metas = metadatas or [{} for _ in texts]
-        return await self.aadd_documents([Document(page_content=t, metadata=m) for t, m in zip(texts, metas)], **kwargs)
+        return await self.aadd_documents(_documents(texts, metadatas), **kwargs)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete these documents, every copy of each (every document of the store with `ids=None`); missing ids
