@@ -12,7 +12,8 @@ memoryhub has no lookup by a content field, so one `batch` lists the user's memo
 pages of 200) and answers every operation of the batch from that listing and the writes it makes: linear in the
 number of items per user. `search` with a `query` ranks by memoryhub's semantic search; filters, namespace
 prefixes, offset and limit are applied by the client. `abatch` runs `batch` in a worker thread. TTLs are not
-supported (`supports_ttl = False`).
+supported (`supports_ttl = False`). A batch is not atomic: it stops at its first error, which carries the
+(namespace, key)s of the PutOps applied before it in `error.written_keys`.
 
 Concurrent writers: memoryhub has no uniqueness on a content field, so two writers (two stores, two processes)
 that put a new key at the same time can each create a memory for it. The store converges: of the memories of
@@ -46,8 +47,9 @@ from langgraph.store.base import (
 
 from ._copies import current_copy, parse_time
 from ._kinds import ensure_kind as ensure_kind_defined
+from ._storable import check_storable
 from ._sync_client import MemoryHub
-from .errors import NotFound, RevisionConflict
+from .errors import MemoryHubError, NotFound, RevisionConflict
 from .models import Memory
 
 ATTESTATION = "I keep notes here."
@@ -145,7 +147,21 @@ class MemoryHubStore(BaseStore):
     # -- BaseStore ------------------------------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Answer the operations in order. Not atomic: an error stops the batch, the PutOps before it stay applied,
+        and the error (a MemoryHubError) carries their (namespace, key)s in `error.written_keys`. A put value that
+        is not JSON raises ValueError before anything is applied."""
         ops = list(ops)
+        for index, op in enumerate(ops):
+            if isinstance(op, PutOp) and op.value is not None:
+                check_storable(op.value, f"operation {index} (put of {op.namespace!r}, {op.key!r})")
+        applied: list[Key] = []
+        try:
+            return self._apply(ops, applied)
+        except MemoryHubError as error:
+            error.written_keys = applied
+            raise
+
+    def _apply(self, ops: list[Op], applied: list[Key]) -> list[Result]:
         copies: dict[Key, list[Memory]] = {}
         for memory in self._listing():
             copies.setdefault((tuple(memory["content"]["ns"]), memory["content"]["key"]), []).append(memory)
@@ -159,6 +175,7 @@ class MemoryHubStore(BaseStore):
                 results.append(_item(found) if found else None)
             elif isinstance(op, PutOp):
                 self._put(items, stale, op)
+                applied.append((op.namespace, op.key))
                 results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(self._search(items, op))
