@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
 from memoryhub_client import MemoryHub, errors
 from memoryhub_client.langchain import ATTESTATION, MemoryHubVectorStore, _ids_for, current_copy
+from memoryhub_client.langgraph import MemoryHubStore
 from memoryhub_client.models import Memory
 
 
@@ -203,3 +204,16 @@ async def test_metadata_that_is_not_json_is_refused_before_any_write(live_server
     with pytest.raises(ValueError, match=r"document 0 \(id 'n'\) cannot be stored"):
         store.add_texts(["nan"], metadatas=[{"score": float("nan")}], ids=["n"])
     assert _stored_doc_ids(live_server, user_id) == []
+
+
+def test_an_existing_kind_that_is_not_searchable_on_text_is_refused(live_server: LiveServer) -> None:
+    plain, other_field = f"lc_plain_{uuid.uuid4().hex[:8]}", f"lc_body_{uuid.uuid4().hex[:8]}"
+    with MemoryHub(live_server.url, live_server.api_key) as hub:
+        hub.kinds.create(name=plain, content_schema={"type": "object"})  # searchable defaults to false
+        schema = {"type": "object", "properties": {"body": {"type": "string"}, "text": {"type": "string"}}}
+        hub.kinds.create(name=other_field, content_schema=schema, searchable=True, text_field="body")
+    for kind in (plain, other_field):
+        with pytest.raises(ValueError, match=f"kind '{kind}' is not searchable on the field 'text'"):
+            MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id="u", kind=kind)
+        with pytest.raises(ValueError, match=f"kind '{kind}' is not searchable on the field 'text'"):
+            MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id="u", kind=kind)
