@@ -217,3 +217,53 @@ def test_an_existing_kind_that_is_not_searchable_on_text_is_refused(live_server:
             MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id="u", kind=kind)
         with pytest.raises(ValueError, match=f"kind '{kind}' is not searchable on the field 'text'"):
             MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id="u", kind=kind)
+
+
+async def test_an_add_that_loses_to_a_delete_is_a_revision_conflict_and_a_delete_wins_over_an_add(
+    live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    a, b = (MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id) for _ in "ab")
+    a.add_documents([Document(id="k", page_content="base")])
+    listing, alisting = b._all, b._aall
+
+    def listed_then_deleted() -> list[Memory]:  # another writer deletes the document right after b's listing
+        found = listing()
+        a.delete(["k"])
+        return found
+
+    async def alisted_then_deleted() -> list[Memory]:
+        found = await alisting()
+        a.delete(["k"])
+        return found
+
+    monkeypatch.setattr(b, "_all", listed_then_deleted)
+    monkeypatch.setattr(b, "_aall", alisted_then_deleted)
+    for add in (b.add_documents, b.aadd_documents):
+        a.add_documents([Document(id="k", page_content="base")])
+        with pytest.raises(errors.RevisionConflict) as lost:
+            result = add([Document(id="k", page_content="new")])
+            if not isinstance(result, list):
+                await result
+        assert lost.value.written_ids == [] and a.get_by_ids(["k"]) == []
+    monkeypatch.undo()
+    a.add_documents([Document(id="k", page_content="base")])
+    listing, alisting = a._all, a._aall
+
+    def listed_then_updated() -> list[Memory]:  # another writer's add lands right after a's listing
+        found = listing()
+        b.add_documents([Document(id="k", page_content="newer")])
+        return found
+
+    async def alisted_then_updated() -> list[Memory]:
+        found = await alisting()
+        b.add_documents([Document(id="k", page_content="newer")])
+        return found
+
+    monkeypatch.setattr(a, "_all", listed_then_updated)
+    monkeypatch.setattr(a, "_aall", alisted_then_updated)
+    assert a.delete(["k"]) is True  # a delete is unconditional: it removes the document, the racing add's too
+    assert b.get_by_ids(["k"]) == []
+    b.add_documents([Document(id="k", page_content="base")])
+    assert await a.adelete(["k"]) is True
+    assert b.get_by_ids(["k"]) == []

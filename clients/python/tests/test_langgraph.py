@@ -159,3 +159,36 @@ def test_a_put_value_that_is_not_json_is_refused_before_anything_is_applied(live
     with pytest.raises(ValueError, match=r"operation 1 \(put of \('s',\), 'dt'\) cannot be stored"):
         store.batch(ops)
     assert store.get(("s",), "ok1") is None
+
+
+def test_a_put_that_loses_to_a_delete_is_a_revision_conflict_and_a_delete_wins_over_a_put(
+    live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user_id = f"lg-{uuid.uuid4().hex[:12]}"
+    a, b = (MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id) for _ in "ab")
+    a.put(("r",), "k", {"v": "base"})
+    listing = b._listing
+
+    def listed_then_deleted() -> list[Memory]:  # another writer deletes the item right after b's listing
+        found = listing()
+        a.delete(("r",), "k")
+        return found
+
+    monkeypatch.setattr(b, "_listing", listed_then_deleted)
+    with pytest.raises(RevisionConflict) as lost:
+        b.put(("r",), "k", {"v": "new"})
+    assert lost.value.written_keys == [] and a.get(("r",), "k") is None
+    monkeypatch.undo()
+    b.put(("r",), "k", {"v": "again"})  # the documented recovery: re-read (a new batch lists) and put
+    assert a.get(("r",), "k") is not None
+    listing = a._listing
+
+    def listed_then_updated() -> list[Memory]:  # another writer's put lands right after a's listing
+        found = listing()
+        b.put(("r",), "k", {"v": "newer"})
+        return found
+
+    monkeypatch.setattr(a, "_listing", listed_then_updated)
+    a.delete(("r",), "k")  # a delete is unconditional: it removes the item, the racing put's value too
+    monkeypatch.undo()
+    assert b.get(("r",), "k") is None

@@ -16,7 +16,8 @@ Concurrent writers: memoryhub has no uniqueness on a content field, so two write
 adding the same new id at the same time can each create a memory for it. The store converges: of the memories
 of one id the current one is the most recently written (`current_copy`: the greatest `updatedAt`, then
 `createdAt`, then `id`); `get_by_ids` and the searches answer only that one, an upsert updates it
-(compare-and-set) and deletes the other copies, and `delete` removes every copy.
+(compare-and-set: changed or deleted since the listing is a RevisionConflict) and deletes the other copies, and
+`delete` removes every copy, unconditionally (a racing write is deleted too).
 
 `add_documents` writes the documents one by one, in order. When one fails (RejectedByPolicy for a secret, a
 RevisionConflict, …) the ones before it stay written, it and the ones after it are not written, and the error
@@ -37,7 +38,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from ._async_client import AsyncMemoryHub
-from ._copies import current_copy
+from ._copies import current_copy, deleted_since_listing
 from ._kinds import ensure_kind as ensure_kind_defined
 from ._storable import check_storable
 from ._sync_client import MemoryHub
@@ -200,7 +201,10 @@ class MemoryHubVectorStore(VectorStore):
                     existing[doc_id] = memories.create(kind=self.kind, **proposal)
                 else:
                     version = current["version"]
-                    existing[doc_id] = memories.update(current["id"], expected_version=version, **proposal)
+                    try:
+                        existing[doc_id] = memories.update(current["id"], expected_version=version, **proposal)
+                    except NotFound as error:
+                        raise deleted_since_listing(error) from error
                 written.append(doc_id)
                 for copy in stale.pop(doc_id, []):
                     with contextlib.suppress(NotFound, RevisionConflict):  # gone, or written since: newer
@@ -224,7 +228,12 @@ class MemoryHubVectorStore(VectorStore):
                         existing[doc_id] = await memories.create(kind=self.kind, **proposal)
                     else:
                         version = current["version"]
-                        existing[doc_id] = await memories.update(current["id"], expected_version=version, **proposal)
+                        try:
+                            existing[doc_id] = await memories.update(
+                                current["id"], expected_version=version, **proposal
+                            )
+                        except NotFound as error:
+                            raise deleted_since_listing(error) from error
                     written.append(doc_id)
                     for copy in stale.pop(doc_id, []):
                         with contextlib.suppress(NotFound, RevisionConflict):  # gone, or written since: newer
@@ -250,7 +259,7 @@ class MemoryHubVectorStore(VectorStore):
         memories = self._hub.memories(self.user_id)
         for memory in _selected(self._all(), ids):
             with contextlib.suppress(NotFound):  # deleted concurrently: the goal is reached
-                memories.delete(memory["id"], expected_version=memory["version"])
+                memories.delete(memory["id"])  # unconditional: a write that raced this delete is deleted too
         return True
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -258,7 +267,7 @@ class MemoryHubVectorStore(VectorStore):
         async with self._async_hub() as hub:
             for memory in selected:
                 with contextlib.suppress(NotFound):
-                    await hub.memories(self.user_id).delete(memory["id"], expected_version=memory["version"])
+                    await hub.memories(self.user_id).delete(memory["id"])
         return True
 
     @classmethod

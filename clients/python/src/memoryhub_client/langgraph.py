@@ -19,7 +19,8 @@ Concurrent writers: memoryhub has no uniqueness on a content field, so two write
 that put a new key at the same time can each create a memory for it. The store converges: of the memories of
 one (namespace, key) the current one is the most recently written (`current_copy`: the greatest `updatedAt`,
 then `createdAt`, then `id`); get, search and list_namespaces answer only that one, a put updates it
-(compare-and-set) and deletes the other copies, and a delete removes every copy.
+(compare-and-set: changed or deleted since the listing is a RevisionConflict) and deletes the other copies, and a
+delete removes every copy, unconditionally (a racing put is deleted too).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from langgraph.store.base import (
     get_text_at_path,
 )
 
-from ._copies import current_copy, parse_time
+from ._copies import current_copy, deleted_since_listing, parse_time
 from ._kinds import ensure_kind as ensure_kind_defined
 from ._storable import check_storable
 from ._sync_client import MemoryHub
@@ -199,18 +200,21 @@ class MemoryHubStore(BaseStore):
         key = (op.namespace, op.key)
         current = items.get(key)
         if op.value is None:
-            if current is not None:
+            # Every copy (a delete brings back no older value), unconditionally: a put that raced it is deleted too.
+            for memory in ([current] if current else []) + stale.pop(key, []):
                 with contextlib.suppress(NotFound):  # deleted meanwhile: the goal is reached
-                    memories.delete(current["id"], expected_version=current["version"])
-                del items[key]
-                self._drop(stale.pop(key, []))  # every copy: a delete brings back no older value
+                    memories.delete(memory["id"])
+            items.pop(key, None)
             return
         proposal: dict[str, Any] = {"content": self._content(op), "evidence": ATTESTATION, "source": ATTESTATION}
         proposal["consent"] = True  # given by the product backend that configures the store
         if current is None:
             items[key] = memories.create(kind=self.kind, **proposal)
         else:
-            items[key] = memories.update(current["id"], expected_version=current["version"], **proposal)
+            try:
+                items[key] = memories.update(current["id"], expected_version=current["version"], **proposal)
+            except NotFound as error:
+                raise deleted_since_listing(error) from error
             self._drop(stale.pop(key, []))
 
     def _drop(self, copies: list[Memory]) -> None:
