@@ -15,7 +15,7 @@ from conftest import LiveServer
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
 from memoryhub_client import MemoryHub, errors
-from memoryhub_client.langchain import ATTESTATION, MemoryHubVectorStore, _ids_for, current_copy
+from memoryhub_client.langchain import ATTESTATION, MemoryHubVectorStore, _ids_for, current_copy, letter_key_encoder
 from memoryhub_client.langgraph import MemoryHubStore
 from memoryhub_client.models import Memory
 
@@ -267,3 +267,26 @@ async def test_an_add_that_loses_to_a_delete_is_a_revision_conflict_and_a_delete
     b.add_documents([Document(id="k", page_content="base")])
     assert await a.adelete(["k"]) is True
     assert b.get_by_ids(["k"]) == []
+
+
+def test_langchain_indexing_needs_ids_admission_does_not_read_as_secrets(live_server: LiveServer) -> None:
+    from langchain_core.indexing import InMemoryRecordManager, index
+
+    store = MemoryHubVectorStore(
+        base_url=live_server.url, api_key=live_server.api_key, user_id=f"lc-{uuid.uuid4().hex[:12]}"
+    )
+    docs = [Document(page_content="Bob likes coffee", metadata={"source": "b.txt"})]
+    manager = InMemoryRecordManager("memoryhub")
+    manager.create_schema()
+    with pytest.raises(errors.RejectedByPolicy) as refused:  # a hex digest reads as a leaked token
+        index(docs, manager, store, cleanup="incremental", source_id_key="source", key_encoder="sha256")
+    assert (refused.value.reason, refused.value.details.get("path")) == ("secret_detected", "/content/docId")
+    for algorithm in ("sha256", "sha512", "blake2b"):
+        encoder = letter_key_encoder(algorithm)
+        manager = InMemoryRecordManager(f"memoryhub-{algorithm}")
+        manager.create_schema()
+        kwargs = {"cleanup": "incremental", "source_id_key": "source", "key_encoder": encoder}
+        assert index(docs, manager, store, **kwargs)["num_added"] == 1  # type: ignore[arg-type]
+        assert index(docs, manager, store, **kwargs)["num_skipped"] == 1  # type: ignore[arg-type]
+        [found] = store.get_by_ids([encoder(docs[0])])
+        assert found.page_content == "Bob likes coffee" and found.id is not None and found.id.isalpha()

@@ -7,7 +7,9 @@ LangChain is kept but not used: memoryhub never takes vectors from clients). Eve
 admission like any memory: consent is given by the product backend that configures this store, and the
 evidence is the fixed statement `ATTESTATION`; a document with a secret in it is refused (RejectedByPolicy).
 
-Ids are the Document ids (generated when absent), not memoryhub's `mem_…` ids. memoryhub has no lookup of a
+Ids are the Document ids (generated when absent), not memoryhub's `mem_…` ids. They are content (`docId`), so
+admission refuses one that looks like a secret (a hex digest, a card number): `letter_key_encoder` makes ids for
+LangChain's indexing API that it does not. memoryhub has no lookup of a
 memory by a content field, so `get_by_ids`, `delete` and an upsert list the user's memories of the kind
 (keyset pages of 200): fine for the hundreds of documents per user memoryhub is built for, linear beyond.
 Metadata filters (`filter={"k": v}`) are applied by the client to the semantic results.
@@ -28,9 +30,12 @@ raised carries the ids written by this call in `error.written_ids`. Input judged
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import math
 import secrets
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -110,6 +115,26 @@ def _random_id() -> str:
     """16 random lowercase letters (75 bits). Admission reads a random string of 20+ characters as a leaked token,
     and 13+ digits in a row as a card number: hex digits made both (~0.1 % of ids were refused as a card)."""
     return "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
+
+
+def letter_key_encoder(algorithm: str = "sha256") -> Callable[[Document], str]:
+    """A `key_encoder` for `langchain_core.indexing.index()`: a hash (`algorithm`, any of hashlib's) of the
+    document's content and metadata, written in lowercase letters. LangChain's own `"sha256"`, `"sha512"` and
+    `"blake2b"` encoders make hex ids, which admission refuses as leaked tokens (`docId` is content, and content
+    is scanned for secrets); letters carry no digits for it to read as a key or a card number."""
+    size = hashlib.new(algorithm).digest_size
+    width = math.ceil(size * 8 / math.log2(26))  # every digest in as many letters: ids of one length
+
+    def encode(document: Document) -> str:
+        hashed = json.dumps([document.page_content, document.metadata], ensure_ascii=False, sort_keys=True)
+        number = int.from_bytes(hashlib.new(algorithm, hashed.encode("utf-8")).digest(), "big")
+        letters = []
+        for _ in range(width):
+            number, digit = divmod(number, 26)
+            letters.append(string.ascii_lowercase[digit])
+        return "".join(letters)
+
+    return encode
 
 
 class MemoryHubVectorStore(VectorStore):
