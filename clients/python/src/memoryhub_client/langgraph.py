@@ -154,7 +154,8 @@ class MemoryHubStore(BaseStore):
         ops = list(ops)
         for index, op in enumerate(ops):
             if isinstance(op, PutOp) and op.value is not None:
-                check_storable(op.value, f"operation {index} (put of {op.namespace!r}, {op.key!r})")
+                where = f"operation {index} (put of {op.namespace!r}, {op.key!r})"
+                check_storable({"ns": op.namespace, "key": op.key, "value": op.value}, where)
         applied: list[Key] = []
         try:
             return self._apply(ops, applied)
