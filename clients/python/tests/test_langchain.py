@@ -8,14 +8,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import date, datetime
 
 import pytest
 from conftest import LiveServer
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
 from memoryhub_client import MemoryHub, errors
-from memoryhub_client.langchain import ATTESTATION, MemoryHubVectorStore, _ids_for, current_copy
+from memoryhub_client.langchain import ATTESTATION, MemoryHubVectorStore, _ids_for, current_copy, letter_key_encoder
+from memoryhub_client.langgraph import MemoryHubStore
 from memoryhub_client.models import Memory
 
 
@@ -163,3 +164,129 @@ async def test_aadd_documents_stops_at_a_refused_document_and_names_what_it_wrot
     assert refused.value.written_ids == ["good1"]
     found = await store.aget_by_ids(["good1", "bad1", "after"])
     assert [(d.id, d.page_content) for d in found] == [("good1", "Carol likes jazz a lot")]
+
+
+def _stored_doc_ids(live_server: LiveServer, user_id: str) -> list[str]:
+    with MemoryHub(live_server.url, live_server.api_key) as hub:
+        return [m["content"]["docId"] for m in hub.memories(user_id).iter(kind="langchain_document")]
+
+
+def test_fewer_metadatas_or_ids_than_texts_is_refused_before_any_write(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    with pytest.raises(ValueError, match="1 metadatas for 3 texts"):
+        store.add_texts(["a", "b", "c"], metadatas=[{}])
+    with pytest.raises(ValueError, match="1 ids for 2 documents"):
+        store.add_texts(["a", "b"], ids=["only1"])
+    with pytest.raises(ValueError, match="1 ids for 2 documents"):
+        store.add_documents([Document(page_content="one"), Document(page_content="two")], ids=["x"])
+    assert _stored_doc_ids(live_server, user_id) == []
+
+
+async def test_afewer_metadatas_or_ids_than_texts_is_refused_before_any_write(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    with pytest.raises(ValueError, match="1 metadatas for 3 texts"):
+        await store.aadd_texts(["a", "b", "c"], metadatas=[{}])
+    with pytest.raises(ValueError, match="3 ids for 2 documents"):
+        await store.aadd_documents([Document(page_content="one"), Document(page_content="two")], ids=["x", "y", "z"])
+    assert _stored_doc_ids(live_server, user_id) == []
+
+
+async def test_metadata_that_is_not_json_is_refused_before_any_write(live_server: LiveServer) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    dated = Document(page_content="dt", metadata={"w": date(2024, 1, 1)})
+    with pytest.raises(ValueError, match=r"document 1 \(id 'd2'\) cannot be stored"):
+        store.add_documents([Document(page_content="ok"), dated], ids=["d1", "d2"])
+    with pytest.raises(ValueError, match=r"document 1 \(id 'd2'\) cannot be stored"):
+        await store.aadd_documents([Document(page_content="ok"), dated], ids=["d1", "d2"])
+    with pytest.raises(ValueError, match=r"document 0 \(id 'n'\) cannot be stored"):
+        store.add_texts(["nan"], metadatas=[{"score": float("nan")}], ids=["n"])
+    assert _stored_doc_ids(live_server, user_id) == []
+
+
+def test_an_existing_kind_that_is_not_searchable_on_text_is_refused(live_server: LiveServer) -> None:
+    plain, other_field = f"lc_plain_{uuid.uuid4().hex[:8]}", f"lc_body_{uuid.uuid4().hex[:8]}"
+    with MemoryHub(live_server.url, live_server.api_key) as hub:
+        hub.kinds.create(name=plain, content_schema={"type": "object"})  # searchable defaults to false
+        schema = {"type": "object", "properties": {"body": {"type": "string"}, "text": {"type": "string"}}}
+        hub.kinds.create(name=other_field, content_schema=schema, searchable=True, text_field="body")
+    for kind in (plain, other_field):
+        with pytest.raises(ValueError, match=f"kind '{kind}' is not searchable on the field 'text'"):
+            MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id="u", kind=kind)
+        with pytest.raises(ValueError, match=f"kind '{kind}' is not searchable on the field 'text'"):
+            MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id="u", kind=kind)
+
+
+async def test_an_add_that_loses_to_a_delete_is_a_revision_conflict_and_a_delete_wins_over_an_add(
+    live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user_id = f"lc-{uuid.uuid4().hex[:12]}"
+    a, b = (MemoryHubVectorStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id) for _ in "ab")
+    a.add_documents([Document(id="k", page_content="base")])
+    listing, alisting = b._all, b._aall
+
+    def listed_then_deleted() -> list[Memory]:  # another writer deletes the document right after b's listing
+        found = listing()
+        a.delete(["k"])
+        return found
+
+    async def alisted_then_deleted() -> list[Memory]:
+        found = await alisting()
+        a.delete(["k"])
+        return found
+
+    monkeypatch.setattr(b, "_all", listed_then_deleted)
+    monkeypatch.setattr(b, "_aall", alisted_then_deleted)
+    for add in (b.add_documents, b.aadd_documents):
+        a.add_documents([Document(id="k", page_content="base")])
+        with pytest.raises(errors.RevisionConflict) as lost:
+            result = add([Document(id="k", page_content="new")])
+            if not isinstance(result, list):
+                await result
+        assert lost.value.written_ids == [] and a.get_by_ids(["k"]) == []
+    monkeypatch.undo()
+    a.add_documents([Document(id="k", page_content="base")])
+    listing, alisting = a._all, a._aall
+
+    def listed_then_updated() -> list[Memory]:  # another writer's add lands right after a's listing
+        found = listing()
+        b.add_documents([Document(id="k", page_content="newer")])
+        return found
+
+    async def alisted_then_updated() -> list[Memory]:
+        found = await alisting()
+        b.add_documents([Document(id="k", page_content="newer")])
+        return found
+
+    monkeypatch.setattr(a, "_all", listed_then_updated)
+    monkeypatch.setattr(a, "_aall", alisted_then_updated)
+    assert a.delete(["k"]) is True  # a delete is unconditional: it removes the document, the racing add's too
+    assert b.get_by_ids(["k"]) == []
+    b.add_documents([Document(id="k", page_content="base")])
+    assert await a.adelete(["k"]) is True
+    assert b.get_by_ids(["k"]) == []
+
+
+def test_langchain_indexing_needs_ids_admission_does_not_read_as_secrets(live_server: LiveServer) -> None:
+    from langchain_core.indexing import InMemoryRecordManager, index
+
+    store = MemoryHubVectorStore(
+        base_url=live_server.url, api_key=live_server.api_key, user_id=f"lc-{uuid.uuid4().hex[:12]}"
+    )
+    docs = [Document(page_content="Bob likes coffee", metadata={"source": "b.txt"})]
+    manager = InMemoryRecordManager("memoryhub")
+    manager.create_schema()
+    with pytest.raises(errors.RejectedByPolicy) as refused:  # a hex digest reads as a leaked token
+        index(docs, manager, store, cleanup="incremental", source_id_key="source", key_encoder="sha256")
+    assert (refused.value.reason, refused.value.details.get("path")) == ("secret_detected", "/content/docId")
+    for algorithm in ("sha256", "sha512", "blake2b"):
+        encoder = letter_key_encoder(algorithm)
+        manager = InMemoryRecordManager(f"memoryhub-{algorithm}")
+        manager.create_schema()
+        kwargs = {"cleanup": "incremental", "source_id_key": "source", "key_encoder": encoder}
+        assert index(docs, manager, store, **kwargs)["num_added"] == 1  # type: ignore[arg-type]
+        assert index(docs, manager, store, **kwargs)["num_skipped"] == 1  # type: ignore[arg-type]
+        [found] = store.get_by_ids([encoder(docs[0])])
+        assert found.page_content == "Bob likes coffee" and found.id is not None and found.id.isalpha()

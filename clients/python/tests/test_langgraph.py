@@ -12,12 +12,14 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
+import pytest
 from conftest import LiveServer
+from langgraph.store.base import PutOp
 from memoryhub_client import MemoryHub
-from memoryhub_client.errors import RevisionConflict
+from memoryhub_client.errors import RejectedByPolicy, RevisionConflict
 from memoryhub_client.langgraph import ATTESTATION, MemoryHubStore, current_copy
 from memoryhub_client.models import Memory
 
@@ -132,3 +134,61 @@ def test_concurrent_puts_of_one_key_then_get_and_delete(live_server: LiveServer)
     stores[1].put(("r",), "k", {"text": "after"})
     found = stores[2].get(("r",), "k")
     assert found is not None and found.value == {"text": "after"}
+
+
+def test_a_batch_stops_at_its_first_error_and_names_what_it_applied(live_server: LiveServer) -> None:
+    user_id = f"lg-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    store.put(("s",), "gone", {"v": "to delete"})
+    ops = [
+        PutOp(("s",), "ok1", {"v": "fine"}),
+        PutOp(("s",), "gone", None),
+        PutOp(("s",), "bad", {"pw": "my password is hunter2Xy!9"}),
+        PutOp(("s",), "ok2", {"v": "fine2"}),
+    ]
+    with pytest.raises(RejectedByPolicy) as refused:
+        store.batch(ops)
+    assert refused.value.written_keys == [(("s",), "ok1"), (("s",), "gone")]
+    assert [store.get(("s",), k) is not None for k in ("ok1", "gone", "bad", "ok2")] == [True, False, False, False]
+
+
+def test_a_put_value_that_is_not_json_is_refused_before_anything_is_applied(live_server: LiveServer) -> None:
+    user_id = f"lg-{uuid.uuid4().hex[:12]}"
+    store = MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id)
+    ops = [PutOp(("s",), "ok1", {"v": "fine"}), PutOp(("s",), "dt", {"w": date(2024, 1, 1)})]
+    with pytest.raises(ValueError, match=r"operation 1 \(put of \('s',\), 'dt'\) cannot be stored"):
+        store.batch(ops)
+    assert store.get(("s",), "ok1") is None
+
+
+def test_a_put_that_loses_to_a_delete_is_a_revision_conflict_and_a_delete_wins_over_a_put(
+    live_server: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user_id = f"lg-{uuid.uuid4().hex[:12]}"
+    a, b = (MemoryHubStore(base_url=live_server.url, api_key=live_server.api_key, user_id=user_id) for _ in "ab")
+    a.put(("r",), "k", {"v": "base"})
+    listing = b._listing
+
+    def listed_then_deleted() -> list[Memory]:  # another writer deletes the item right after b's listing
+        found = listing()
+        a.delete(("r",), "k")
+        return found
+
+    monkeypatch.setattr(b, "_listing", listed_then_deleted)
+    with pytest.raises(RevisionConflict) as lost:
+        b.put(("r",), "k", {"v": "new"})
+    assert lost.value.written_keys == [] and a.get(("r",), "k") is None
+    monkeypatch.undo()
+    b.put(("r",), "k", {"v": "again"})  # the documented recovery: re-read (a new batch lists) and put
+    assert a.get(("r",), "k") is not None
+    listing = a._listing
+
+    def listed_then_updated() -> list[Memory]:  # another writer's put lands right after a's listing
+        found = listing()
+        b.put(("r",), "k", {"v": "newer"})
+        return found
+
+    monkeypatch.setattr(a, "_listing", listed_then_updated)
+    a.delete(("r",), "k")  # a delete is unconditional: it removes the item, the racing put's value too
+    monkeypatch.undo()
+    assert b.get(("r",), "k") is None

@@ -58,6 +58,9 @@ class MemoryHubError(Exception):
     # Set by `MemoryHubVectorStore.add_documents` (and `aadd_documents`) on the error that stopped it: the ids of
     # the documents this call had written before it, in order. None on an error raised anywhere else.
     written_ids: list[str] | None = None
+    # Set by `MemoryHubStore.batch` (and `abatch`, and the `put`/`delete` built on them) on the error that stopped
+    # it: the (namespace, key) of each PutOp (a put or a delete) it had applied before it, in order. None elsewhere.
+    written_keys: list[tuple[tuple[str, ...], str]] | None = None
 
     def __init__(
         self, status: int, code: str, message: str, details: Mapping[str, Any] | None = None, headers: Any = None

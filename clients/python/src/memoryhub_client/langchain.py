@@ -7,7 +7,9 @@ LangChain is kept but not used: memoryhub never takes vectors from clients). Eve
 admission like any memory: consent is given by the product backend that configures this store, and the
 evidence is the fixed statement `ATTESTATION`; a document with a secret in it is refused (RejectedByPolicy).
 
-Ids are the Document ids (generated when absent), not memoryhub's `mem_…` ids. memoryhub has no lookup of a
+Ids are the Document ids (generated when absent), not memoryhub's `mem_…` ids. They are content (`docId`), so
+admission refuses one that looks like a secret (a hex digest, a card number): `letter_key_encoder` makes ids for
+LangChain's indexing API that it does not. memoryhub has no lookup of a
 memory by a content field, so `get_by_ids`, `delete` and an upsert list the user's memories of the kind
 (keyset pages of 200): fine for the hundreds of documents per user memoryhub is built for, linear beyond.
 Metadata filters (`filter={"k": v}`) are applied by the client to the semantic results.
@@ -16,19 +18,24 @@ Concurrent writers: memoryhub has no uniqueness on a content field, so two write
 adding the same new id at the same time can each create a memory for it. The store converges: of the memories
 of one id the current one is the most recently written (`current_copy`: the greatest `updatedAt`, then
 `createdAt`, then `id`); `get_by_ids` and the searches answer only that one, an upsert updates it
-(compare-and-set) and deletes the other copies, and `delete` removes every copy.
+(compare-and-set: changed or deleted since the listing is a RevisionConflict) and deletes the other copies, and
+`delete` removes every copy, unconditionally (a racing write is deleted too).
 
 `add_documents` writes the documents one by one, in order. When one fails (RejectedByPolicy for a secret, a
 RevisionConflict, …) the ones before it stay written, it and the ones after it are not written, and the error
-raised carries the ids written by this call in `error.written_ids`.
+raised carries the ids written by this call in `error.written_ids`. Input judged by the client (`metadatas` or
+`ids` not one per text, a document that is not JSON) raises ValueError before the first write.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import math
 import secrets
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -36,8 +43,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from ._async_client import AsyncMemoryHub
-from ._copies import current_copy
+from ._copies import current_copy, deleted_since_listing
 from ._kinds import ensure_kind as ensure_kind_defined
+from ._storable import check_storable
 from ._sync_client import MemoryHub
 from .errors import MemoryHubError, NotFound, RevisionConflict
 from .models import Memory, SearchResult
@@ -82,13 +90,51 @@ def _proposal(doc_id: str, document: Document) -> dict[str, Any]:
 
 def _ids_for(documents: Sequence[Document], ids: Sequence[str | None] | None) -> list[str]:
     given = list(ids) if ids is not None else [d.id for d in documents]
+    if len(given) != len(documents):  # as langchain-core's VectorStore.add_texts: never drop a document
+        raise ValueError(f"{len(given)} ids for {len(documents)} documents: give one id per document")
     return [i or _random_id() for i in given]
+
+
+def _proposals(documents: Sequence[Document], ids: Sequence[str | None] | None) -> list[tuple[str, dict[str, Any]]]:
+    """Each document's id and memory proposal, every one checked before the first write (ValueError otherwise)."""
+    proposals = [(doc_id, _proposal(doc_id, document)) for doc_id, document in zip(_ids_for(documents, ids), documents)]
+    for index, (doc_id, proposal) in enumerate(proposals):
+        check_storable(proposal["content"], f"document {index} (id {doc_id!r})")
+    return proposals
+
+
+def _documents(texts: Iterable[str], metadatas: list[dict[str, Any]] | None) -> list[Document]:
+    texts = list(texts)
+    metas = metadatas if metadatas is not None else [{} for _ in texts]
+    if len(metas) != len(texts):  # as langchain-core's VectorStore.add_texts: never drop a text
+        raise ValueError(f"{len(metas)} metadatas for {len(texts)} texts: give one metadata dict per text")
+    return [Document(page_content=t, metadata=m) for t, m in zip(texts, metas)]
 
 
 def _random_id() -> str:
     """16 random lowercase letters (75 bits). Admission reads a random string of 20+ characters as a leaked token,
     and 13+ digits in a row as a card number: hex digits made both (~0.1 % of ids were refused as a card)."""
     return "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
+
+
+def letter_key_encoder(algorithm: str = "sha256") -> Callable[[Document], str]:
+    """A `key_encoder` for `langchain_core.indexing.index()`: a hash (`algorithm`, any of hashlib's) of the
+    document's content and metadata, written in lowercase letters. LangChain's own `"sha256"`, `"sha512"` and
+    `"blake2b"` encoders make hex ids, which admission refuses as leaked tokens (`docId` is content, and content
+    is scanned for secrets); letters carry no digits for it to read as a key or a card number."""
+    size = hashlib.new(algorithm).digest_size
+    width = math.ceil(size * 8 / math.log2(26))  # every digest in as many letters: ids of one length
+
+    def encode(document: Document) -> str:
+        hashed = json.dumps([document.page_content, document.metadata], ensure_ascii=False, sort_keys=True)
+        number = int.from_bytes(hashlib.new(algorithm, hashed.encode("utf-8")).digest(), "big")
+        letters = []
+        for _ in range(width):
+            number, digit = divmod(number, 26)
+            letters.append(string.ascii_lowercase[digit])
+        return "".join(letters)
+
+    return encode
 
 
 class MemoryHubVectorStore(VectorStore):
@@ -169,19 +215,21 @@ class MemoryHubVectorStore(VectorStore):
     def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Write the documents in order (an existing id: a compare-and-set update). If one fails, the error raised
         carries the ids written before it by this call in `error.written_ids`; it and the rest are not written."""
-        ids = _ids_for(documents, kwargs.get("ids"))
+        proposals = _proposals(documents, kwargs.get("ids"))
         existing, stale = _by_doc_id(self._all())
         memories = self._hub.memories(self.user_id)
         written: list[str] = []
         try:
-            for doc_id, document in zip(ids, documents):
+            for doc_id, proposal in proposals:
                 current = existing.get(doc_id)
-                proposal = _proposal(doc_id, document)
                 if current is None:
                     existing[doc_id] = memories.create(kind=self.kind, **proposal)
                 else:
                     version = current["version"]
-                    existing[doc_id] = memories.update(current["id"], expected_version=version, **proposal)
+                    try:
+                        existing[doc_id] = memories.update(current["id"], expected_version=version, **proposal)
+                    except NotFound as error:
+                        raise deleted_since_listing(error) from error
                 written.append(doc_id)
                 for copy in stale.pop(doc_id, []):
                     with contextlib.suppress(NotFound, RevisionConflict):  # gone, or written since: newer
@@ -189,24 +237,28 @@ class MemoryHubVectorStore(VectorStore):
         except MemoryHubError as error:
             error.written_ids = written
             raise
-        return ids
+        return [doc_id for doc_id, _ in proposals]
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """`add_documents`, async."""
-        ids = _ids_for(documents, kwargs.get("ids"))
+        proposals = _proposals(documents, kwargs.get("ids"))
         existing, stale = _by_doc_id(await self._aall())
         written: list[str] = []
         async with self._async_hub() as hub:
             memories = hub.memories(self.user_id)
             try:
-                for doc_id, document in zip(ids, documents):
+                for doc_id, proposal in proposals:
                     current = existing.get(doc_id)
-                    proposal = _proposal(doc_id, document)
                     if current is None:
                         existing[doc_id] = await memories.create(kind=self.kind, **proposal)
                     else:
                         version = current["version"]
-                        existing[doc_id] = await memories.update(current["id"], expected_version=version, **proposal)
+                        try:
+                            existing[doc_id] = await memories.update(
+                                current["id"], expected_version=version, **proposal
+                            )
+                        except NotFound as error:
+                            raise deleted_since_listing(error) from error
                     written.append(doc_id)
                     for copy in stale.pop(doc_id, []):
                         with contextlib.suppress(NotFound, RevisionConflict):  # gone, or written since: newer
@@ -214,21 +266,17 @@ class MemoryHubVectorStore(VectorStore):
             except MemoryHubError as error:
                 error.written_ids = written
                 raise
-        return ids
+        return [doc_id for doc_id, _ in proposals]
 
     def add_texts(
         self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
     ) -> list[str]:
-        texts = list(texts)
-        metas = metadatas or [{} for _ in texts]
-        return self.add_documents([Document(page_content=t, metadata=m) for t, m in zip(texts, metas)], **kwargs)
+        return self.add_documents(_documents(texts, metadatas), **kwargs)
 
     async def aadd_texts(
         self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
     ) -> list[str]:
-        texts = list(texts)
-        metas = metadatas or [{} for _ in texts]
-        return await self.aadd_documents([Document(page_content=t, metadata=m) for t, m in zip(texts, metas)], **kwargs)
+        return await self.aadd_documents(_documents(texts, metadatas), **kwargs)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete these documents, every copy of each (every document of the store with `ids=None`); missing ids
@@ -236,7 +284,7 @@ class MemoryHubVectorStore(VectorStore):
         memories = self._hub.memories(self.user_id)
         for memory in _selected(self._all(), ids):
             with contextlib.suppress(NotFound):  # deleted concurrently: the goal is reached
-                memories.delete(memory["id"], expected_version=memory["version"])
+                memories.delete(memory["id"])  # unconditional: a write that raced this delete is deleted too
         return True
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -244,7 +292,7 @@ class MemoryHubVectorStore(VectorStore):
         async with self._async_hub() as hub:
             for memory in selected:
                 with contextlib.suppress(NotFound):
-                    await hub.memories(self.user_id).delete(memory["id"], expected_version=memory["version"])
+                    await hub.memories(self.user_id).delete(memory["id"])
         return True
 
     @classmethod

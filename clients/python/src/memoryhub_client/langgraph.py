@@ -12,13 +12,15 @@ memoryhub has no lookup by a content field, so one `batch` lists the user's memo
 pages of 200) and answers every operation of the batch from that listing and the writes it makes: linear in the
 number of items per user. `search` with a `query` ranks by memoryhub's semantic search; filters, namespace
 prefixes, offset and limit are applied by the client. `abatch` runs `batch` in a worker thread. TTLs are not
-supported (`supports_ttl = False`).
+supported (`supports_ttl = False`). A batch is not atomic: it stops at its first error, which carries the
+(namespace, key)s of the PutOps applied before it in `error.written_keys`.
 
 Concurrent writers: memoryhub has no uniqueness on a content field, so two writers (two stores, two processes)
 that put a new key at the same time can each create a memory for it. The store converges: of the memories of
 one (namespace, key) the current one is the most recently written (`current_copy`: the greatest `updatedAt`,
 then `createdAt`, then `id`); get, search and list_namespaces answer only that one, a put updates it
-(compare-and-set) and deletes the other copies, and a delete removes every copy.
+(compare-and-set: changed or deleted since the listing is a RevisionConflict) and deletes the other copies, and a
+delete removes every copy, unconditionally (a racing put is deleted too).
 """
 
 from __future__ import annotations
@@ -44,10 +46,11 @@ from langgraph.store.base import (
     get_text_at_path,
 )
 
-from ._copies import current_copy, parse_time
+from ._copies import current_copy, deleted_since_listing, parse_time
 from ._kinds import ensure_kind as ensure_kind_defined
+from ._storable import check_storable
 from ._sync_client import MemoryHub
-from .errors import NotFound, RevisionConflict
+from .errors import MemoryHubError, NotFound, RevisionConflict
 from .models import Memory
 
 ATTESTATION = "I keep notes here."
@@ -145,7 +148,22 @@ class MemoryHubStore(BaseStore):
     # -- BaseStore ------------------------------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Answer the operations in order. Not atomic: an error stops the batch, the PutOps before it stay applied,
+        and the error (a MemoryHubError) carries their (namespace, key)s in `error.written_keys`. A put value that
+        is not JSON raises ValueError before anything is applied."""
         ops = list(ops)
+        for index, op in enumerate(ops):
+            if isinstance(op, PutOp) and op.value is not None:
+                where = f"operation {index} (put of {op.namespace!r}, {op.key!r})"
+                check_storable({"ns": op.namespace, "key": op.key, "value": op.value}, where)
+        applied: list[Key] = []
+        try:
+            return self._apply(ops, applied)
+        except MemoryHubError as error:
+            error.written_keys = applied
+            raise
+
+    def _apply(self, ops: list[Op], applied: list[Key]) -> list[Result]:
         copies: dict[Key, list[Memory]] = {}
         for memory in self._listing():
             copies.setdefault((tuple(memory["content"]["ns"]), memory["content"]["key"]), []).append(memory)
@@ -159,6 +177,7 @@ class MemoryHubStore(BaseStore):
                 results.append(_item(found) if found else None)
             elif isinstance(op, PutOp):
                 self._put(items, stale, op)
+                applied.append((op.namespace, op.key))
                 results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(self._search(items, op))
@@ -182,18 +201,21 @@ class MemoryHubStore(BaseStore):
         key = (op.namespace, op.key)
         current = items.get(key)
         if op.value is None:
-            if current is not None:
+            # Every copy (a delete brings back no older value), unconditionally: a put that raced it is deleted too.
+            for memory in ([current] if current else []) + stale.pop(key, []):
                 with contextlib.suppress(NotFound):  # deleted meanwhile: the goal is reached
-                    memories.delete(current["id"], expected_version=current["version"])
-                del items[key]
-                self._drop(stale.pop(key, []))  # every copy: a delete brings back no older value
+                    memories.delete(memory["id"])
+            items.pop(key, None)
             return
         proposal: dict[str, Any] = {"content": self._content(op), "evidence": ATTESTATION, "source": ATTESTATION}
         proposal["consent"] = True  # given by the product backend that configures the store
         if current is None:
             items[key] = memories.create(kind=self.kind, **proposal)
         else:
-            items[key] = memories.update(current["id"], expected_version=current["version"], **proposal)
+            try:
+                items[key] = memories.update(current["id"], expected_version=current["version"], **proposal)
+            except NotFound as error:
+                raise deleted_since_listing(error) from error
             self._drop(stale.pop(key, []))
 
     def _drop(self, copies: list[Memory]) -> None:
