@@ -86,10 +86,17 @@ def _ranking_errors(value: dict, prefix: str) -> dict[str, str]:
     errors = {}
     if "mode" in value and value["mode"] not in (HYBRID, SEMANTIC):
         errors[f"{prefix}mode"] = "must be hybrid or semantic"
-    floor = value.get("minScore")
-    if "minScore" in value and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not -1 <= floor <= 1):
-        errors[f"{prefix}minScore"] = "must be a number from -1 to 1"
+    if "minScore" in value and not valid_min_score(value["minScore"]):
+        errors[f"{prefix}minScore"] = MIN_SCORE_ERROR
     return errors
+
+
+MIN_SCORE_ERROR = "must be a number from -1 to 1"
+
+
+def valid_min_score(value: object) -> bool:
+    """A source's `minScore` (here and the `history-search` source's): a cosine, -1 to 1."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and -1 <= value <= 1
 
 
 def validate_source_options(options: dict) -> dict:

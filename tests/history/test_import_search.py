@@ -165,6 +165,14 @@ def test_search_validation_errors_are_400_with_the_envelope(alice, body):
     assert_envelope(response, 400)
 
 
+def test_an_empty_conversations_list_is_400_naming_it_as_an_empty_roles_list_is(alice):
+    """An empty "only these conversations" would have searched every conversation."""
+    imported(alice, "u1", "c1", TRIP)
+    for field in ("conversations", "roles"):
+        response = alice.post(search_url("u1"), {"query": "Lisbon", "mode": "keyword", field: []})
+        assert set(assert_envelope(response, 400, "invalid_request")["details"]["fields"]) == {field}
+
+
 def test_default_mode_is_hybrid_and_limit_10(alice):
     imported(
         alice,
