@@ -45,9 +45,11 @@ def test_semantic_mode_has_no_floor_unless_asked_and_keyword_mode_ignores_it(ali
 
 def test_a_keyword_hit_below_the_floor_is_still_returned_by_its_keyword_rank(alice, path):
     imported(alice, "u1", "old", OLD)
-    [hit] = search(alice, "u1", "fence in Paris tomorrow", minScore=0.99).json()["results"]
+    hit, *neighbours = search(alice, "u1", "fence in Paris tomorrow", minScore=0.99).json()["results"]
     assert hit["content"] == OLD[2]["content"]
     assert hit["why"]["keyword"]["rank"] == 1 and hit["why"]["semantic"] == {"rank": None, "score": None}
+    # its neighbour (the reply before it) joins with a share of its score, no signal of its own
+    assert [n["content"] for n in neighbours] == [OLD[1]["content"]] and neighbours[0]["why"]["neighbours"]["score"]
 
 
 @pytest.mark.parametrize("value", [1.5, -1.01, "0.2", True, None])
