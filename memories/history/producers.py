@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from memories.history.selectors import MODES, HistoryFilters, HistoryHit, history_search
 from memories.history.text import speaker
-from memories.longterm.producers import MIN_SCORE_ERROR, valid_min_score
+from memories.longterm.selectors import MIN_SCORE_ERROR, valid_min_score
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, query_embedding_scope
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress

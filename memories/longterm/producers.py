@@ -27,12 +27,14 @@ from memories.longterm.rollback import longterm_as_rolled_back
 from memories.longterm.selectors import (
     HYBRID,
     KEYWORD,
+    MIN_SCORE_ERROR,
     SEMANTIC,
     hybrid_floor,
     hybrid_rrf_k,
     hybrid_weights,
     kind_spec,
     kinds_scope,
+    valid_min_score,
 )
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
 from memories.longterm.services.memories import kind_scope
@@ -89,14 +91,6 @@ def _ranking_errors(value: dict, prefix: str) -> dict[str, str]:
     if "minScore" in value and not valid_min_score(value["minScore"]):
         errors[f"{prefix}minScore"] = MIN_SCORE_ERROR
     return errors
-
-
-MIN_SCORE_ERROR = "must be a number from -1 to 1"
-
-
-def valid_min_score(value: object) -> bool:
-    """A source's `minScore` (here and the `history-search` source's): a cosine, -1 to 1."""
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and -1 <= value <= 1
 
 
 def validate_source_options(options: dict) -> dict:
