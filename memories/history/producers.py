@@ -2,9 +2,9 @@
 
 A source `{"agentRef": "history-search", "variable": "recalledHistory"}` searches the user's whole history
 (hybrid by default, with long-term search's semantic floor, option `minScore`) with the current user message as
-the query. It leaves out the rounds of this
-conversation that the prompt already holds — the current one and the `recentRounds` before it (default
-10) — so it brings back what the prompt no longer shows: other conversations and earlier rounds of this one.
+the query. It leaves out the rounds of this conversation that the prompt already holds — the current one and
+the `recentRounds` before it (default 10) — so it brings back what the prompt no longer shows: other
+conversations and earlier rounds of this one.
 The hits are rendered oldest first, each with its time and speaker, inside `maxChars`; the source status
 lists each recalled message's id, conversation, round, score and `why` (best first). When the turn names the
 replying character (witness scopes, docs/roleplay.md), only messages that character witnessed are searched.
