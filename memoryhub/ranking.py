@@ -202,7 +202,8 @@ def fuse_with_neighbours(
 
     Neighbours (dialog): an answer often only makes sense with the turn before or after it, so the first
     `givers` fused hits that are in `may_give` give `share` × their fused score to each of their neighbours
-    (`neighbours_of(keys)`); a neighbour not among the hits joins them with no signal of its own. `why`
+    (`neighbours_of(keys)`); a neighbour not among the hits joins them with no signal of its own, pushing none
+    out (with a floor on a signal the hits can be few: "The cello?" answering a kept question stays). `why`
     records what each hit got under "neighbours" ({"score": the sum, 0 for none}); "fused" is the final score.
 
     Scores and orders are those of the three steps one after the other; only the page's hits are built.
@@ -218,7 +219,7 @@ def fuse_with_neighbours(
     final = {key: scores[key] + gained.get(key, 0.0) for key in order}
     for near, extra in gained.items():
         final.setdefault(near, extra)  # joins after the hits, in the order it first gained
-    spread = sorted(final, key=final.__getitem__, reverse=True)[: len(order)]  # as many as were fused
+    spread = sorted(final, key=final.__getitem__, reverse=True)  # a neighbour joins the hits, none is pushed out
     page = _placed(spread, [key for key, _ in rankings[anchor]], unreadable, limit)
     names = tuple(rankings)
     return [

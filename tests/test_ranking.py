@@ -74,7 +74,11 @@ def with_neighbours(rankings, neighbours: dict, *, givers=2, may_give=None, limi
 
 def test_neighbours_earn_a_share_of_a_hits_score_and_join_the_hits_they_outscore():
     found = with_neighbours({"keyword": hits("a", "b", "c"), "semantic": []}, {"a": ["n"]}, limit=9)
-    assert [h.key for h in found] == ["a", "n", "b"]  # no more hits than were fused: c, below n, leaves
+    assert [h.key for h in found] == ["a", "n", "b", "c"]  # n joins the hits: c, below it, stays (a floor can
+    # leave few hits, and a kept hit's neighbour — its answer — must not be the one that has no room)
+    assert [h.key for h in with_neighbours({"keyword": hits("a", "b", "c"), "semantic": []}, {"a": ["n"]})] == [
+        "a", "n", "b",
+    ]  # fmt: skip
     by_key = {h.key: h for h in found}
     assert by_key["n"].score == 0.9 * (1 / 6)
     assert by_key["n"].why()["keyword"] == {"rank": None, "score": None}
@@ -85,7 +89,7 @@ def test_neighbours_earn_a_share_of_a_hits_score_and_join_the_hits_they_outscore
 def test_only_the_first_givers_that_may_give_share_with_their_neighbours():
     rankings = {"keyword": hits("a", "b", "c"), "semantic": []}
     found = with_neighbours(rankings, {"a": ["x"], "b": ["y"], "c": ["z"]}, givers=2, may_give={"b", "c"}, limit=9)
-    assert [h.key for h in found] == ["a", "b", "y"]  # a may not give; c is not among the first two
+    assert [h.key for h in found] == ["a", "b", "y", "c"]  # a may not give; c is not among the first two
 
 
 def test_fusing_with_neighbours_answers_as_the_three_steps_one_after_the_other():
@@ -104,7 +108,7 @@ def test_fusing_with_neighbours_answers_as_the_three_steps_one_after_the_other()
         fused = fuse(rankings, {"keyword": 1.0, "semantic": 1.0}, limit=27, rrf_k=5)
         giving = [hit for hit in fused[:givers] if hit.key in may_give]
         expected = keep_places(
-            spread(fused, {h.key: neighbours[h.key] for h in giving}, 0.3, len(fused)),
+            spread(fused, {h.key: neighbours[h.key] for h in giving}, 0.3, len(keys) + 2),  # every hit and neighbour
             rankings["semantic"], unreadable, limit=limit,
         )  # fmt: skip
         found = fuse_with_neighbours(

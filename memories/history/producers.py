@@ -1,9 +1,10 @@
 """The `recalledHistory` variable (docs/recall.md): the user's past messages relevant to this turn's message.
 
 A source `{"agentRef": "history-search", "variable": "recalledHistory"}` searches the user's whole history
-(hybrid by default) with the current user message as the query. It leaves out the rounds of this
-conversation that the prompt already holds — the current one and the `recentRounds` before it (default
-10) — so it brings back what the prompt no longer shows: other conversations and earlier rounds of this one.
+(hybrid by default, with long-term search's semantic floor, option `minScore`) with the current user message as
+the query. It leaves out the rounds of this conversation that the prompt already holds — the current one and
+the `recentRounds` before it (default 10) — so it brings back what the prompt no longer shows: other
+conversations and earlier rounds of this one.
 The hits are rendered oldest first, each with its time and speaker, inside `maxChars`; the source status
 lists each recalled message's id, conversation, round, score and `why` (best first). When the turn names the
 replying character (witness scopes, docs/roleplay.md), only messages that character witnessed are searched.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from memories.history.selectors import MODES, HistoryFilters, HistoryHit, history_search
 from memories.history.text import speaker
+from memories.longterm.selectors import MIN_SCORE_ERROR, valid_min_score
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, query_embedding_scope
 from memoryhub import working_set
 from memoryhub.addresses import UserAddress
@@ -29,14 +31,16 @@ MIN_LINE = 40  # below this much room left, a further line would say nothing use
 
 
 def validate_options(options: dict) -> dict:
-    """A source may set topK (1-20), maxChars (100-20000), recentRounds (0-10000) and mode."""
-    errors = {key: "unknown field" for key in options if key not in DEFAULTS}
+    """A source may set topK (1-20), maxChars (100-20000), recentRounds (0-10000), mode and minScore (-1..1)."""
+    errors = {key: "unknown field" for key in options if key not in DEFAULTS and key != "minScore"}
     for name, (low, high) in LIMITS.items():
         value = options.get(name)
         if name in options and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
             errors[name] = f"must be an integer from {low} to {high}"
     if "mode" in options and options["mode"] not in MODES:
         errors["mode"] = f"must be one of: {', '.join(MODES)}"
+    if "minScore" in options and not valid_min_score(options["minScore"]):
+        errors["minScore"] = MIN_SCORE_ERROR
     if errors:
         raise SectionInvalid(errors)
     return dict(options)
@@ -46,10 +50,17 @@ def _options(request: RecallRequest) -> dict:
     return {**DEFAULTS, **(getattr(request.source, "options", None) or {})}
 
 
+def _folded(text: str) -> str:
+    """Every run of whitespace (newlines, tabs, …) as one space: a recalled message stays on its one line."""
+    return " ".join(text.split())
+
+
 def _line(hit: HistoryHit, room: int) -> str:
     entry = hit.entry
-    head = f"- [{entry.created_at:%Y-%m-%d %H:%M} UTC] {speaker(entry.role, entry.name)}: "
-    text = " ".join(entry.content.split())
+    # The name is folded too (a name is free text: a newline in it would start a line of its own, e.g. a
+    # fake "SYSTEM:" one); a name of only whitespace is no name, so the role speaks.
+    head = f"- [{entry.created_at:%Y-%m-%d %H:%M} UTC] {speaker(entry.role, _folded(entry.name))}: "
+    text = _folded(entry.content)
     line = head + text
     return line if len(line) <= room else line[: max(room - len(ELLIPSIS), 0)] + ELLIPSIS
 
@@ -86,6 +97,7 @@ def produce_recalled_history(request: RecallRequest) -> SourceResult:
         mode=options["mode"],
         limit=options["topK"],
         filters=filters,
+        min_score=options.get("minScore"),  # none: the search's default floor (hybrid), or none (semantic)
     )
     details: dict = {
         "mode": options["mode"],

@@ -3,6 +3,7 @@
 Hybrid ranking (docs/recall.md, figures in docs/performance.md): weighted RRF with k 5 and equal weights;
 a message in another script than the query keeps its semantic place (the keyword signal cannot read it);
 then each of the best hits gives its adjacent messages in the same conversation a share of its score.
+The semantic floor is long-term search's (docs/recall.md, "The floor"): a semantic hit below it is not semantic.
 
 Every query is scoped to one product and user, and leaves out superseded messages (a turn's message whose
 `memories.Message.superseded` is set) — read at search time from the message row, so whatever supersedes
@@ -24,6 +25,7 @@ from memories.history.text import TS_CONFIG, query_terms
 from memories.history.vector_cache import EPOCH_TABLE  # SQLite only
 from memories.longterm.keyword import BM25_B, BM25_K1  # one choice of BM25's constants for every ranking
 from memories.longterm.models import EmbeddingIndex
+from memories.longterm.selectors import hybrid_floor
 from memories.longterm.services.embedding_index import (
     IndexInUse,
     index_in_use,
@@ -363,11 +365,20 @@ def _semantic_hits(rows: list[tuple]) -> list[SignalHit[int]]:
 
 
 def history_search(
-    scope: UserAddress, *, query: str, mode: str, limit: int, filters: HistoryFilters | None = None
+    scope: UserAddress,
+    *,
+    query: str,
+    mode: str,
+    limit: int,
+    filters: HistoryFilters | None = None,
+    min_score: float | None = None,
 ) -> list[HistoryHit]:
+    """`min_score` floors the semantic cosine as long-term search's does: hybrid defaults to hybrid_floor's,
+    semantic has none unless given, keyword ignores it."""
     filters = filters or HistoryFilters()
+    floor = hybrid_floor(min_score) if mode == "hybrid" else min_score
     if connection.vendor == "postgresql":
-        found = _resident_search(scope, query, mode, limit, filters)
+        found = _resident_search(scope, query, mode, limit, filters, floor)
         if found is not None:
             return found
     if mode == "hybrid":
@@ -375,12 +386,20 @@ def history_search(
         adjacent = lambda hits: neighbours(scope, filters, hits, rows)  # noqa: E731
         query_script = script(query)
         unreadable = {pk for pk, (_, _, content) in rows.items() if script(content) != query_script}
-        ranked = [(hit.key, hit.score, hit.why()) for hit in _hybrid(rankings, adjacent, limit, rows, unreadable)]
+        fused = _hybrid(_floored(rankings, floor), adjacent, limit, rows, unreadable)
+        ranked = [(hit.key, hit.score, hit.why()) for hit in fused]
     else:
         ranking = keyword_ranking if mode == "keyword" else semantic_ranking
-        ranked = _single(ranking(scope, query, filters, limit), mode, limit)
+        ranked = _single(_floored({mode: ranking(scope, query, filters, limit)}, floor)[mode], mode, limit)
     entries = HistoryEntry.objects.defer("embedding", "search_text").in_bulk([pk for pk, _, _ in ranked])
     return [HistoryHit(entries[pk], score, why) for pk, score, why in ranked if pk in entries]
+
+
+def _floored(rankings: Mapping[str, Sequence[Ranked[int]]], floor: float | None) -> dict[str, Sequence[Ranked[int]]]:
+    """The rankings with the semantic hits below the floor left out (the ranking is best first)."""
+    if floor is None or "semantic" not in rankings:
+        return dict(rankings)
+    return {**rankings, "semantic": [(pk, score) for pk, score in rankings["semantic"] if score >= floor]}
 
 
 def _single(hits: Sequence[Ranked[int]], mode: str, limit: int) -> list[tuple[int, float, dict]]:
@@ -391,7 +410,7 @@ def _single(hits: Sequence[Ranked[int]], mode: str, limit: int) -> list[tuple[in
 
 
 def _resident_search(
-    scope: UserAddress, query: str, mode: str, limit: int, filters: HistoryFilters
+    scope: UserAddress, query: str, mode: str, limit: int, filters: HistoryFilters, floor: float | None
 ) -> list[HistoryHit] | None:
     """The search over the user's rows held in this process (resident.py); None: the SQL path searches."""
     terms = query_terms(query)
@@ -413,6 +432,7 @@ def _resident_search(
     if in_use is not None:
         vector = in_use.embed_query_array(scope.product.pk, query)
         rankings["semantic"] = resident_search.semantic_hits(cols, mask, vector, in_use.index.pk, depth)
+    rankings = _floored(rankings, floor)
     if mode == "hybrid":
         unreadable = cols.written_in_another_script(script(query))
         adjacent = lambda hits: resident_search.adjacent(cols, mask, hits, held.rows)  # noqa: E731

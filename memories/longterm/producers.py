@@ -27,12 +27,14 @@ from memories.longterm.rollback import longterm_as_rolled_back
 from memories.longterm.selectors import (
     HYBRID,
     KEYWORD,
+    MIN_SCORE_ERROR,
     SEMANTIC,
     hybrid_floor,
     hybrid_rrf_k,
     hybrid_weights,
     kind_spec,
     kinds_scope,
+    valid_min_score,
 )
 from memories.longterm.services.embedding_index import ACTIVE_INDEX_SCOPE, active_index_pk, index_in_use
 from memories.longterm.services.memories import kind_scope
@@ -86,9 +88,8 @@ def _ranking_errors(value: dict, prefix: str) -> dict[str, str]:
     errors = {}
     if "mode" in value and value["mode"] not in (HYBRID, SEMANTIC):
         errors[f"{prefix}mode"] = "must be hybrid or semantic"
-    floor = value.get("minScore")
-    if "minScore" in value and (isinstance(floor, bool) or not isinstance(floor, (int, float)) or not -1 <= floor <= 1):
-        errors[f"{prefix}minScore"] = "must be a number from -1 to 1"
+    if "minScore" in value and not valid_min_score(value["minScore"]):
+        errors[f"{prefix}minScore"] = MIN_SCORE_ERROR
     return errors
 
 

@@ -232,6 +232,14 @@ def hybrid_floor(min_score: float | None) -> float:
     return float(configured) if configured is not None else get_embedder().min_score
 
 
+MIN_SCORE_ERROR = "must be a number from -1 to 1"
+
+
+def valid_min_score(value: object) -> bool:
+    """A source's `minScore` (`preferences`, `history-search`), checked at scenario save: a cosine, -1 to 1."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and -1 <= value <= 1
+
+
 def hybrid_weights() -> dict[str, float]:
     from django.conf import settings
 

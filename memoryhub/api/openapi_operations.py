@@ -246,7 +246,9 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
         "history",
         "Search a user's past messages",
         "Every message of every conversation of the user, ranked by `mode` (hybrid, keyword or semantic), best first, "
-        "each hit with `why`; superseded messages are never returned (docs/history.md).",
+        "each hit with `why`; superseded messages are never returned. In hybrid a message that shares no word with "
+        "the query and whose cosine is below the floor (`minScore`) is returned only as a kept hit's neighbour, so "
+        "an unrelated query can find nothing (docs/history.md).",
     ),
     "history_status": (
         "history",

@@ -165,6 +165,14 @@ def test_search_validation_errors_are_400_with_the_envelope(alice, body):
     assert_envelope(response, 400)
 
 
+def test_an_empty_conversations_list_is_400_naming_it_as_an_empty_roles_list_is(alice):
+    """An empty "only these conversations" would have searched every conversation."""
+    imported(alice, "u1", "c1", TRIP)
+    for field in ("conversations", "roles"):
+        response = alice.post(search_url("u1"), {"query": "Lisbon", "mode": "keyword", field: []})
+        assert set(assert_envelope(response, 400, "invalid_request")["details"]["fields"]) == {field}
+
+
 def test_default_mode_is_hybrid_and_limit_10(alice):
     imported(
         alice,
@@ -251,12 +259,18 @@ def test_a_hits_adjacent_turn_earns_a_share_of_its_score(alice):
             message("m7", "user", "Learning the violin or the piano is hard at first.", "2024-05-04T10:00:00Z", "Kim"),
         ],
     )
-    hits = search(alice, "u1", "Which instrument did Sam pick up?", "hybrid", limit=7).json()["results"]
+    question = "Which instrument did Sam pick up?"
+    hits = search(alice, "u1", question, "hybrid", limit=7, minScore=-1).json()["results"]
     assert [hit["clientId"] for hit in hits[:2]] == ["m1", "m2"]
     assert hits[1]["why"]["semantic"]["rank"] > 2  # lifted over a message the semantic signal preferred
     assert hits[1]["why"]["keyword"]["rank"] is None and hits[1]["why"]["neighbours"]["score"] > 0
     far = next(hit for hit in hits if hit["clientId"] == "m4")
     assert far["why"]["neighbours"]["score"] < hits[1]["why"]["neighbours"]["score"]
+    # Under the default floor "The cello?" (cosine ~0.13) is no semantic hit, and only two messages are (m1, m7):
+    # it is still returned, as the neighbour of the kept question, with no signal of its own.
+    floored = {hit["clientId"]: hit["why"] for hit in search(alice, "u1", question, limit=7).json()["results"]}
+    assert {"m1", "m2", "m7"} <= set(floored) and len(floored) < 7
+    assert floored["m2"]["semantic"]["rank"] is None and floored["m2"]["neighbours"]["score"] > 0
 
 
 @pytest.mark.parametrize("client_id", ["  m1  ", "m1 ", " m1", "m1\u3000"])

@@ -67,23 +67,30 @@ def _ranks(why: dict) -> dict:
     return {name: part.get("rank") for name, part in why.items() if isinstance(part, dict)}
 
 
-def test_held_rows_rank_as_the_sql_statements_for_every_mode_and_filter(alice, monkeypatch):
+# Each mode with its floors (docs/recall.md, "The floor"): None is the mode's default (hybrid's SEARCH_MIN_SCORE or
+# the embedder's, none for semantic), -1 none, 0.3 above most of these queries' cosines.
+FLOORS = {"keyword": (None,), "semantic": (None, 0.3), "hybrid": (None, -1.0, 0.3)}
+
+
+def test_held_rows_rank_as_the_sql_statements_for_every_mode_floor_and_filter(alice, monkeypatch):
     fill(alice)
     scope = UserAddress(alice.product, "u1")
-    compared = 0
+    cases = [(mode, floor, filters) for mode, floors in FLOORS.items() for floor in floors for filters in FILTERS]
+    compared, floored = 0, 0
     for query in QUERIES:
-        for mode in ("keyword", "semantic", "hybrid"):
-            for filters in FILTERS:
-                held = history_search(scope, query=query, mode=mode, limit=20, filters=filters)
-                assert (alice.product.pk, "u1") in resident._held
-                with monkeypatch.context() as sql_only:
-                    sql_only.setattr(resident, "MAX_ROWS", 0)
-                    sql = history_search(scope, query=query, mode=mode, limit=20, filters=filters)
-                label = (query, mode, filters)
-                assert answer(held) == answer(sql), label
-                assert [h.score for h in held] == pytest.approx([h.score for h in sql], rel=1e-5, abs=1e-6), label
-                compared += bool(sql)
-    assert compared > 100  # most combinations find something: the comparison is not of empty lists
+        for mode, floor, filters in cases:
+            asked = {"query": query, "mode": mode, "limit": 20, "filters": filters, "min_score": floor}
+            held = history_search(scope, **asked)
+            assert (alice.product.pk, "u1") in resident._held
+            with monkeypatch.context() as sql_only:
+                sql_only.setattr(resident, "MAX_ROWS", 0)
+                sql = history_search(scope, **asked)
+            label = (query, mode, floor, filters)
+            assert answer(held) == answer(sql), label
+            assert [h.score for h in held] == pytest.approx([h.score for h in sql], rel=1e-5, abs=1e-6), label
+            compared += bool(sql)
+            floored += floor == 0.3 and bool(sql)
+    assert compared > 100 and floored > 10  # most combinations find something: not a comparison of empty lists
 
 
 def test_a_held_user_is_searched_with_one_statement(alice):

@@ -6,7 +6,13 @@ from rest_framework import serializers
 
 from memories.history.selectors import MODES
 from memories.history.services.imports import MAX_MESSAGES
-from memoryhub.api.fields import IdentifierField, StrictCharField, StrictIntegerField, StrictSerializer
+from memoryhub.api.fields import (
+    IdentifierField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from memoryhub.timefmt import iso
 
 ROLES = ["user", "assistant"]
@@ -16,8 +22,22 @@ class HistorySearchSerializer(StrictSerializer):
     query = StrictCharField(max_length=1000)
     mode = serializers.ChoiceField(choices=list(MODES), required=False, default="hybrid")
     limit = StrictIntegerField(min_value=1, max_value=100, required=False, default=10)
+    minScore = StrictFloatField(
+        min_value=-1.0,
+        max_value=1.0,
+        required=False,
+        help_text=(
+            "Floor on the semantic cosine (semantic and hybrid; keyword ignores it): a message below it is not a "
+            "semantic hit. Hybrid defaults to SEARCH_MIN_SCORE, unset the floor measured for the configured "
+            "embedder (0.15 for the bundled default, 0.18 for e5-minilm); -1 turns it off. Semantic: none unless given."
+        ),
+    )
     conversations = serializers.ListField(
-        child=IdentifierField(), max_length=100, required=False, help_text="Only these conversations."
+        child=IdentifierField(),
+        min_length=1,
+        max_length=100,
+        required=False,
+        help_text="Only these conversations (1-100 ids; an empty list is 400, leave the field out for all).",
     )
     after = serializers.DateTimeField(required=False, help_text="Only messages created at or after (ISO 8601).")
     before = serializers.DateTimeField(required=False, help_text="Only messages created before (ISO 8601).")

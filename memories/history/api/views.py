@@ -39,7 +39,14 @@ class HistorySearchView(APIView):
             before=data.get("before"),
             roles=tuple(data.get("roles") or ()),
         )
-        hits = history_search(scope, query=data["query"], mode=data["mode"], limit=data["limit"], filters=filters)
+        hits = history_search(
+            scope,
+            query=data["query"],
+            mode=data["mode"],
+            limit=data["limit"],
+            filters=filters,
+            min_score=data.get("minScore"),
+        )
         return Response({"results": [s.hit_to_dict(hit) for hit in hits]})
 
 
