@@ -1219,7 +1219,7 @@ export interface paths {
         put?: never;
         /**
          * Search a user's past messages
-         * @description Every message of every conversation of the user, ranked by `mode` (hybrid, keyword or semantic), best first, each hit with `why`; superseded messages are never returned (docs/history.md).
+         * @description Every message of every conversation of the user, ranked by `mode` (hybrid, keyword or semantic), best first, each hit with `why`; superseded messages are never returned. In hybrid a message that shares no word with the query and whose cosine is below the floor (`minScore`) is returned only as a kept hit's neighbour, so an unrelated query can find nothing (docs/history.md).
          */
         post: operations["history_search"];
         delete?: never;
@@ -1766,7 +1766,12 @@ export interface components {
             mode: components["schemas"]["ModeEnum"];
             /** @default 10 */
             limit: number;
-            /** @description Only these conversations. */
+            /**
+             * Format: double
+             * @description Floor on the semantic cosine (semantic and hybrid; keyword ignores it): a message below it is not a semantic hit. Hybrid defaults to SEARCH_MIN_SCORE, unset the floor measured for the configured embedder (0.15 for the bundled default, 0.18 for e5-minilm); -1 turns it off. Semantic: none unless given.
+             */
+            minScore?: number;
+            /** @description Only these conversations (1-100 ids; an empty list is 400, leave the field out for all). */
             conversations?: string[];
             /**
              * Format: date-time
